@@ -1,0 +1,39 @@
+"""Domain exceptions: one base class, each carrying the context a user needs to act on it."""
+
+from __future__ import annotations
+
+
+class HudiTableServiceError(Exception):
+    """Base of every error the product raises on purpose."""
+
+
+class NotAHudiTableError(HudiTableServiceError):
+    """The base path has no readable `.hoodie/hoodie.properties`."""
+
+
+class UnsupportedTableError(HudiTableServiceError):
+    """The table is a Hudi table the product must not touch (version, metadata table, layout)."""
+
+
+class CorruptTableError(HudiTableServiceError):
+    """A file under `.hoodie` (or a data file name) cannot be parsed; the message names the file."""
+
+
+class InstantExistsError(HudiTableServiceError):
+    """Create-if-absent of a timeline file found it already there (another process won the race)."""
+
+
+class ConfigError(HudiTableServiceError):
+    """Configuration rejected; the message names the table, the key and the value."""
+
+
+class LockError(HudiTableServiceError):
+    """The table lock could not be acquired, or was lost while held."""
+
+
+class ConflictError(HudiTableServiceError):
+    """A commit would drop concurrent changes; the operation must roll back instead."""
+
+
+class PlanRefusedError(HudiTableServiceError):
+    """A plan fails a safety rule (e.g. a clean that would delete the latest snapshot)."""

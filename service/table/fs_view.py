@@ -1,0 +1,190 @@
+"""File-system view: file groups and file slices of committed data, as Hudi's Java view builds them.
+
+Pure: `FileSystemView.build` takes a timeline, a listing of partitions and the facts read from the
+timeline's metadata (replaced file groups, pending clustering/compaction, savepointed files) and
+returns an immutable view. Loading those inputs is `service.table.table`'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from service.table.data_files import PARTITION_METAFILE_PREFIX, BaseFile, LogFile, parse_base_file, parse_log_file
+from service.table.storage import FileStatus
+from service.table.timeline import Timeline
+
+FileGroupId = tuple[str, str]  # (partition_path, file_id)
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """One version of a file group: a base file (COW) and/or log files (MOR) sharing a base instant."""
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    base_file: BaseFile | None
+    log_files: tuple[LogFile, ...] = ()
+
+    @property
+    def file_group_id(self) -> FileGroupId:
+        return (self.partition_path, self.file_id)
+
+    @property
+    def base_size_bytes(self) -> int:
+        return self.base_file.size_bytes if self.base_file else 0
+
+    @property
+    def total_size_bytes(self) -> int:
+        return self.base_size_bytes + sum(lf.size_bytes for lf in self.log_files)
+
+    @property
+    def file_names(self) -> tuple[str, ...]:
+        names = tuple(lf.file_name for lf in self.log_files)
+        return ((self.base_file.file_name,) if self.base_file else ()) + names
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Base-relative paths of every file of the slice."""
+        log_paths = tuple(lf.path for lf in self.log_files)
+        return ((self.base_file.path,) if self.base_file else ()) + log_paths
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Committed slices of one file group, newest first; `replaced_by` names the replacecommit."""
+
+    partition_path: str
+    file_id: str
+    slices: tuple[FileSlice, ...]
+    replaced_by: str | None = None
+
+    @property
+    def file_group_id(self) -> FileGroupId:
+        return (self.partition_path, self.file_id)
+
+    @property
+    def latest_slice(self) -> FileSlice | None:
+        return self.slices[0] if self.slices else None
+
+    @property
+    def is_replaced(self) -> bool:
+        return self.replaced_by is not None
+
+
+@dataclass(frozen=True)
+class TimelineFacts:
+    """What the view needs from timeline metadata, already decoded."""
+
+    # (partition, fileId) -> timestamp of the completed replacecommit that replaced it (latest wins).
+    replaced: Mapping[FileGroupId, str] = field(default_factory=dict)
+    # (partition, fileId) -> timestamp of the pending clustering plan that holds it.
+    pending_clustering: Mapping[FileGroupId, str] = field(default_factory=dict)
+    # (partition, fileId) -> (compaction instant, base instant of the slice it compacts).
+    pending_compaction: Mapping[FileGroupId, tuple[str, str]] = field(default_factory=dict)
+    # savepoint timestamp -> names of the files it pins (savepointDataFile).
+    savepointed_files: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FileSystemView:
+    timeline: Timeline
+    partitions: tuple[str, ...]
+    file_groups: Mapping[FileGroupId, FileGroup]
+    facts: TimelineFacts
+    # Files present on storage that belong to no committed slice (pending or failed writes).
+    uncommitted_files: tuple[str, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        timeline: Timeline,
+        listing: Mapping[str, Iterable[FileStatus]],
+        facts: TimelineFacts,
+        base_file_extension: str = ".parquet",
+    ) -> FileSystemView:
+        """Group listed files into file groups of committed slices.
+
+        `listing` maps each partition path to the files directly in it. A slice is committed when
+        its base instant is a completed commit/deltacommit/replacecommit, is a pending compaction
+        (its log files are readable), or predates the active timeline (its commit was archived).
+        """
+        visible = timeline.commits_and_compaction()
+        first_active = next((i.timestamp for i in visible if not facts.savepointed_files.get(i.timestamp)), None)
+        pending_compactions = {i.timestamp for i in visible.pending() if i.action.value == "compaction"}
+
+        def committed(instant_time: str) -> bool:
+            if timeline.is_completed_commit(instant_time) or instant_time in pending_compactions:
+                return True
+            return first_active is None or instant_time < first_active
+
+        slices: dict[FileGroupId, dict[str, tuple[BaseFile | None, list[LogFile]]]] = {}
+        uncommitted: list[str] = []
+        for partition, statuses in listing.items():
+            for status in statuses:
+                if status.is_dir or status.name.startswith(PARTITION_METAFILE_PREFIX):
+                    continue
+                if status.name.endswith(base_file_extension) and not status.name.startswith("."):
+                    base = parse_base_file(partition, status.name, status.size)
+                    if not committed(base.instant_time):
+                        uncommitted.append(base.path)
+                        continue
+                    bucket = slices.setdefault((partition, base.file_id), {})
+                    previous = bucket.get(base.instant_time)
+                    if previous is not None and previous[0] is not None:
+                        # Two base files of one instant (a retried task's leftover): Java keeps one,
+                        # hudi-rs fails. Keep the smaller name, deterministically.
+                        base = min(base, previous[0], key=lambda b: b.file_name)
+                    bucket[base.instant_time] = (base, previous[1] if previous else [])
+                    continue
+                log = parse_log_file(partition, status.name, status.size)
+                if log is None:
+                    continue  # not a Hudi data file (e.g. a checksum file); Java ignores it too
+                if not committed(log.base_instant_time):
+                    uncommitted.append(log.path)
+                    continue
+                bucket = slices.setdefault((partition, log.file_id), {})
+                bucket.setdefault(log.base_instant_time, (None, []))[1].append(log)
+
+        groups: dict[FileGroupId, FileGroup] = {}
+        for fg_id, by_instant in slices.items():
+            ordered = tuple(
+                FileSlice(fg_id[0], fg_id[1], instant, base, tuple(sorted(logs, key=lambda lf: lf.version)))
+                for instant, (base, logs) in sorted(by_instant.items(), reverse=True)
+            )
+            groups[fg_id] = FileGroup(fg_id[0], fg_id[1], ordered, facts.replaced.get(fg_id))
+        return cls(timeline, tuple(sorted(listing)), groups, facts, tuple(sorted(uncommitted)))
+
+    # ------------------------------------------------------------ queries
+    @cached_property
+    def live_file_groups(self) -> tuple[FileGroup, ...]:
+        """File groups readers see: not replaced, with at least one committed slice."""
+        return tuple(
+            fg for _, fg in sorted(self.file_groups.items()) if not fg.is_replaced and fg.latest_slice is not None
+        )
+
+    @cached_property
+    def replaced_file_groups(self) -> tuple[FileGroup, ...]:
+        return tuple(fg for _, fg in sorted(self.file_groups.items()) if fg.is_replaced)
+
+    def latest_file_slices(self, partition_path: str | None = None) -> list[FileSlice]:
+        return [
+            fg.latest_slice
+            for fg in self.live_file_groups
+            if fg.latest_slice is not None and (partition_path is None or fg.partition_path == partition_path)
+        ]
+
+    def file_groups_in(self, partition_path: str) -> list[FileGroup]:
+        return [fg for fg in self.file_groups.values() if fg.partition_path == partition_path]
+
+    def is_pending_clustering(self, fg_id: FileGroupId) -> bool:
+        return fg_id in self.facts.pending_clustering
+
+    def is_pending_compaction(self, fg_id: FileGroupId) -> bool:
+        return fg_id in self.facts.pending_compaction
+
+    @cached_property
+    def savepointed_file_names(self) -> frozenset[str]:
+        return frozenset().union(*self.facts.savepointed_files.values()) if self.facts.savepointed_files else frozenset()

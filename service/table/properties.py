@@ -1,0 +1,199 @@
+"""`.hoodie/hoodie.properties`: the table config, read and written as Hudi's HoodieTableConfig does."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+
+from service.errors import CorruptTableError, NotAHudiTableError, UnsupportedTableError
+from service.table import java_properties
+from service.table.storage import Storage
+
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
+PROPERTIES_BACKUP = ".hoodie/hoodie.properties.backup"
+
+SUPPORTED_TABLE_VERSION = 6
+
+
+class TableType(str, Enum):
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+
+class TimelineTimezone(str, Enum):
+    LOCAL = "LOCAL"
+    UTC = "UTC"
+
+
+def table_checksum(database_name: str, table_name: str) -> int:
+    """Hudi's checksum: CRC32 of `"<database>.<table>"` (UTF-8), as an unsigned decimal."""
+    return zlib.crc32(f"{database_name}.{table_name}".encode())
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """Typed view over `hoodie.properties`; `raw` keeps every key for round-tripping."""
+
+    raw: Mapping[str, str] = field(repr=False)
+
+    # -- required / identity
+    @property
+    def name(self) -> str:
+        return self.raw["hoodie.table.name"]
+
+    @property
+    def database_name(self) -> str:
+        return self.raw.get("hoodie.database.name", "")
+
+    @property
+    def table_type(self) -> TableType:
+        return TableType(self.raw.get("hoodie.table.type", "COPY_ON_WRITE"))
+
+    @property
+    def version(self) -> int:
+        return int(self.raw.get("hoodie.table.version", "0"))
+
+    @property
+    def timeline_layout_version(self) -> int:
+        return int(self.raw.get("hoodie.timeline.layout.version", "1"))
+
+    @property
+    def timeline_timezone(self) -> TimelineTimezone:
+        return TimelineTimezone(self.raw.get("hoodie.table.timeline.timezone", "LOCAL").upper())
+
+    # -- keys and partitioning
+    @property
+    def record_key_fields(self) -> list[str]:
+        return _split(self.raw.get("hoodie.table.recordkey.fields"))
+
+    @property
+    def partition_fields(self) -> list[str]:
+        return _split(self.raw.get("hoodie.table.partition.fields"))
+
+    @property
+    def precombine_field(self) -> str | None:
+        return self.raw.get("hoodie.table.precombine.field") or None
+
+    @property
+    def hive_style_partitioning(self) -> bool:
+        return self.raw.get("hoodie.datasource.write.hive_style_partitioning", "false").lower() == "true"
+
+    @property
+    def base_file_extension(self) -> str:
+        return "." + self.raw.get("hoodie.table.base.file.format", "PARQUET").lower()
+
+    @property
+    def populate_meta_fields(self) -> bool:
+        return self.raw.get("hoodie.populate.meta.fields", "true").lower() == "true"
+
+    @property
+    def metadata_partitions(self) -> list[str]:
+        return _split(self.raw.get("hoodie.table.metadata.partitions"))
+
+    @property
+    def metadata_partitions_inflight(self) -> list[str]:
+        return _split(self.raw.get("hoodie.table.metadata.partitions.inflight"))
+
+    @property
+    def archive_folder(self) -> str:
+        return self.raw.get("hoodie.archivelog.folder", "archived")
+
+    @property
+    def checksum_valid(self) -> bool:
+        try:
+            stored = int(self.raw["hoodie.table.checksum"])
+        except (KeyError, ValueError):
+            return False
+        return stored == table_checksum(self.database_name, self.name)
+
+    # -- load / store
+    @classmethod
+    def from_text(cls, text: str, source: str) -> TableConfig:
+        raw = java_properties.loads(text)
+        if "hoodie.table.name" not in raw:
+            raise CorruptTableError(f"{source}: missing required key hoodie.table.name")
+        return cls(raw)
+
+    def to_text(self, now: datetime | None = None) -> str:
+        props = dict(self.raw)
+        props["hoodie.table.checksum"] = str(table_checksum(self.database_name, self.name))
+        return java_properties.dumps(props, comment=f"Updated at {(now or _utcnow()).isoformat()}", now=now)
+
+    def with_updates(self, updates: Mapping[str, str | None]) -> TableConfig:
+        raw = dict(self.raw)
+        for key, value in updates.items():
+            if value is None:
+                raw.pop(key, None)
+            else:
+                raw[key] = value
+        return TableConfig(raw)
+
+    def check_supported(self, base_uri: str) -> None:
+        """Refuse tables the product must not touch, with the reason and the way out."""
+        if self.version != SUPPORTED_TABLE_VERSION:
+            planned = " (table versions 8 and 9 are planned)" if self.version in (8, 9) else ""
+            raise UnsupportedTableError(
+                f"table {self.name!r} at {base_uri} has hoodie.table.version={self.version}; "
+                f"only version {SUPPORTED_TABLE_VERSION} (Hudi 0.14/0.15) is supported{planned}"
+            )
+        if self.timeline_layout_version != 1:
+            raise UnsupportedTableError(
+                f"table {self.name!r} at {base_uri} has hoodie.timeline.layout.version="
+                f"{self.timeline_layout_version}; table version 6 requires layout version 1"
+            )
+        if self.metadata_partitions or self.metadata_partitions_inflight:
+            parts = ",".join(self.metadata_partitions + self.metadata_partitions_inflight)
+            raise UnsupportedTableError(
+                f"table {self.name!r} at {base_uri} has the metadata table enabled "
+                f"(hoodie.table.metadata.partitions={parts}). Hudi's readers and writers take file "
+                "listings from the metadata table, and this service does not update it, so a clustering "
+                "or clean would leave those listings wrong (missing new files, listing deleted ones). "
+                "Disable it: run every writer with hoodie.metadata.enable=false once; Hudi then deletes "
+                ".hoodie/metadata and clears hoodie.table.metadata.partitions itself."
+            )
+
+
+def load_table_config(storage: Storage) -> TableConfig:
+    """Read `hoodie.properties` (falling back to the backup, as Java does) and verify its checksum."""
+    for rel in (PROPERTIES_FILE, PROPERTIES_BACKUP):
+        try:
+            data = storage.read_bytes(rel)
+        except FileNotFoundError:
+            continue
+        try:
+            text = data.decode("latin-1")
+        except UnicodeDecodeError as exc:  # pragma: no cover - latin-1 decodes every byte
+            raise CorruptTableError(f"{storage.qualify(rel)}: not a properties file") from exc
+        config = TableConfig.from_text(text, storage.qualify(rel))
+        if not config.checksum_valid:
+            raise CorruptTableError(
+                f"{storage.qualify(rel)}: hoodie.table.checksum does not match "
+                f"{config.database_name}.{config.name} (expected "
+                f"{table_checksum(config.database_name, config.name)}); Hudi would refuse this table too"
+            )
+        return config
+    raise NotAHudiTableError(f"{storage.base_uri} is not a Hudi table: no {PROPERTIES_FILE}")
+
+
+def store_table_config(storage: Storage, config: TableConfig) -> None:
+    """Update protocol of HoodieTableConfig.modify: backup, delete, write, verify, drop backup."""
+    if not storage.exists(PROPERTIES_FILE) and storage.exists(PROPERTIES_BACKUP):
+        storage.write_bytes(PROPERTIES_FILE, storage.read_bytes(PROPERTIES_BACKUP))
+    current = storage.read_bytes(PROPERTIES_FILE) if storage.exists(PROPERTIES_FILE) else None
+    if current is not None:
+        storage.write_bytes(PROPERTIES_BACKUP, current)
+        storage.delete_file(PROPERTIES_FILE)
+    storage.write_bytes(PROPERTIES_FILE, config.to_text().encode("latin-1"))
+    load_table_config(storage)
+    storage.delete_file(PROPERTIES_BACKUP)
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,237 @@
+"""One storage facade over pyarrow.fs, addressed by a table's base URI.
+
+Every path the product handles inside a table is *relative to the base path* and uses `/`
+separators (`.hoodie/20240101000000000.commit`, `2024/01/01/<file>.parquet`). `Storage` turns those
+into filesystem paths for pyarrow and into qualified URIs in the form Hudi's Java writers use
+(`file:/abs/path`, `s3a://bucket/key`), so nothing above this module assumes a local disk.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import BinaryIO
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+from service.errors import HudiTableServiceError, InstantExistsError
+
+# Scheme aliases Hudi users write (Hadoop's s3a/s3n) mapped to what pyarrow understands.
+_PYARROW_SCHEME = {"s3a": "s3", "s3n": "s3", "s3": "s3", "hdfs": "hdfs", "file": "file", "": "file"}
+
+# Temporary files for atomic create live here: a folder neither Hudi's nor hudi-rs's timeline
+# listing (non-recursive over `.hoodie`) nor partition discovery ever looks into.
+_TMP_DIR = ".hoodie/.aux/.hts-tmp"
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """One listing entry; `path` is relative to the table's base path."""
+
+    path: str
+    size: int
+    is_dir: bool
+    mtime_ns: int | None = None
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+class Storage:
+    """Files of one table. Construct with `Storage.for_base_uri`."""
+
+    def __init__(self, fs: pafs.FileSystem, root: str, scheme: str, authority: str) -> None:
+        self._fs = fs
+        self._root = root.rstrip("/") or "/"
+        self._scheme = scheme
+        self._authority = authority
+
+    @classmethod
+    def for_base_uri(cls, base_uri: str, options: Mapping[str, str] | None = None) -> Storage:
+        """Open the table at `base_uri` (a local path, `file:`, `s3://`/`s3a://`, `hdfs://`).
+
+        `options` holds backend settings, e.g. `endpoint_override`, `region`, `access_key`,
+        `secret_key` for S3-compatible servers.
+        """
+        parsed = urlparse(base_uri)
+        scheme = parsed.scheme.lower()
+        if len(scheme) == 1:  # a Windows drive letter is not a scheme
+            scheme = ""
+        if scheme not in _PYARROW_SCHEME:
+            raise HudiTableServiceError(f"unsupported storage scheme {scheme!r} in base path {base_uri!r}")
+        opts = dict(options or {})
+        kind = _PYARROW_SCHEME[scheme]
+        if kind == "file":
+            root = os.path.abspath(parsed.path if scheme == "file" else base_uri)
+            return cls(pafs.LocalFileSystem(), root, "file", "")
+        if kind == "s3":
+            fs = pafs.S3FileSystem(
+                endpoint_override=opts.get("endpoint_override"),
+                region=opts.get("region", "us-east-1"),
+                access_key=opts.get("access_key"),
+                secret_key=opts.get("secret_key"),
+                scheme=opts.get("endpoint_scheme", "https"),
+                allow_bucket_creation=opts.get("allow_bucket_creation", "false") == "true",
+            )
+            return cls(fs, f"{parsed.netloc}{parsed.path}".rstrip("/"), scheme, parsed.netloc)
+        host, _, port = parsed.netloc.partition(":")
+        fs = pafs.HadoopFileSystem(host or "default", int(port or 0))
+        return cls(fs, parsed.path, scheme, parsed.netloc)
+
+    # ----------------------------------------------------------------- addressing
+    @property
+    def filesystem(self) -> pafs.FileSystem:
+        return self._fs
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self._fs, pafs.LocalFileSystem)
+
+    @property
+    def base_uri(self) -> str:
+        return self.qualify("")
+
+    def fs_path(self, rel: str) -> str:
+        """The path pyarrow's filesystem takes for a base-relative path."""
+        rel = rel.strip("/")
+        return f"{self._root}/{rel}" if rel else self._root
+
+    def qualify(self, rel: str) -> str:
+        """The fully qualified URI Hudi writes into plans (`file:/…`, `s3a://bucket/…`)."""
+        path = self.fs_path(rel)
+        if self._scheme == "file":
+            return f"file:{path}"
+        if self._scheme in ("s3", "s3a", "s3n"):
+            return f"{self._scheme}://{path}"
+        return f"{self._scheme}://{self._authority}{path}"
+
+    def relativize(self, uri_or_path: str) -> str:
+        """Inverse of `qualify`: accepts qualified URIs, scheme-less absolute paths and relative paths.
+
+        Raises when the path is outside the table: callers that delete files rely on this.
+        """
+        parsed = urlparse(uri_or_path)
+        if parsed.scheme and len(parsed.scheme) > 1:
+            scheme = parsed.scheme.lower()
+            if _PYARROW_SCHEME.get(scheme) != _PYARROW_SCHEME.get(self._scheme):
+                raise HudiTableServiceError(f"path {uri_or_path!r} is not on this table's storage")
+            path = parsed.path if scheme in ("file", "hdfs") else f"{parsed.netloc}{parsed.path}"
+        else:
+            path = uri_or_path
+        if not path.startswith("/") and self._scheme != "file" and not path.startswith(self._root):
+            return posixpath.normpath(path).lstrip("/")
+        if not posixpath.isabs(path) and self._scheme == "file":
+            return posixpath.normpath(path)
+        norm = posixpath.normpath(path)
+        root = self._root
+        if norm == root:
+            return ""
+        if not norm.startswith(root.rstrip("/") + "/"):
+            raise HudiTableServiceError(f"path {uri_or_path!r} is outside the table at {self.base_uri}")
+        return norm[len(root.rstrip("/")) + 1 :]
+
+    # ----------------------------------------------------------------- reading
+    def exists(self, rel: str) -> bool:
+        return self._fs.get_file_info(self.fs_path(rel)).type != pafs.FileType.NotFound
+
+    def status(self, rel: str) -> FileStatus | None:
+        info = self._fs.get_file_info(self.fs_path(rel))
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return FileStatus(rel.strip("/"), info.size or 0, info.type == pafs.FileType.Directory, info.mtime_ns)
+
+    def list_dir(self, rel: str) -> list[FileStatus]:
+        """Direct children of a directory; empty if it does not exist."""
+        selector = pafs.FileSelector(self.fs_path(rel), allow_not_found=True, recursive=False)
+        return [self._to_status(info) for info in self._fs.get_file_info(selector)]
+
+    def walk_files(self, rel: str) -> Iterator[FileStatus]:
+        """Every file below a directory, recursively."""
+        selector = pafs.FileSelector(self.fs_path(rel), allow_not_found=True, recursive=True)
+        for info in self._fs.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                yield self._to_status(info)
+
+    def read_bytes(self, rel: str) -> bytes:
+        with self._fs.open_input_stream(self.fs_path(rel)) as stream:
+            return bytes(stream.read())
+
+    def open_input(self, rel: str) -> BinaryIO:
+        return self._fs.open_input_file(self.fs_path(rel))  # type: ignore[no-any-return]
+
+    # ----------------------------------------------------------------- writing
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Write (or overwrite) a file, creating parent directories."""
+        self.make_dirs(posixpath.dirname(rel))
+        with self._fs.open_output_stream(self.fs_path(rel)) as out:
+            out.write(data)
+
+    def create_if_absent(self, rel: str, data: bytes) -> None:
+        """Create a file with its whole content, failing with `InstantExistsError` if it exists.
+
+        On local disks this is atomic and exclusive (write a temp file, then hard-link it into
+        place: `link` fails if the target exists, and readers never see a partial file). On object
+        stores without create-if-absent the check-then-put is made exclusive by the table lock,
+        which every caller that creates instants holds.
+        """
+        if self.is_local:
+            target = self.fs_path(rel)
+            tmp_dir = self.fs_path(_TMP_DIR)
+            os.makedirs(tmp_dir, exist_ok=True)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            tmp = os.path.join(tmp_dir, uuid.uuid4().hex)
+            with open(tmp, "wb") as f:
+                f.write(data)
+            try:
+                os.link(tmp, target)
+            except FileExistsError as exc:
+                raise InstantExistsError(f"{self.qualify(rel)} already exists") from exc
+            finally:
+                os.unlink(tmp)
+            return
+        if self.exists(rel):
+            raise InstantExistsError(f"{self.qualify(rel)} already exists")
+        self.write_bytes(rel, data)
+
+    def make_dirs(self, rel: str) -> None:
+        if rel.strip("/") or self.is_local:
+            self._fs.create_dir(self.fs_path(rel), recursive=True)
+
+    def delete_file(self, rel: str) -> bool:
+        """Delete one file; False when it was already gone (callers treat that as deleted)."""
+        try:
+            self._fs.delete_file(self.fs_path(rel))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def delete_dir(self, rel: str) -> None:
+        """Delete a directory tree if it exists."""
+        if self.exists(rel):
+            self._fs.delete_dir(self.fs_path(rel))
+
+    def open_output(self, rel: str) -> BinaryIO:
+        self.make_dirs(posixpath.dirname(rel))
+        return self._fs.open_output_stream(self.fs_path(rel))  # type: ignore[no-any-return]
+
+    # ----------------------------------------------------------------- helpers
+    def _to_status(self, info: pafs.FileInfo) -> FileStatus:
+        return FileStatus(
+            path=self.relativize_fs_path(info.path),
+            size=info.size or 0,
+            is_dir=info.type == pafs.FileType.Directory,
+            mtime_ns=info.mtime_ns,
+        )
+
+    def relativize_fs_path(self, fs_path: str) -> str:
+        root = self._root.rstrip("/")
+        if fs_path == root:
+            return ""
+        if not fs_path.startswith(root + "/"):
+            raise HudiTableServiceError(f"listing returned {fs_path!r} outside {root!r}")
+        return fs_path[len(root) + 1 :]

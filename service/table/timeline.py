@@ -1,0 +1,195 @@
+"""The active timeline: load it from `.hoodie`, select instants, create instant files, new instant times.
+
+`Timeline` is an immutable snapshot; selection is pure. Loading lists `.hoodie` only (no recursion)
+and keeps, like Java, the highest state of each (timestamp, comparable action). Writing goes through
+`Storage.create_if_absent`, so two processes can never both create the same instant file.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
+from functools import cached_property
+
+from service.errors import CorruptTableError
+from service.table.instant import Action, Instant, State, is_timeline_file_name, parse_instant_file_name
+from service.table.storage import Storage
+
+METAFOLDER = ".hoodie"
+INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S"
+
+# Actions whose completed instants add data files: Java's getCommitsTimeline / hudi-rs's commits.
+WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
+# getCommitsAndCompactionTimeline: what the file-system view and the cleaner's ECTR look at.
+COMMITS_AND_COMPACTION_ACTIONS = WRITE_ACTIONS | {Action.COMPACTION, Action.LOG_COMPACTION}
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Instants in Hudi's order; each (timestamp, comparable action) appears once, in its highest state."""
+
+    instants: tuple[Instant, ...]
+    # Every instant file present, all states (a completed instant keeps its requested/inflight files).
+    files: frozenset[str] = field(default=frozenset(), repr=False)
+
+    @classmethod
+    def of(cls, instants: Iterable[Instant]) -> Timeline:
+        return cls(_collapse(instants))
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self.instants)
+
+    def __len__(self) -> int:
+        return len(self.instants)
+
+    # ------------------------------------------------------------ selection (pure)
+    def filter(self, predicate: Callable[[Instant], bool]) -> Timeline:
+        return Timeline(tuple(i for i in self.instants if predicate(i)), self.files)
+
+    def by_actions(self, actions: Iterable[Action]) -> Timeline:
+        wanted = frozenset(actions)
+        return self.filter(lambda i: i.action in wanted)
+
+    def completed(self) -> Timeline:
+        return self.filter(lambda i: i.is_completed)
+
+    def pending(self) -> Timeline:
+        return self.filter(lambda i: i.is_pending)
+
+    def commits(self) -> Timeline:
+        """commit, deltacommit and replacecommit instants, any state."""
+        return self.by_actions(WRITE_ACTIONS)
+
+    def commits_and_compaction(self) -> Timeline:
+        return self.by_actions(COMMITS_AND_COMPACTION_ACTIONS)
+
+    def after(self, timestamp: str) -> Timeline:
+        return self.filter(lambda i: i.timestamp > timestamp)
+
+    def before(self, timestamp: str) -> Timeline:
+        return self.filter(lambda i: i.timestamp < timestamp)
+
+    @property
+    def first(self) -> Instant | None:
+        return self.instants[0] if self.instants else None
+
+    @property
+    def last(self) -> Instant | None:
+        return self.instants[-1] if self.instants else None
+
+    @cached_property
+    def completed_commit_times(self) -> tuple[str, ...]:
+        """Sorted timestamps of completed commit/deltacommit/replacecommit instants."""
+        return tuple(i.timestamp for i in self.instants if i.is_completed and i.action in WRITE_ACTIONS)
+
+    def is_completed_commit(self, timestamp: str) -> bool:
+        times = self.completed_commit_times
+        idx = bisect.bisect_left(times, timestamp)
+        return idx < len(times) and times[idx] == timestamp
+
+    def find(self, timestamp: str, action: Action | None = None) -> Instant | None:
+        for instant in self.instants:
+            if instant.timestamp == timestamp and (action is None or instant.action.comparable is action.comparable):
+                return instant
+        return None
+
+    def has_file(self, instant: Instant) -> bool:
+        return instant.file_name in self.files
+
+    @property
+    def max_timestamp(self) -> str | None:
+        return max((i.timestamp for i in self.instants), default=None)
+
+
+def _collapse(instants: Iterable[Instant]) -> tuple[Instant, ...]:
+    best: dict[tuple[str, Action], Instant] = {}
+    for instant in instants:
+        key = (instant.timestamp, instant.action.comparable)
+        current = best.get(key)
+        if current is None or instant.state > current.state:
+            best[key] = instant
+    return tuple(sorted(best.values(), key=Instant.sort_key))
+
+
+# ---------------------------------------------------------------- loading and reading
+
+
+def load_timeline(storage: Storage) -> Timeline:
+    """List `.hoodie` once and build the active timeline. Unknown instant-like names raise."""
+    instants: list[Instant] = []
+    files: set[str] = set()
+    for status in storage.list_dir(METAFOLDER):
+        if status.is_dir or not is_timeline_file_name(status.name):
+            continue
+        try:
+            instant = parse_instant_file_name(status.name)
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{storage.qualify(status.path)}: {exc}") from None
+        instants.append(instant)
+        files.add(status.name)
+    return Timeline(_collapse(instants), frozenset(files))
+
+
+def instant_path(instant: Instant) -> str:
+    return f"{METAFOLDER}/{instant.file_name}"
+
+
+def read_instant(storage: Storage, instant: Instant) -> bytes:
+    """Content of the instant's file in its current state."""
+    try:
+        return storage.read_bytes(instant_path(instant))
+    except FileNotFoundError:
+        raise CorruptTableError(f"{storage.qualify(instant_path(instant))} vanished while reading") from None
+
+
+def read_requested(storage: Storage, instant: Instant) -> bytes | None:
+    """The `.requested` file of an instant (plans live there even once inflight); None if absent."""
+    requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
+    try:
+        return storage.read_bytes(instant_path(requested))
+    except FileNotFoundError:
+        return None
+
+
+# ---------------------------------------------------------------- writing
+
+
+def create_instant_file(storage: Storage, instant: Instant, content: bytes = b"") -> None:
+    """Create the file of `instant` exclusively (InstantExistsError if present)."""
+    storage.create_if_absent(instant_path(instant), content)
+
+
+def delete_instant_file(storage: Storage, instant: Instant) -> bool:
+    return storage.delete_file(instant_path(instant))
+
+
+# ---------------------------------------------------------------- instant times
+
+
+def format_instant_time(moment: datetime) -> str:
+    return moment.strftime(INSTANT_TIME_FORMAT) + f"{moment.microsecond // 1000:03d}"
+
+
+def parse_instant_time(timestamp: str, tz: tzinfo) -> datetime:
+    """Instant time → aware datetime in `tz`. 14-digit legacy times get `999` ms, as Java does."""
+    if len(timestamp) == 14:
+        timestamp += "999"
+    if len(timestamp) < 17 or not timestamp[:17].isdigit():
+        raise CorruptTableError(f"malformed instant time {timestamp!r}")
+    base = datetime.strptime(timestamp[:14], INSTANT_TIME_FORMAT)
+    return base.replace(microsecond=int(timestamp[14:17]) * 1000, tzinfo=tz)
+
+
+def next_instant_time(timeline: Timeline, now: datetime, tz: tzinfo, floor: str | None = None) -> str:
+    """A new instant time: `now` in the timeline's zone, forced strictly after every existing instant.
+
+    `floor` is a time this process generated before and that may not be on the timeline yet.
+    """
+    candidate = format_instant_time(now.astimezone(tz))
+    highest = max((t for t in (timeline.max_timestamp, floor) if t), default=None)
+    if highest is not None and candidate <= highest:
+        bumped = parse_instant_time(highest, tz) + timedelta(milliseconds=1)
+        candidate = format_instant_time(bumped)
+    return candidate
