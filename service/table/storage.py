@@ -116,24 +116,22 @@ class Storage:
         Raises when the path is outside the table: callers that delete files rely on this.
         """
         parsed = urlparse(uri_or_path)
-        if parsed.scheme and len(parsed.scheme) > 1:
-            scheme = parsed.scheme.lower()
-            if _PYARROW_SCHEME.get(scheme) != _PYARROW_SCHEME.get(self._scheme):
-                raise HudiTableServiceError(f"path {uri_or_path!r} is not on this table's storage")
-            path = parsed.path if scheme in ("file", "hdfs") else f"{parsed.netloc}{parsed.path}"
+        scheme = parsed.scheme.lower() if len(parsed.scheme) > 1 else ""
+        if scheme:
+            if _PYARROW_SCHEME.get(scheme) != _PYARROW_SCHEME[self._scheme]:
+                raise HudiTableServiceError(f"path {uri_or_path!r} is not on the storage of {self.base_uri}")
+            fs_path = parsed.path if self._scheme in ("file", "hdfs") else f"{parsed.netloc}{parsed.path}"
+        elif uri_or_path.startswith("/"):
+            fs_path = uri_or_path if self._scheme in ("file", "hdfs") else uri_or_path.lstrip("/")
         else:
-            path = uri_or_path
-        if not path.startswith("/") and self._scheme != "file" and not path.startswith(self._root):
-            return posixpath.normpath(path).lstrip("/")
-        if not posixpath.isabs(path) and self._scheme == "file":
-            return posixpath.normpath(path)
-        norm = posixpath.normpath(path)
-        root = self._root
-        if norm == root:
+            fs_path = f"{self._root.rstrip('/')}/{uri_or_path}"
+        norm = posixpath.normpath(fs_path)
+        root = self._root.rstrip("/")
+        if norm == root or norm == self._root:
             return ""
-        if not norm.startswith(root.rstrip("/") + "/"):
+        if not norm.startswith(root + "/"):
             raise HudiTableServiceError(f"path {uri_or_path!r} is outside the table at {self.base_uri}")
-        return norm[len(root.rstrip("/")) + 1 :]
+        return norm[len(root) + 1 :]
 
     # ----------------------------------------------------------------- reading
     def exists(self, rel: str) -> bool:
