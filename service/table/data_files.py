@@ -52,12 +52,16 @@ def parse_base_file(partition_path: str, file_name: str, size_bytes: int = 0) ->
     stem, dot, _ext = file_name.partition(".")
     parts = stem.split("_")
     if not dot or len(parts) != 3 or not all(parts):
-        raise CorruptTableError(f"base file name {posixpath.join(partition_path, file_name)!r} is not "
-                                "<fileId>_<writeToken>_<instantTime>.<ext>")
+        raise CorruptTableError(
+            f"base file name {posixpath.join(partition_path, file_name)!r} is not "
+            "<fileId>_<writeToken>_<instantTime>.<ext>"
+        )
     file_id, token, instant = parts
     if not instant.isdigit():
-        raise CorruptTableError(f"base file {posixpath.join(partition_path, file_name)!r}: "
-                                f"instant time {instant!r} is not numeric")
+        raise CorruptTableError(
+            f"base file {posixpath.join(partition_path, file_name)!r}: "
+            f"instant time {instant!r} is not numeric"
+        )
     return BaseFile(partition_path, file_name, file_id, token, instant, size_bytes)
 
 

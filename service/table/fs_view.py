@@ -11,7 +11,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from service.table.data_files import PARTITION_METAFILE_PREFIX, BaseFile, LogFile, parse_base_file, parse_log_file
+from service.table.data_files import (
+    PARTITION_METAFILE_PREFIX,
+    BaseFile,
+    LogFile,
+    parse_base_file,
+    parse_log_file,
+)
 from service.table.storage import FileStatus
 from service.table.timeline import Timeline
 
@@ -112,7 +118,9 @@ class FileSystemView:
         (its log files are readable), or predates the active timeline (its commit was archived).
         """
         visible = timeline.commits_and_compaction()
-        first_active = next((i.timestamp for i in visible if not facts.savepointed_files.get(i.timestamp)), None)
+        first_active = next(
+            (i.timestamp for i in visible if not facts.savepointed_files.get(i.timestamp)), None
+        )
         pending_compactions = {i.timestamp for i in visible.pending() if i.action.value == "compaction"}
 
         def committed(instant_time: str) -> bool:
@@ -162,7 +170,9 @@ class FileSystemView:
     def live_file_groups(self) -> tuple[FileGroup, ...]:
         """File groups readers see: not replaced, with at least one committed slice."""
         return tuple(
-            fg for _, fg in sorted(self.file_groups.items()) if not fg.is_replaced and fg.latest_slice is not None
+            fg
+            for _, fg in sorted(self.file_groups.items())
+            if not fg.is_replaced and fg.latest_slice is not None
         )
 
     @cached_property
@@ -187,4 +197,8 @@ class FileSystemView:
 
     @cached_property
     def savepointed_file_names(self) -> frozenset[str]:
-        return frozenset().union(*self.facts.savepointed_files.values()) if self.facts.savepointed_files else frozenset()
+        return (
+            frozenset().union(*self.facts.savepointed_files.values())
+            if self.facts.savepointed_files
+            else frozenset()
+        )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 
 from service.errors import CorruptTableError
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     COMMIT = "commit"
     DELTA_COMMIT = "deltacommit"
     REPLACE_COMMIT = "replacecommit"
@@ -24,7 +24,7 @@ class Action(str, Enum):
 
     @property
     def comparable(self) -> Action:
-        """The action an instant completes as: compaction completes as commit, logcompaction as deltacommit."""
+        """The action an instant completes as (compaction as commit, logcompaction as deltacommit)."""
         if self is Action.COMPACTION:
             return Action.COMMIT
         if self is Action.LOG_COMPACTION:

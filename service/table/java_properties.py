@@ -7,7 +7,7 @@ carry Java escapes (`\\:`, `\\=`, `\\uXXXX`) and may use line continuations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -107,7 +107,7 @@ def _escape(s: str, is_key: bool) -> str:
 
 def dumps(props: Mapping[str, str], comment: str | None = None, now: datetime | None = None) -> str:
     """Serialise like `Properties.store(writer, comment)`: comment line, date line, then entries."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     lines: list[str] = []
     if comment is not None:
         lines.append("#" + comment)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from enum import Enum
+from datetime import UTC, datetime
+from enum import StrEnum
 
 from service.errors import CorruptTableError, NotAHudiTableError, UnsupportedTableError
 from service.table import java_properties
@@ -18,12 +18,12 @@ PROPERTIES_BACKUP = ".hoodie/hoodie.properties.backup"
 SUPPORTED_TABLE_VERSION = 6
 
 
-class TableType(str, Enum):
+class TableType(StrEnum):
     COPY_ON_WRITE = "COPY_ON_WRITE"
     MERGE_ON_READ = "MERGE_ON_READ"
 
 
-class TimelineTimezone(str, Enum):
+class TimelineTimezone(StrEnum):
     LOCAL = "LOCAL"
     UTC = "UTC"
 
@@ -196,4 +196,4 @@ def _split(value: str | None) -> list[str]:
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

@@ -160,7 +160,7 @@ class Storage:
             return bytes(stream.read())
 
     def open_input(self, rel: str) -> BinaryIO:
-        return self._fs.open_input_file(self.fs_path(rel))  # type: ignore[no-any-return]
+        return self._fs.open_input_file(self.fs_path(rel))
 
     # ----------------------------------------------------------------- writing
     def write_bytes(self, rel: str, data: bytes) -> None:
@@ -215,7 +215,7 @@ class Storage:
 
     def open_output(self, rel: str) -> BinaryIO:
         self.make_dirs(posixpath.dirname(rel))
-        return self._fs.open_output_stream(self.fs_path(rel))  # type: ignore[no-any-return]
+        return self._fs.open_output_stream(self.fs_path(rel))
 
     # ----------------------------------------------------------------- helpers
     def _to_status(self, info: pafs.FileInfo) -> FileStatus:

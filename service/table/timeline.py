@@ -91,7 +91,9 @@ class Timeline:
 
     def find(self, timestamp: str, action: Action | None = None) -> Instant | None:
         for instant in self.instants:
-            if instant.timestamp == timestamp and (action is None or instant.action.comparable is action.comparable):
+            if instant.timestamp == timestamp and (
+                action is None or instant.action.comparable is action.comparable
+            ):
                 return instant
         return None
 

@@ -45,11 +45,15 @@ def compile_program(name: str) -> Path:
     return out
 
 
-def run_java(name: str, *args: str, timeout_s: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_java(
+    name: str, *args: str, timeout_s: float = 120, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     """Compile (if needed) and run `<name>.main(args)`; returns the finished process."""
     classes = compile_program(name)
     cmd = ["java", *JAVA_OPENS, "-cp", classpath([classes]), name, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     if check and proc.returncode != 0:
-        raise AssertionError(f"java {name} {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise AssertionError(
+            f"java {name} {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+        )
     return proc

@@ -95,7 +95,12 @@ def test_properties_unsupported_tables_are_refused_with_reason(updates: dict[str
 
 def test_java_properties_escapes_and_continuations() -> None:
     text = "a\\:b=c\\=d\\u00e9\nkey value with spaces\nlong=one\\\n    two\n! comment\nempty=\n"
-    assert java_properties.loads(text) == {"a:b": "c=dé", "key": "value with spaces", "long": "onetwo", "empty": ""}
+    assert java_properties.loads(text) == {
+        "a:b": "c=dé",
+        "key": "value with spaces",
+        "long": "onetwo",
+        "empty": "",
+    }
 
 
 @given(st.dictionaries(st.text(min_size=1), st.text(), max_size=8))

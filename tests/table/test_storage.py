@@ -41,9 +41,17 @@ def test_storage_local_round_trip(tmp_path: Path) -> None:
 
 def test_storage_relativize_refuses_paths_outside_table(tmp_path: Path) -> None:
     storage = Storage.for_base_uri(str(tmp_path / "t"))
-    assert storage.relativize(f"{tmp_path}/t/p/f.parquet") == "p/f.parquet"  # scheme-less, as Java sometimes writes
-    for outside in (f"file:{tmp_path}/other/f", f"{tmp_path}/t/../x", "../x", "s3a://b/t/p", f"file:{tmp_path}/tt/x"):
-        with pytest.raises(HudiTableServiceError, match="outside|not on the storage"):
+    assert (
+        storage.relativize(f"{tmp_path}/t/p/f.parquet") == "p/f.parquet"
+    )  # scheme-less, as Java sometimes writes
+    for outside in (
+        f"file:{tmp_path}/other/f",
+        f"{tmp_path}/t/../x",
+        "../x",
+        "s3a://b/t/p",
+        f"file:{tmp_path}/tt/x",
+    ):
+        with pytest.raises(HudiTableServiceError, match=r"outside|not on the storage"):
             storage.relativize(outside)
 
 
@@ -51,9 +59,19 @@ def test_storage_relativize_refuses_paths_outside_table(tmp_path: Path) -> None:
 def test_storage_s3_round_trip(s3_endpoint: str) -> None:
     import pyarrow.fs as pafs
 
-    fs = pafs.S3FileSystem(**{k: v for k, v in {
-        "endpoint_override": s3_endpoint, "scheme": "http", "access_key": "testing",
-        "secret_key": "testing", "region": "us-east-1", "allow_bucket_creation": True}.items()})
+    fs = pafs.S3FileSystem(
+        **{
+            k: v
+            for k, v in {
+                "endpoint_override": s3_endpoint,
+                "scheme": "http",
+                "access_key": "testing",
+                "secret_key": "testing",
+                "region": "us-east-1",
+                "allow_bucket_creation": True,
+            }.items()
+        }
+    )
     fs.create_dir("bucket")
     storage = Storage.for_base_uri("s3a://bucket/tables/t", s3_options(s3_endpoint))
     _exercise(storage)

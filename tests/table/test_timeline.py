@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -92,26 +92,28 @@ def test_timeline_create_instant_file_races_have_one_winner(tmp_path: Path) -> N
 
 
 def test_next_instant_time_uses_zone_and_is_strictly_later() -> None:
-    now = datetime(2024, 6, 1, 12, 0, 0, 123000, tzinfo=timezone.utc)
+    now = datetime(2024, 6, 1, 12, 0, 0, 123000, tzinfo=UTC)
     empty = Timeline.of([])
-    assert next_instant_time(empty, now, timezone.utc) == "20240601120000123"
+    assert next_instant_time(empty, now, UTC) == "20240601120000123"
     assert next_instant_time(empty, now, ZoneInfo("America/Chicago")) == "20240601070000123"
     future = Timeline.of([Instant("20300101000000000", Action.COMMIT, State.REQUESTED)])
-    assert next_instant_time(future, now, timezone.utc) == "20300101000000001"
+    assert next_instant_time(future, now, UTC) == "20300101000000001"
     legacy = Timeline.of([Instant("20300101000000", Action.COMMIT, State.COMPLETED)])
-    assert next_instant_time(legacy, now, timezone.utc) == "20300101000001000"
-    assert next_instant_time(empty, now, timezone.utc, floor="20240601120000123") == "20240601120000124"
+    assert next_instant_time(legacy, now, UTC) == "20300101000001000"
+    assert next_instant_time(empty, now, UTC, floor="20240601120000123") == "20240601120000124"
 
 
 @given(
-    existing=st.lists(st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 1, 1)), max_size=5),
+    existing=st.lists(
+        st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 1, 1)), max_size=5
+    ),
     now=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 1, 1)),
 )
 def test_next_instant_time_always_exceeds_every_instant(existing: list[datetime], now: datetime) -> None:
     fmt = "%Y%m%d%H%M%S"
     times = [d.strftime(fmt) + f"{d.microsecond // 1000:03d}" for d in existing]
     timeline = Timeline.of(Instant(t, Action.COMMIT, State.COMPLETED) for t in times)
-    new = next_instant_time(timeline, now.replace(tzinfo=timezone.utc), timezone.utc)
+    new = next_instant_time(timeline, now.replace(tzinfo=UTC), UTC)
     assert len(new) == 17
     assert all(new > t for t in times)
-    assert parse_instant_time(new, timezone.utc) >= now.replace(tzinfo=timezone.utc) - timedelta(milliseconds=1)
+    assert parse_instant_time(new, UTC) >= now.replace(tzinfo=UTC) - timedelta(milliseconds=1)

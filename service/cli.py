@@ -1,0 +1,76 @@
+"""`hudi-table-service` command line. Errors are logged once here, at the boundary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from service.errors import HudiTableServiceError
+
+log = logging.getLogger("hudi_table_service")
+
+
+def _add_table_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-path", required=True, help="table base URI (path, file:, s3a://, hdfs://)")
+    parser.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="storage backend option, e.g. endpoint_override=host:port for S3-compatible servers",
+    )
+
+
+def _storage_options(pairs: Sequence[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise HudiTableServiceError(f"--storage-option {pair!r} is not KEY=VALUE")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hudi-table-service", description=__doc__)
+    parser.add_argument("--log-level", default="INFO")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    status = sub.add_parser("status", help="show a table's timeline, pending plans and live file groups")
+    _add_table_args(status)
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from service.status import render_text, table_status
+    from service.table.table import HudiTable
+
+    table = HudiTable.open(args.base_path, _storage_options(args.storage_option))
+    report = table_status(table)
+    print(json.dumps(report, indent=2) if args.json else render_text(report))
+    return 0
+
+
+COMMANDS = {"status": cmd_status}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return COMMANDS[args.command](args)
+    except HudiTableServiceError as exc:
+        log.error("%s failed: %s", args.command, exc)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The `status` report: a table's summary, timeline, pending plans and live file groups, as data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.table.fs_view import FileSystemView
+from service.table.instant import Action
+from service.table.table import HudiTable
+
+
+def table_status(table: HudiTable) -> dict[str, Any]:
+    """One JSON-ready object; other tools parse it, so keys only ever get added."""
+    timeline = table.load_timeline()
+    view = table.load_view(timeline)
+    pending = timeline.pending()
+    return {
+        "table": {
+            "name": table.config.name,
+            "database": table.config.database_name or None,
+            "type": table.config.table_type.value,
+            "version": table.config.version,
+            "base_path": table.base_uri,
+            "partition_fields": table.config.partition_fields,
+            "record_key_fields": table.config.record_key_fields,
+            "timeline_timezone": table.config.timeline_timezone.value,
+        },
+        "instants": [
+            {"timestamp": i.timestamp, "action": i.action.value, "state": i.state.name} for i in timeline
+        ],
+        "pending_clustering": _pending_clustering(view),
+        "pending_clean": [
+            {"timestamp": i.timestamp, "state": i.state.name} for i in pending.by_actions([Action.CLEAN])
+        ],
+        "file_groups": [
+            {
+                "partition_path": fg.partition_path,
+                "file_id": fg.file_id,
+                "base_file": s.base_file.file_name if s.base_file else None,
+                "base_instant": s.base_instant_time,
+                "size_bytes": s.total_size_bytes,
+                "log_files": [lf.file_name for lf in s.log_files],
+            }
+            for fg in view.live_file_groups
+            if (s := fg.latest_slice) is not None
+        ],
+        "replaced_file_groups": len(view.replaced_file_groups),
+        "uncommitted_files": len(view.uncommitted_files),
+    }
+
+
+def _pending_clustering(view: FileSystemView) -> list[dict[str, Any]]:
+    by_instant: dict[str, list[list[str]]] = {}
+    for (partition, file_id), instant in sorted(view.facts.pending_clustering.items()):
+        by_instant.setdefault(instant, []).append([partition, file_id])
+    state = {i.timestamp: i.state.name for i in view.timeline.pending().by_actions([Action.REPLACE_COMMIT])}
+    return [
+        {"timestamp": ts, "state": state.get(ts, "REQUESTED"), "file_groups": groups}
+        for ts, groups in sorted(by_instant.items())
+    ]
+
+
+def render_text(status: dict[str, Any]) -> str:
+    t = status["table"]
+    lines = [
+        f"table {t['name']} ({t['type']}, version {t['version']}) at {t['base_path']}",
+        f"partition fields: {', '.join(t['partition_fields']) or '(none)'}; "
+        f"record key: {', '.join(t['record_key_fields']) or '(auto)'}; "
+        f"timeline zone {t['timeline_timezone']}",
+        "",
+        f"instants ({len(status['instants'])}):",
+    ]
+    lines += [f"  {i['timestamp']}  {i['action']:<14} {i['state']}" for i in status["instants"]]
+    lines.append("")
+    lines.append(f"pending clustering plans: {len(status['pending_clustering'])}")
+    for plan in status["pending_clustering"]:
+        lines.append(f"  {plan['timestamp']} {plan['state']}: {len(plan['file_groups'])} file groups")
+    lines.append(f"pending clean plans: {len(status['pending_clean'])}")
+    for plan in status["pending_clean"]:
+        lines.append(f"  {plan['timestamp']} {plan['state']}")
+    lines.append("")
+    groups = status["file_groups"]
+    total = sum(g["size_bytes"] for g in groups)
+    lines.append(
+        f"live file groups: {len(groups)} ({total / 1e6:.1f} MB); replaced: "
+        f"{status['replaced_file_groups']}; uncommitted files: {status['uncommitted_files']}"
+    )
+    for g in groups:
+        part = g["partition_path"] or "(non-partitioned)"
+        lines.append(
+            f"  {part:<24} {g['file_id']}  {g['base_instant']}  {g['size_bytes']:>12,} B  {g['base_file']}"
+        )
+    return "\n".join(lines)

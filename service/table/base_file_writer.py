@@ -1,0 +1,557 @@
+"""Hudi base files written from Arrow data: Hudi's meta columns, footers and size roll-over.
+
+A base file is a Parquet file whose first five columns are the meta columns and whose footer holds
+what Hudi's Avro write path puts there (HUDI_FORMAT.md §4.4): `parquet.avro.schema`,
+`writer.model.name=avro`, the record-key bloom filter (`org.apache.hudi.bloomfilter`, plus
+`hoodie_bloom_filter_type_code` for dynamic filters) and `hoodie_min_record_key` /
+`hoodie_max_record_key` in Java `String` order. Rows keep their meta values (clustering preserves
+them) except `_hoodie_file_name`, which is set to the name of the file they land in.
+
+Physical conventions follow parquet-avro where pyarrow can: GZIP by default (at zlib's default
+level, as Java), byte/short as plain INT32, timestamps INT64 in micros (or millis) adjusted to
+UTC when tz-aware, decimals FIXED_LEN_BYTE_ARRAY, no `ARROW:schema` key. Lists are the standard
+3-level `list`/`element` layout: pyarrow cannot write parquet-avro's 2-level `array` layout at all
+(`use_compliant_nested_type=False` only renames `element` to `item`), and `list`/`element` is
+what Spark's own writer, hence Hudi's row-writer bulk insert, produces, so every Hudi reader
+handles it; parquet-avro reads it as well (tested with Hudi's `ParquetUtils.readAvroRecords`).
+
+`RollingBaseFileWriter` splits a stream of rows into files near a target size. Parquet sizes are
+only known once a row group is flushed, so rows are buffered and written as row groups sized from
+the compressed-bytes-per-Arrow-byte ratio measured on the row groups already written, aiming
+below the space left; a file is closed once less than a small margin remains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import BinaryIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from service.config.parquet import BloomFilterType, ParquetWriteConfig
+from service.errors import HudiTableServiceError
+from service.table.avro_schema import (
+    FILE_NAME_FIELD,
+    HOODIE_META_FIELDS,
+    RECORD_KEY_FIELD,
+    arrow_to_avro_schema,
+    avro_schema_to_json,
+    normalize_arrow_schema,
+    parse_avro_schema,
+    top_level_nullability,
+    with_meta_fields,
+)
+from service.table.bloom import BloomFilterConfig, HoodieBloomFilter, serialized_length
+from service.table.java_string_order import java_min_max, merge_min_max
+from service.table.storage import Storage
+
+AVRO_SCHEMA_KEY = "parquet.avro.schema"
+WRITER_MODEL_KEY = "writer.model.name"
+BLOOM_FILTER_KEY = "org.apache.hudi.bloomfilter"
+BLOOM_FILTER_TYPE_KEY = "hoodie_bloom_filter_type_code"
+MIN_RECORD_KEY = "hoodie_min_record_key"
+MAX_RECORD_KEY = "hoodie_max_record_key"
+BASE_FILE_EXTENSION = ".parquet"
+
+# Compression levels parquet-mr uses by default: zlib's default 6 (Arrow's own default is 9, slower
+# and not what Java writes) and zstd level 3.
+_DEFAULT_LEVELS = {"gzip": 6, "zstd": 3}
+_SIGNIFICANT_ROW_GROUP_FRACTION = 0.01
+
+
+def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
+    """`<fileId>_<writeToken>_<instantTime>.parquet`; neither part may contain `_` (§4.1)."""
+    for label, value in (("file id", file_id), ("write token", write_token), ("instant time", instant_time)):
+        if not value or "_" in value or "/" in value:
+            raise HudiTableServiceError(f"{label} {value!r} cannot be part of a base file name")
+    return f"{file_id}_{write_token}_{instant_time}{BASE_FILE_EXTENSION}"
+
+
+@dataclass(frozen=True)
+class BaseFileWriteResult:
+    """One written base file, as the committer needs it for its write stat."""
+
+    path: str  # base-relative, `<partition>/<file name>`
+    partition_path: str
+    file_id: str
+    file_name: str
+    file_size_bytes: int
+    record_count: int
+    min_record_key: str | None
+    max_record_key: str | None
+    write_time_ms: int
+
+
+@dataclass(frozen=True)
+class BaseFileSchema:
+    """What every file of a write shares: the Arrow schema rows are cast to and the Avro JSON."""
+
+    arrow: pa.Schema
+    avro_json: str
+
+    @classmethod
+    def create(
+        cls, arrow_schema: pa.Schema, avro_schema_json: str | None = None, *, table_name: str | None = None
+    ) -> BaseFileSchema:
+        """Check the meta columns and pair the (normalised) Arrow schema with the Avro schema.
+
+        `avro_schema_json` is the table's schema as Hudi wrote it (an input file's footer, or
+        commit metadata; meta fields are added if missing) and is embedded verbatim. Without it,
+        the schema is derived from the Arrow schema as Hudi's Spark writer would (needs `table_name`).
+        Top-level nullability is taken from the Avro schema, so Parquet's `required`/`optional`
+        match what parquet-avro writes for it.
+        """
+        names = arrow_schema.names
+        if tuple(names[: len(HOODIE_META_FIELDS)]) != HOODIE_META_FIELDS:
+            raise HudiTableServiceError(
+                f"the first columns must be Hudi's meta columns {list(HOODIE_META_FIELDS)}, got {names[:5]}"
+            )
+        for name in HOODIE_META_FIELDS:
+            dtype = arrow_schema.field(name).type
+            if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+                raise HudiTableServiceError(f"meta column {name} must be a string column, got {dtype}")
+        normalized = normalize_arrow_schema(arrow_schema)
+        if avro_schema_json is None:
+            if table_name is None:
+                raise HudiTableServiceError("deriving the Avro schema needs the table name")
+            avro_schema_json = avro_schema_to_json(arrow_to_avro_schema(normalized, table_name))
+        else:
+            avro_schema_json = with_meta_fields(avro_schema_json)
+        avro = parse_avro_schema(avro_schema_json)
+        avro_names = [f["name"] for f in avro["fields"]]
+        if avro_names != names:
+            raise HudiTableServiceError(
+                f"Arrow columns {names} do not match the Avro schema's fields {avro_names}"
+            )
+        nullable = top_level_nullability(avro)
+        fields = [f.with_nullable(nullable[f.name]) for f in normalized]
+        return cls(pa.schema(fields), avro_schema_json)
+
+    def conform(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
+        """Cast rows to the file schema; refuses nulls in a non-nullable column."""
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        if table.schema.names != self.arrow.names:
+            raise HudiTableServiceError(f"columns {table.schema.names} differ from {self.arrow.names}")
+        for field in self.arrow:
+            if not field.nullable and table.column(field.name).null_count:
+                raise HudiTableServiceError(f"column {field.name} has nulls; its Avro type is not nullable")
+        if table.schema.remove_metadata() != self.arrow:
+            table = table.cast(self.arrow)
+        return table.replace_schema_metadata(None)
+
+
+@dataclass(frozen=True)
+class _Codec:
+    name: str
+    level: int | None
+
+
+def _codec(config: ParquetWriteConfig) -> _Codec:
+    name = config.pyarrow_compression
+    if name == "lz4":
+        # pyarrow writes LZ4_RAW, which parquet-mr before 1.13 (Hudi 0.14 on Spark < 3.5) cannot read.
+        raise HudiTableServiceError("hoodie.parquet.compression.codec=lz4 is not supported; use zstd/snappy")
+    return _Codec(name, _DEFAULT_LEVELS.get(name))
+
+
+class BaseFileWriter:
+    """One base file. Rows arrive as row groups; `close()` writes the footer and returns the result."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        schema: BaseFileSchema,
+        config: ParquetWriteConfig,
+        *,
+        partition_path: str,
+        file_id: str,
+        write_token: str,
+        instant_time: str,
+    ) -> None:
+        self._started = time.perf_counter()
+        self._storage = storage
+        self._schema = schema
+        self._config = config
+        self.partition_path = partition_path.strip("/")
+        self.file_id = file_id
+        self.file_name = base_file_name(file_id, write_token, instant_time)
+        self.path = posixpath.join(self.partition_path, self.file_name)
+        self._bloom_config = BloomFilterConfig.from_parquet_config(config)
+        self._bloom = HoodieBloomFilter(self._bloom_config)
+        self._key_range: tuple[str, str] | None = None
+        self._records = 0
+        self._arrow_bytes = 0
+        self._row_groups = 0
+        self._max_key_bytes = 0
+        codec = _codec(config)
+        self._stream: BinaryIO = storage.open_output(self.path)
+        try:
+            self._writer = pq.ParquetWriter(
+                self._stream,
+                schema.arrow,
+                compression=codec.name,
+                compression_level=codec.level,
+                use_dictionary=config.dictionary_enabled,
+                data_page_size=config.page_size_bytes,
+                dictionary_pagesize_limit=config.page_size_bytes,
+                store_schema=False,
+                write_statistics=True,
+            )
+        except BaseException:
+            self._stream.close()
+            raise
+        self._closed = False
+
+    # ----------------------------------------------------------------- state
+    @property
+    def record_count(self) -> int:
+        return self._records
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes of data flushed so far (header and closed row groups; the footer comes at close)."""
+        return int(self._stream.tell())
+
+    @property
+    def arrow_bytes_written(self) -> int:
+        return self._arrow_bytes
+
+    @property
+    def row_groups(self) -> int:
+        return self._row_groups
+
+    def footer_size_estimate(self, extra_records: int = 0, extra_row_groups: int = 1) -> int:
+        """A generous estimate of the footer for the rows written plus `extra_records` more."""
+        kv = (
+            len(self._schema.avro_json.encode())
+            + serialized_length(self._bloom_config, self._records + extra_records)
+            + 2 * self._max_key_bytes
+            + 256
+        )
+        leaves = len(self._schema.arrow.names) + sum(_leaf_count(f.type) - 1 for f in self._schema.arrow)
+        return kv + 64 * leaves + (self._row_groups + extra_row_groups) * leaves * 400 + 64
+
+    # ----------------------------------------------------------------- writing
+    def write_row_group(self, rows: pa.Table) -> None:
+        """Write `rows` (already conformed) as one row group, `_hoodie_file_name` set to this file."""
+        if self._closed:
+            raise HudiTableServiceError(f"{self.path} is already closed")
+        n = rows.num_rows
+        if n == 0:
+            return
+        index = rows.schema.get_field_index(FILE_NAME_FIELD)
+        file_names = pa.repeat(self.file_name, n).cast(rows.schema.field(index).type)
+        rows = rows.set_column(index, rows.schema.field(index), file_names)
+        keys = rows.column(RECORD_KEY_FIELD)
+        self._bloom.add_keys(keys)  # refuses null and empty keys
+        self._key_range = merge_min_max(self._key_range, java_min_max(keys))
+        self._max_key_bytes = max(self._max_key_bytes, int(pc.max(pc.binary_length(keys)).as_py() or 0))
+        self._writer.write_table(rows, row_group_size=n)
+        self._records += n
+        self._arrow_bytes += rows.nbytes
+        self._row_groups += 1
+
+    def close(self) -> BaseFileWriteResult:
+        """Write the footer and close the file."""
+        if self._closed:
+            raise HudiTableServiceError(f"{self.path} is already closed")
+        self._closed = True
+        metadata = {
+            AVRO_SCHEMA_KEY: self._schema.avro_json,
+            WRITER_MODEL_KEY: "avro",
+            BLOOM_FILTER_KEY: self._bloom.serialize_to_string(),
+        }
+        if self._bloom.type_code is BloomFilterType.DYNAMIC_V0:
+            metadata[BLOOM_FILTER_TYPE_KEY] = self._bloom.type_code.value
+        if self._key_range is not None:
+            metadata[MIN_RECORD_KEY], metadata[MAX_RECORD_KEY] = self._key_range
+        try:
+            self._writer.add_key_value_metadata(metadata)
+            self._writer.close()
+            size = int(self._stream.tell())
+        finally:
+            self._stream.close()
+        return BaseFileWriteResult(
+            path=self.path,
+            partition_path=self.partition_path,
+            file_id=self.file_id,
+            file_name=self.file_name,
+            file_size_bytes=size,
+            record_count=self._records,
+            min_record_key=self._key_range[0] if self._key_range else None,
+            max_record_key=self._key_range[1] if self._key_range else None,
+            write_time_ms=round((time.perf_counter() - self._started) * 1000),
+        )
+
+    def abort(self) -> None:
+        """Close without a footer and delete the partial file."""
+        if not self._closed:
+            self._closed = True
+            try:
+                with contextlib.suppress(Exception):  # the file is deleted below in any state
+                    self._writer.close()
+            finally:
+                self._stream.close()
+        self._storage.delete_file(self.path)
+
+
+def _leaf_count(dtype: pa.DataType) -> int:
+    if pa.types.is_struct(dtype):
+        return sum(_leaf_count(f.type) for f in dtype.fields)
+    if pa.types.is_map(dtype):
+        return 1 + _leaf_count(dtype.item_type)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _leaf_count(dtype.value_type)
+    return 1
+
+
+# --------------------------------------------------------------------------- size roll-over
+@dataclass(frozen=True)
+class RollOverPolicy:
+    """How row groups are sized against the target file size."""
+
+    fill_fraction: float = 0.85
+    """Aim a row group at this fraction of the space left: tolerates ~20% ratio misestimates."""
+    close_margin_fraction: float = 0.03
+    """Close the file once less than this fraction of the target is left."""
+    probe_fraction: float = 0.5
+    """Before any ratio is known, a row group holds at most this fraction of the target in Arrow bytes."""
+    max_buffer_bytes: int = 256 * 1024 * 1024
+    """At most this many Arrow bytes are buffered for one row group (bounds memory)."""
+
+
+class RollingBaseFileWriter:
+    """Writes a stream of rows into base files of about `target_file_size_bytes` each.
+
+    Every file stays within the target up to the error of the size estimate (the policy keeps it
+    under ~1.05x), and every file but the last is closed only when nearly full (≥ ~0.95x in
+    practice; ≥ 0.8x is the contract). File ids are `<prefix>-0`, `<prefix>-1`, ... as a Hudi
+    write task rolling over names them. Use as a context manager: on an exception every file this
+    writer created is deleted.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        schema: BaseFileSchema,
+        config: ParquetWriteConfig,
+        *,
+        partition_path: str,
+        instant_time: str,
+        target_file_size_bytes: int,
+        write_token: str = "0-0-0",
+        file_id_prefix: str | None = None,
+        policy: RollOverPolicy | None = None,
+    ) -> None:
+        if target_file_size_bytes <= 0:
+            raise HudiTableServiceError(f"target file size must be > 0, got {target_file_size_bytes}")
+        self._storage = storage
+        self._schema = schema
+        self._config = config
+        self._partition_path = partition_path
+        self._instant_time = instant_time
+        self._target = target_file_size_bytes
+        self._write_token = write_token
+        self._file_id_prefix = file_id_prefix or str(uuid.uuid4())
+        self._policy = policy or RollOverPolicy()
+        self._pending: deque[pa.Table] = deque()
+        self._pending_rows = 0
+        self._current: BaseFileWriter | None = None
+        self._results: list[BaseFileWriteResult] = []
+        self._created: list[str] = []
+        self._ratio_all: float | None = None  # compressed bytes per Arrow byte, all row groups
+        self._ratio_last: float | None = None  # ... of the last row group
+        self._compressed_total = 0
+        self._arrow_total = 0
+        self._closed = False
+
+    def __enter__(self) -> RollingBaseFileWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif not self._closed:
+            self.close()
+
+    @property
+    def results(self) -> list[BaseFileWriteResult]:
+        """Files completed so far."""
+        return list(self._results)
+
+    # ----------------------------------------------------------------- input
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        if self._closed:
+            raise HudiTableServiceError("writer is closed")
+        table = self._schema.conform(data)
+        if table.num_rows:
+            self._pending.append(table)
+            self._pending_rows += table.num_rows
+            self._drain(final=False)
+
+    def close(self) -> list[BaseFileWriteResult]:
+        """Write what is buffered, close the last file; returns every file written."""
+        if not self._closed:
+            self._drain(final=True)
+            if self._current is not None:
+                self._finish_current()
+            self._closed = True
+        return list(self._results)
+
+    def abort(self) -> None:
+        """Delete every file this writer created (for a retry: a file group must not hold two)."""
+        self._closed = True
+        if self._current is not None:
+            self._current.abort()
+            self._current = None
+        for path in self._created:
+            self._storage.delete_file(path)
+        self._results.clear()
+
+    # ----------------------------------------------------------------- planning
+    def _drain(self, final: bool) -> None:
+        while self._pending_rows:
+            if self._current is None:
+                self._open_next()
+            assert self._current is not None
+            rows = self._plan_rows(final)
+            if rows is None:
+                return  # wait for more input
+            if rows == 0:
+                self._finish_current()
+                continue
+            self._write_chunk(self._take(rows))
+
+    def _plan_rows(self, final: bool) -> int | None:
+        """Rows for the next row group of the current file; 0 closes the file, None waits for input."""
+        current = self._current
+        assert current is not None
+        policy = self._policy
+        footer = current.footer_size_estimate(extra_records=self._pending_rows)
+        remaining = self._target - current.bytes_written - footer
+        empty = current.record_count == 0
+        if not empty and remaining < policy.close_margin_fraction * self._target:
+            return 0
+        budget = min(float(self._config.block_size_bytes), policy.fill_fraction * remaining)
+        ratio = self._ratio()
+        arrow_budget = min(budget, policy.probe_fraction * self._target) if ratio is None else budget / ratio
+        arrow_budget = min(arrow_budget, float(policy.max_buffer_bytes))
+        rows, exhausted = self._rows_within(arrow_budget)
+        if exhausted and not final:
+            return None
+        if rows == 0:
+            return 1 if empty else 0  # a file always gets at least one row, however large
+        return rows
+
+    def _ratio(self) -> float | None:
+        ratios = [r for r in (self._ratio_all, self._ratio_last) if r is not None]
+        return max(ratios) if ratios else None
+
+    def _rows_within(self, arrow_budget: float) -> tuple[int, bool]:
+        """How many buffered rows fit `arrow_budget` bytes; True when all fit (more could)."""
+        rows = 0
+        spent = 0.0
+        for table in self._pending:
+            per_row = table.nbytes / table.num_rows
+            if spent + table.nbytes <= arrow_budget:
+                rows += table.num_rows
+                spent += table.nbytes
+                continue
+            return rows + int((arrow_budget - spent) // per_row) if per_row else rows + table.num_rows, False
+        return rows, True
+
+    def _take(self, rows: int) -> pa.Table:
+        parts: list[pa.Table] = []
+        needed = rows
+        while needed:
+            head = self._pending[0]
+            if head.num_rows <= needed:
+                parts.append(self._pending.popleft())
+                needed -= head.num_rows
+            else:
+                parts.append(head.slice(0, needed))
+                self._pending[0] = head.slice(needed)
+                needed = 0
+        self._pending_rows -= rows
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    def _write_chunk(self, chunk: pa.Table) -> None:
+        current = self._current
+        assert current is not None
+        before = current.bytes_written
+        current.write_row_group(chunk)
+        compressed = current.bytes_written - before
+        arrow_bytes = chunk.nbytes
+        if arrow_bytes:
+            self._compressed_total += compressed
+            self._arrow_total += arrow_bytes
+            self._ratio_all = self._compressed_total / self._arrow_total
+            # The latest row group tracks drifting data best, but a tiny one mostly measures
+            # per-page overhead and would shrink every later row group.
+            if compressed >= _SIGNIFICANT_ROW_GROUP_FRACTION * self._target or self._ratio_last is None:
+                self._ratio_last = compressed / arrow_bytes
+
+    # ----------------------------------------------------------------- files
+    def _open_next(self) -> None:
+        file_id = f"{self._file_id_prefix}-{len(self._created)}"
+        writer = BaseFileWriter(
+            self._storage,
+            self._schema,
+            self._config,
+            partition_path=self._partition_path,
+            file_id=file_id,
+            write_token=self._write_token,
+            instant_time=self._instant_time,
+        )
+        self._created.append(writer.path)
+        self._current = writer
+
+    def _finish_current(self) -> None:
+        current = self._current
+        assert current is not None
+        self._current = None
+        if current.record_count == 0:
+            current.abort()
+            self._created.remove(current.path)
+            return
+        self._results.append(current.close())
+
+
+def write_base_files(
+    storage: Storage,
+    data: pa.Table | Iterable[pa.RecordBatch | pa.Table],
+    schema: BaseFileSchema,
+    config: ParquetWriteConfig,
+    *,
+    partition_path: str,
+    instant_time: str,
+    target_file_size_bytes: int,
+    write_token: str = "0-0-0",
+    file_id_prefix: str | None = None,
+) -> list[BaseFileWriteResult]:
+    """Write all rows (in order) into base files near the target size; returns one result per file."""
+    batches: Iterator[pa.RecordBatch | pa.Table] = iter([data]) if isinstance(data, pa.Table) else iter(data)
+    with RollingBaseFileWriter(
+        storage,
+        schema,
+        config,
+        partition_path=partition_path,
+        instant_time=instant_time,
+        target_file_size_bytes=target_file_size_bytes,
+        write_token=write_token,
+        file_id_prefix=file_id_prefix,
+    ) as writer:
+        for batch in batches:
+            writer.write(batch)
+        return writer.close()

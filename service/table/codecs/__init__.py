@@ -1,0 +1,108 @@
+"""On-disk codecs of timeline files: typed models, `encode(model) -> bytes`, `decode(type, bytes, source)`.
+
+Avro files (plans, clean/rollback/savepoint metadata) are one-record container files checked against
+our own Hudi 0.14.1 schemas (`schemas/`); commit metadata is Jackson-style JSON. Decoding failures
+raise CorruptTableError naming the file.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from service.table.codecs.avro_file import AvroRootModel, decode_avro, encode_avro
+from service.table.codecs.clean import (
+    LATEST_CLEAN_METADATA_VERSION,
+    LATEST_CLEAN_PLAN_VERSION,
+    ActionInstant,
+    CleanerPlan,
+    CleanFileInfo,
+    CleanMetadata,
+    CleanPartitionMetadata,
+)
+from service.table.codecs.commit import (
+    NULL_COMMIT,
+    SCHEMA_KEY,
+    CommitMetadata,
+    ReplaceCommitMetadata,
+    RuntimeStats,
+    WriteOperationType,
+    WriteStat,
+    decode_commit,
+    encode_commit,
+)
+from service.table.codecs.compaction import CompactionOperation, CompactionPlan, CompactionStrategy
+from service.table.codecs.replace import (
+    CLUSTER_OPERATION,
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringStrategy,
+    RequestedReplaceMetadata,
+    SliceInfo,
+)
+from service.table.codecs.rollback import (
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+)
+from service.table.codecs.savepoint import SavepointMetadata, SavepointPartitionMetadata
+
+TimelineModel = AvroRootModel | CommitMetadata
+T = TypeVar("T", bound=AvroRootModel | CommitMetadata)
+
+
+def encode(model: TimelineModel) -> bytes:
+    """The bytes Hudi's Java code writes for `model`: Avro container file or commit JSON."""
+    if isinstance(model, CommitMetadata):
+        return encode_commit(model)
+    return encode_avro(model)
+
+
+def decode(model_type: type[T], data: bytes, source: str) -> T:
+    """Read a timeline file's bytes as `model_type`; `source` names the file in errors.
+
+    Empty files: commit metadata → empty metadata, requested replace → all fields None (no plan),
+    anything else → CorruptTableError.
+    """
+    if issubclass(model_type, CommitMetadata):
+        return decode_commit(model_type, data, source)
+    return decode_avro(model_type, data, source)
+
+
+__all__ = [
+    "CLUSTER_OPERATION",
+    "LATEST_CLEAN_METADATA_VERSION",
+    "LATEST_CLEAN_PLAN_VERSION",
+    "NULL_COMMIT",
+    "SCHEMA_KEY",
+    "ActionInstant",
+    "AvroRootModel",
+    "CleanFileInfo",
+    "CleanMetadata",
+    "CleanPartitionMetadata",
+    "CleanerPlan",
+    "ClusteringGroup",
+    "ClusteringPlan",
+    "ClusteringStrategy",
+    "CommitMetadata",
+    "CompactionOperation",
+    "CompactionPlan",
+    "CompactionStrategy",
+    "InstantInfo",
+    "ReplaceCommitMetadata",
+    "RequestedReplaceMetadata",
+    "RollbackMetadata",
+    "RollbackPartitionMetadata",
+    "RollbackPlan",
+    "RollbackRequest",
+    "RuntimeStats",
+    "SavepointMetadata",
+    "SavepointPartitionMetadata",
+    "SliceInfo",
+    "TimelineModel",
+    "WriteOperationType",
+    "WriteStat",
+    "decode",
+    "encode",
+]

@@ -1,0 +1,314 @@
+"""JSON commit metadata: HoodieCommitMetadata (`T.commit`, `T.deltacommit`, inflight workload profiles)
+and HoodieReplaceCommitMetadata (`T.replacecommit`), with their HoodieWriteStat entries.
+
+Writing follows Jackson's field order and pretty printing; reading is as lenient as Hudi's mapper
+(unknown fields ignored, missing or null longs read as 0, an empty file is an empty metadata), except
+that `operationType` must be a WriteOperationType name, as Jackson insists.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic.alias_generators import to_camel
+
+from service.errors import CorruptTableError
+from service.table.codecs import jackson_json
+from service.table.codecs.avro_file import Int64
+
+NULL_COMMIT = "null"  # HoodieWriteStat.NULL_COMMIT: `prevCommit` of a new file group
+SCHEMA_KEY = "schema"  # extraMetadata key holding the writer's Avro schema
+
+
+class WriteOperationType(StrEnum):
+    """Hudi's WriteOperationType; the JSON holds the enum name."""
+
+    INSERT = "INSERT"
+    INSERT_PREPPED = "INSERT_PREPPED"
+    UPSERT = "UPSERT"
+    UPSERT_PREPPED = "UPSERT_PREPPED"
+    BULK_INSERT = "BULK_INSERT"
+    BULK_INSERT_PREPPED = "BULK_INSERT_PREPPED"
+    DELETE = "DELETE"
+    DELETE_PREPPED = "DELETE_PREPPED"
+    BOOTSTRAP = "BOOTSTRAP"
+    INSERT_OVERWRITE = "INSERT_OVERWRITE"
+    CLUSTER = "CLUSTER"
+    DELETE_PARTITION = "DELETE_PARTITION"
+    INSERT_OVERWRITE_TABLE = "INSERT_OVERWRITE_TABLE"
+    COMPACT = "COMPACT"
+    INDEX = "INDEX"
+    ALTER_SCHEMA = "ALTER_SCHEMA"
+    LOG_COMPACT = "LOG_COMPACT"
+    UNKNOWN = "UNKNOWN"
+
+
+class _JsonModel(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+
+class RuntimeStats(_JsonModel):
+    """HoodieWriteStat.RuntimeStats, in milliseconds."""
+
+    total_scan_time: Int64 = 0
+    total_upsert_time: Int64 = 0
+    total_create_time: Int64 = 0
+
+
+class WriteStat(_JsonModel):
+    """HoodieWriteStat, attributes in Jackson's output order.
+
+    `other_fields` keeps fields of subclasses (HoodieDeltaWriteStat's `logVersion`, `logFiles`, ...)
+    verbatim and in order; they are written after the base fields, where Jackson puts them.
+    """
+
+    file_id: str | None = None
+    path: str | None = None  # relative to the table base path
+    cdc_stats: Mapping[str, Int64 | None] | None = None
+    prev_commit: str | None = NULL_COMMIT
+    num_writes: Int64 = 0
+    num_deletes: Int64 = 0
+    num_update_writes: Int64 = 0
+    num_inserts: Int64 = 0
+    total_write_bytes: Int64 = 0
+    total_write_errors: Int64 = 0
+    temp_path: str | None = None
+    partition_path: str | None = None
+    total_log_records: Int64 = 0
+    total_log_files_compacted: Int64 = 0
+    total_log_size_compacted: Int64 = 0
+    total_updated_records_compacted: Int64 = 0
+    total_log_blocks: Int64 = 0
+    total_corrupt_log_block: Int64 = 0
+    total_rollback_blocks: Int64 = 0
+    file_size_in_bytes: Int64 = 0
+    min_event_time: Int64 | None = None
+    max_event_time: Int64 | None = None
+    runtime_stats: RuntimeStats | None = None
+    other_fields: Mapping[str, JsonValue] = {}
+
+
+class CommitMetadata(_JsonModel):
+    """HoodieCommitMetadata. Partition keys are relative partition paths ("" when non-partitioned)."""
+
+    partition_to_write_stats: Mapping[str, tuple[WriteStat, ...]] = {}
+    compacted: bool = False
+    extra_metadata: Mapping[str, str | None] = {}
+    operation_type: WriteOperationType = WriteOperationType.UNKNOWN
+
+    @property
+    def write_stats(self) -> tuple[WriteStat, ...]:
+        return tuple(stat for stats in self.partition_to_write_stats.values() for stat in stats)
+
+    @property
+    def table_schema(self) -> str | None:
+        """The writer's Avro schema (extraMetadata "schema"), None when absent or empty."""
+        return self.extra_metadata.get(SCHEMA_KEY) or None
+
+    def written_file_groups(self) -> frozenset[tuple[str, str]]:
+        """(partition, fileId) of every write stat."""
+        stats = self.partition_to_write_stats
+        return frozenset(_pairs((p, s.file_id) for p, in_partition in stats.items() for s in in_partition))
+
+    def touched_file_groups(self) -> frozenset[tuple[str, str]]:
+        """(partition, fileId) this commit wrote or replaced: what conflict detection compares."""
+        return self.written_file_groups()
+
+
+class ReplaceCommitMetadata(CommitMetadata):
+    """HoodieReplaceCommitMetadata: a commit that also replaces whole file groups."""
+
+    partition_to_replace_file_ids: Mapping[str, tuple[str, ...]] = {}
+
+    def replaced_file_groups(self) -> frozenset[tuple[str, str]]:
+        return frozenset(_pairs((p, f) for p, ids in self.partition_to_replace_file_ids.items() for f in ids))
+
+    def touched_file_groups(self) -> frozenset[tuple[str, str]]:
+        return self.written_file_groups() | self.replaced_file_groups()
+
+
+M = TypeVar("M", bound=CommitMetadata)
+
+
+def _pairs(items: Iterator[tuple[str, str | None]]) -> Iterator[tuple[str, str]]:
+    return ((p, f) for p, f in items if f is not None)
+
+
+# -- encode
+
+
+def encode_commit(metadata: CommitMetadata) -> bytes:
+    """UTF-8 JSON as `HoodieCommitMetadata.toJsonString()` writes it."""
+    tree: dict[str, Any] = {
+        "partitionToWriteStats": {
+            partition: [_stat_tree(stat) for stat in stats]
+            for partition, stats in metadata.partition_to_write_stats.items()
+        },
+        "compacted": metadata.compacted,
+        "extraMetadata": dict(metadata.extra_metadata),
+        "operationType": metadata.operation_type.value,
+    }
+    if isinstance(metadata, ReplaceCommitMetadata):
+        replaced = metadata.partition_to_replace_file_ids
+        tree["partitionToReplaceFileIds"] = {p: list(ids) for p, ids in replaced.items()}
+    return jackson_json.dumps_pretty(tree).encode("utf-8")
+
+
+def _stat_tree(stat: WriteStat) -> dict[str, Any]:
+    tree = stat.model_dump(mode="json", exclude={"other_fields"})
+    tree.update(stat.other_fields)
+    return tree
+
+
+# -- decode
+
+
+_STAT_FIELDS = {
+    info.serialization_alias: name for name, info in WriteStat.model_fields.items() if name != "other_fields"
+}
+_STAT_STRINGS = {"fileId", "path", "prevCommit", "tempPath", "partitionPath"}
+_STAT_BOXED_LONGS = {"minEventTime", "maxEventTime"}
+
+
+def decode_commit(model_type: type[M], data: bytes, source: str) -> M:
+    """Parse commit metadata JSON; an empty file gives an empty metadata, as in Java."""
+    if not data:
+        return model_type()
+    try:
+        root = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise CorruptTableError(f"{source}: not JSON commit metadata: {e}") from e
+    reader = _Reader(source)
+    obj = reader.as_object(root, "root")
+    written = reader.as_object(obj.get("partitionToWriteStats"), "partitionToWriteStats")
+    fields: dict[str, Any] = {
+        "partition_to_write_stats": {
+            partition: tuple(reader.as_stat(s, partition) for s in reader.as_array(stats, partition))
+            for partition, stats in written.items()
+        },
+        "compacted": reader.as_boolean(obj.get("compacted"), "compacted"),
+        "extra_metadata": {
+            k: reader.as_string(v, f"extraMetadata.{k}")
+            for k, v in reader.as_object(obj.get("extraMetadata"), "extraMetadata").items()
+        },
+        "operation_type": reader.as_operation_type(obj.get("operationType")),
+    }
+    if issubclass(model_type, ReplaceCommitMetadata):
+        replaced = reader.as_object(obj.get("partitionToReplaceFileIds"), "partitionToReplaceFileIds")
+        fields["partition_to_replace_file_ids"] = {
+            p: tuple(reader.as_file_id(f, p) for f in reader.as_array(ids, p)) for p, ids in replaced.items()
+        }
+    try:
+        return model_type(**fields)
+    except ValidationError as e:
+        raise CorruptTableError(f"{source}: invalid commit metadata: {e}") from e
+
+
+class _Reader:
+    """Jackson-like lenient conversions; every failure names the file and the field."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, value: object, expected: str) -> CorruptTableError:
+        return CorruptTableError(f"{self.source}: {where} should be {expected}, found {value!r:.100}")
+
+    def as_object(self, value: object, where: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(where, value, "an object")
+        return value
+
+    def as_array(self, value: object, where: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(where, value, "an array")
+        return value
+
+    def as_string(self, value: object, where: str) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, bool | int):
+            return json.dumps(value)  # Jackson coerces scalars to text
+        raise self.fail(where, value, "a string")
+
+    def as_file_id(self, value: object, partition: str) -> str:
+        if isinstance(value, str):
+            return value
+        raise self.fail(f"partitionToReplaceFileIds.{partition}", value, "a file id string")
+
+    def as_boolean(self, value: object, where: str) -> bool:
+        if value is None:
+            return False
+        if isinstance(value, bool):
+            return value
+        raise self.fail(where, value, "a boolean")
+
+    def as_long(self, value: object, where: str) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            raise self.fail(where, value, "a number")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+            return int(value)  # Jackson coerces numeric strings
+        raise self.fail(where, value, "a number")
+
+    def as_operation_type(self, value: object) -> WriteOperationType:
+        if value is None:
+            return WriteOperationType.UNKNOWN
+        if isinstance(value, str) and value in WriteOperationType.__members__:
+            return WriteOperationType[value]
+        raise self.fail("operationType", value, "a WriteOperationType name")
+
+    def as_stat(self, value: object, partition: str) -> WriteStat:
+        where = f"partitionToWriteStats.{partition}"
+        raw = self.as_object(value, where)
+        fields: dict[str, Any] = {"prev_commit": None}
+        other: dict[str, Any] = {}
+        for key, item in raw.items():
+            name = _STAT_FIELDS.get(key)
+            if name is None:
+                other[key] = item
+            elif key in _STAT_STRINGS:
+                fields[name] = self.as_string(item, f"{where}.{key}")
+            elif key in _STAT_BOXED_LONGS:
+                fields[name] = self.as_long(item, f"{where}.{key}")
+            elif key == "cdcStats":
+                cdc = self.as_object(item, f"{where}.{key}")
+                fields[name] = (
+                    None
+                    if item is None
+                    else {k: self.as_long(v, f"{where}.{key}.{k}") for k, v in cdc.items()}
+                )
+            elif key == "runtimeStats":
+                fields[name] = None if item is None else self.as_runtime_stats(item, f"{where}.{key}")
+            else:
+                fields[name] = self.as_long(item, f"{where}.{key}") or 0
+        try:
+            return WriteStat(**fields, other_fields=other)
+        except ValidationError as e:
+            raise CorruptTableError(f"{self.source}: invalid write stat in {where}: {e}") from e
+
+    def as_runtime_stats(self, value: object, where: str) -> RuntimeStats:
+        raw = self.as_object(value, where)
+        names = {info.serialization_alias: name for name, info in RuntimeStats.model_fields.items()}
+        return RuntimeStats(
+            **{names[k]: self.as_long(v, f"{where}.{k}") or 0 for k, v in raw.items() if k in names}
+        )

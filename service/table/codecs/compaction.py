@@ -1,0 +1,41 @@
+"""`T.compaction.requested`: HoodieCompactionPlan, read so merge-on-read tables with pending
+compactions load; the product never schedules compactions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from service.table.codecs.avro_file import AvroModel, AvroRootModel, Int32
+
+
+class CompactionOperation(AvroModel):
+    """HoodieCompactionOperation: one file slice to compact."""
+
+    base_instant_time: str | None  # no Avro default
+    delta_file_paths: tuple[str, ...] | None = None
+    data_file_path: str | None = None
+    file_id: str | None  # no Avro default
+    partition_path: str | None = None
+    metrics: Mapping[str, float] | None = None
+    bootstrap_file_path: str | None = None
+
+
+class CompactionStrategy(AvroModel):
+    """HoodieCompactionStrategy."""
+
+    compactor_class_name: str | None = None
+    strategy_params: Mapping[str, str] | None = None
+    version: Int32 | None = 1
+
+
+class CompactionPlan(AvroRootModel):
+    """HoodieCompactionPlan."""
+
+    AVRO_NAME: ClassVar[str] = "HoodieCompactionPlan"
+
+    operations: tuple[CompactionOperation, ...] | None = None
+    extra_metadata: Mapping[str, str] | None = None
+    version: Int32 | None = 1
+    strategy: CompactionStrategy | None = None
+    preserve_hoodie_metadata: bool | None = False

@@ -1,0 +1,86 @@
+"""`HudiTable`: one table's storage, config and loaders for its timeline and file-system view."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from service.table.data_files import PARTITION_METAFILE_PREFIX
+from service.table.fs_view import FileSystemView
+from service.table.properties import TableConfig, load_table_config
+from service.table.storage import FileStatus, Storage
+from service.table.timeline import METAFOLDER, Timeline, load_timeline
+from service.table.timeline_facts import TimelineFactsReader
+
+
+@dataclass
+class HudiTable:
+    storage: Storage
+    config: TableConfig
+    # Completed instants never change, so their decoded metadata is cached across reloads.
+    facts_reader: TimelineFactsReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.facts_reader = TimelineFactsReader(self.storage)
+
+    @classmethod
+    def open(
+        cls, base_uri: str, storage_options: Mapping[str, str] | None = None, check_supported: bool = True
+    ) -> HudiTable:
+        """Open a table; refuses (UnsupportedTableError) tables the product must not touch."""
+        storage = Storage.for_base_uri(base_uri, storage_options)
+        config = load_table_config(storage)
+        if check_supported:
+            config.check_supported(storage.base_uri)
+        return cls(storage, config)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def base_uri(self) -> str:
+        return self.storage.base_uri
+
+    def reload_config(self) -> None:
+        self.config = load_table_config(self.storage)
+
+    def load_timeline(self) -> Timeline:
+        return load_timeline(self.storage)
+
+    def list_partitions(self, only: Iterable[str] | None = None) -> dict[str, list[FileStatus]]:
+        """Partition path → files directly in it, discovered as Java does: by partition metafiles.
+
+        `only` restricts the listing to the given partitions (incremental cleaning).
+        """
+        if only is not None:
+            listing: dict[str, list[FileStatus]] = {}
+            for partition in only:
+                files = [f for f in self.storage.list_dir(partition) if not f.is_dir]
+                if any(f.name.startswith(PARTITION_METAFILE_PREFIX) for f in files):
+                    listing[partition] = files
+            return listing
+        by_dir: dict[str, list[FileStatus]] = {}
+        for entry in self.storage.list_dir(""):
+            if entry.is_dir:
+                if entry.name.startswith(METAFOLDER):
+                    continue
+                for status in self.storage.walk_files(entry.path):
+                    by_dir.setdefault(posixpath.dirname(status.path), []).append(status)
+            else:
+                by_dir.setdefault("", []).append(entry)
+        return {
+            directory: files
+            for directory, files in by_dir.items()
+            if any(f.name.startswith(PARTITION_METAFILE_PREFIX) for f in files)
+        }
+
+    def load_view(
+        self, timeline: Timeline | None = None, partitions: Iterable[str] | None = None
+    ) -> FileSystemView:
+        timeline = timeline if timeline is not None else self.load_timeline()
+        facts = self.facts_reader.read(timeline)
+        return FileSystemView.build(
+            timeline, self.list_partitions(partitions), facts, self.config.base_file_extension
+        )

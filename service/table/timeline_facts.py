@@ -1,0 +1,115 @@
+"""Decode timeline metadata into the facts the file-system view needs, caching immutable files.
+
+Completed instant files and `.requested` plans never change once written, so their decoded form is
+cached by file name: a daemon tick re-lists `.hoodie` but decodes only what is new.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TypeVar, cast
+
+from service.errors import CorruptTableError
+from service.table.codecs import (
+    AvroRootModel,
+    CommitMetadata,
+    CompactionPlan,
+    ReplaceCommitMetadata,
+    RequestedReplaceMetadata,
+    SavepointMetadata,
+    decode,
+)
+from service.table.fs_view import FileGroupId, TimelineFacts
+from service.table.instant import Action, Instant, State
+from service.table.storage import Storage
+from service.table.timeline import Timeline, instant_path
+
+M = TypeVar("M", bound=AvroRootModel | CommitMetadata)
+
+_CACHE_LIMIT = 20_000
+
+
+class TimelineFactsReader:
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+        self._cache: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def metadata(self, instant: Instant, model_type: type[M]) -> M:
+        """Decode the file of `instant` in its current state (cached when immutable)."""
+        return self._decode_file(instant, model_type)
+
+    def requested_plan(self, instant: Instant, model_type: type[M]) -> M | None:
+        """Decode the `.requested` file of a pending instant (plans are read from there, as Java does)."""
+        requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
+        if not self._storage.exists(instant_path(requested)):
+            return None
+        return self._decode_file(requested, model_type)
+
+    def _decode_file(self, instant: Instant, model_type: type[M]) -> M:
+        key = f"{instant.file_name}:{model_type.__name__}"
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return cast(M, hit)
+        path = instant_path(instant)
+        try:
+            data = self._storage.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptTableError(
+                f"{self._storage.qualify(path)} vanished while reading the timeline"
+            ) from None
+        value = decode(model_type, data, self._storage.qualify(path))
+        cacheable = instant.state is State.COMPLETED or instant.state is State.REQUESTED
+        if cacheable:
+            with self._lock:
+                if len(self._cache) >= _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[key] = value
+        return value
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """Completed commit/deltacommit (CommitMetadata) or replacecommit (ReplaceCommitMetadata)."""
+        model = ReplaceCommitMetadata if instant.action is Action.REPLACE_COMMIT else CommitMetadata
+        return self.metadata(instant, model)
+
+    def read(self, timeline: Timeline) -> TimelineFacts:
+        replaced: dict[FileGroupId, str] = {}
+        pending_clustering: dict[FileGroupId, str] = {}
+        pending_compaction: dict[FileGroupId, tuple[str, str]] = {}
+        savepoints: dict[str, frozenset[str]] = {}
+        for instant in timeline:
+            if instant.action is Action.REPLACE_COMMIT and instant.is_completed:
+                meta = self.metadata(instant, ReplaceCommitMetadata)
+                for fg_id in meta.replaced_file_groups():
+                    replaced[fg_id] = instant.timestamp  # timeline is ordered: the later replace wins
+            elif instant.action in (Action.COMMIT, Action.DELTA_COMMIT) and instant.is_completed:
+                # Nothing to extract for the view, but a table whose commits do not decode must not
+                # be planned over: decode (and cache) each once.
+                self.commit_metadata(instant)
+            elif instant.action is Action.REPLACE_COMMIT:
+                plan = self.requested_plan(instant, RequestedReplaceMetadata)
+                if plan is None or not plan.is_clustering or plan.clustering_plan is None:
+                    continue
+                for group in plan.clustering_plan.input_groups or ():
+                    for s in group.slices or ():
+                        fg_id = (s.partition_path or "", s.file_id or "")
+                        if fg_id in pending_clustering:
+                            raise CorruptTableError(
+                                f"file group {fg_id} is in two pending clustering plans "
+                                f"({pending_clustering[fg_id]} and {instant.timestamp})"
+                            )
+                        pending_clustering[fg_id] = instant.timestamp
+            elif instant.action in (Action.COMPACTION, Action.LOG_COMPACTION) and instant.is_pending:
+                compaction = self.requested_plan(instant, CompactionPlan)
+                for op in (compaction.operations or ()) if compaction else ():
+                    pending_compaction[(op.partition_path or "", op.file_id or "")] = (
+                        instant.timestamp,
+                        op.base_instant_time or "",
+                    )
+            elif instant.action is Action.SAVEPOINT and instant.is_completed:
+                sp = self.metadata(instant, SavepointMetadata)
+                savepoints[instant.timestamp] = frozenset(
+                    name for pm in sp.partition_metadata.values() for name in pm.savepoint_data_file
+                )
+        return TimelineFacts(replaced, pending_clustering, pending_compaction, savepoints)
