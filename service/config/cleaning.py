@@ -1,0 +1,155 @@
+"""`CleanConfig` and `ArchivalConfig`: cleaning (§7.2) and archival (§7.3) keys as typed, frozen views."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from service.config.locking import WriteConcurrencyMode
+from service.config.reader import KeyReader
+
+
+class CleaningPolicy(StrEnum):
+    KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+    KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+    KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
+
+
+class FailedWritesCleaningPolicy(StrEnum):
+    EAGER = "EAGER"
+    LAZY = "LAZY"
+    NEVER = "NEVER"
+
+
+class CleaningTriggerStrategy(StrEnum):
+    NUM_COMMITS = "NUM_COMMITS"
+
+
+POLICY_KEY = "hoodie.cleaner.policy"
+FAILED_WRITES_KEY = "hoodie.cleaner.policy.failed.writes"
+RETAINED_KEYS: dict[CleaningPolicy, str] = {
+    CleaningPolicy.KEEP_LATEST_COMMITS: "hoodie.cleaner.commits.retained",
+    CleaningPolicy.KEEP_LATEST_BY_HOURS: "hoodie.cleaner.hours.retained",
+    CleaningPolicy.KEEP_LATEST_FILE_VERSIONS: "hoodie.cleaner.fileversions.retained",
+}
+
+
+def infer_cleaning_policy(r: KeyReader) -> tuple[CleaningPolicy, bool]:
+    """The policy, and whether it was inferred (Hudi 0.14's rule).
+
+    Without `hoodie.cleaner.policy`, a policy is inferred only when exactly one of the three retained keys
+    is set; otherwise Hudi's default, KEEP_LATEST_COMMITS, applies.
+    """
+    if r.is_set(POLICY_KEY):
+        return CleaningPolicy(r.get_str(POLICY_KEY)), False
+    set_policies = [policy for policy, key in RETAINED_KEYS.items() if r.is_set(key)]
+    if len(set_policies) == 1:
+        return set_policies[0], True
+    return CleaningPolicy(r.get_str(POLICY_KEY)), False
+
+
+@dataclass(frozen=True)
+class CleanConfig:
+    """Cleaning settings with Hudi's defaults and inferences applied."""
+
+    policy: CleaningPolicy
+    policy_inferred: bool
+    commits_retained: int
+    hours_retained: int
+    file_versions_retained: int
+    trigger_strategy: CleaningTriggerStrategy
+    max_commits: int  # completed commits since the last clean before a clean is scheduled
+    incremental_mode: bool
+    allow_multiple: bool
+    parallelism: int
+    failed_writes_policy: FailedWritesCleaningPolicy
+    automatic: bool  # Java writers' setting (they run pending clean plans when true)
+    async_clean: bool
+
+    @property
+    def retained(self) -> int:
+        """The retention number of the active policy (commits, hours or file versions)."""
+        return {
+            CleaningPolicy.KEEP_LATEST_COMMITS: self.commits_retained,
+            CleaningPolicy.KEEP_LATEST_BY_HOURS: self.hours_retained,
+            CleaningPolicy.KEEP_LATEST_FILE_VERSIONS: self.file_versions_retained,
+        }[self.policy]
+
+    @classmethod
+    def from_reader(
+        cls, r: KeyReader, concurrency_mode: WriteConcurrencyMode, warnings: list[str]
+    ) -> CleanConfig:
+        policy, inferred = infer_cleaning_policy(r)
+        failed_writes = FailedWritesCleaningPolicy(r.get_str(FAILED_WRITES_KEY))
+        if concurrency_mode is WriteConcurrencyMode.OPTIMISTIC_CONCURRENCY_CONTROL:
+            # HoodieWriteConfig sets LAZY under OCC whatever was configured; do what Java writers do.
+            if r.is_set(FAILED_WRITES_KEY) and failed_writes is not FailedWritesCleaningPolicy.LAZY:
+                warnings.append(
+                    f"table {r.table_name!r}: {FAILED_WRITES_KEY}={failed_writes.value} is replaced by LAZY "
+                    "under hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL, as Hudi does"
+                )
+            failed_writes = FailedWritesCleaningPolicy.LAZY
+        config = cls(
+            policy=policy,
+            policy_inferred=inferred,
+            commits_retained=r.get_int(RETAINED_KEYS[CleaningPolicy.KEEP_LATEST_COMMITS]),
+            hours_retained=r.get_int(RETAINED_KEYS[CleaningPolicy.KEEP_LATEST_BY_HOURS]),
+            file_versions_retained=r.get_int(RETAINED_KEYS[CleaningPolicy.KEEP_LATEST_FILE_VERSIONS]),
+            trigger_strategy=CleaningTriggerStrategy(r.get_str("hoodie.clean.trigger.strategy")),
+            max_commits=r.get_int("hoodie.clean.max.commits"),
+            incremental_mode=r.get_bool("hoodie.cleaner.incremental.mode"),
+            allow_multiple=r.get_bool("hoodie.clean.allow.multiple"),
+            parallelism=r.get_int("hoodie.cleaner.parallelism"),
+            failed_writes_policy=failed_writes,
+            automatic=r.get_bool("hoodie.clean.automatic"),
+            async_clean=r.get_bool("hoodie.clean.async"),
+        )
+        if config.retained < 1:
+            # Retaining nothing would leave no earliest commit (or version) to keep.
+            raise r.error(RETAINED_KEYS[policy], f"must be at least 1 under the {policy} cleaning policy")
+        return config
+
+
+@dataclass(frozen=True)
+class ArchivalConfig:
+    """Java writers' archival settings; the product reads them to reason about the active timeline."""
+
+    automatic: bool
+    async_archive: bool
+    min_commits_to_keep: int
+    max_commits_to_keep: int
+    archival_batch_size: int
+    beyond_savepoint: bool
+
+    @classmethod
+    def from_reader(cls, r: KeyReader) -> ArchivalConfig:
+        config = cls(
+            automatic=r.get_bool("hoodie.archive.automatic"),
+            async_archive=r.get_bool("hoodie.archive.async"),
+            min_commits_to_keep=r.get_int("hoodie.keep.min.commits"),
+            max_commits_to_keep=r.get_int("hoodie.keep.max.commits"),
+            archival_batch_size=r.get_int("hoodie.commits.archival.batch"),
+            beyond_savepoint=r.get_bool("hoodie.archive.beyond.savepoint"),
+        )
+        if config.max_commits_to_keep <= config.min_commits_to_keep:
+            # HoodieWriteConfig.validate() refuses this too.
+            raise r.error(
+                "hoodie.keep.max.commits",
+                f"must be greater than hoodie.keep.min.commits={config.min_commits_to_keep}",
+            )
+        return config
+
+
+def check_archival_against_cleaning(
+    table_name: str, archival: ArchivalConfig, clean: CleanConfig, warnings: list[str]
+) -> None:
+    """Hudi 0.14+ only warns when min.commits <= commits.retained: its archiver then keeps more instants.
+
+    (Before 0.14 this was an error; HUDI-6370 made archival stop at the clean's earliest commit to retain.)
+    """
+    if archival.min_commits_to_keep <= clean.commits_retained:
+        warnings.append(
+            f"table {table_name!r}: hoodie.keep.min.commits={archival.min_commits_to_keep} should be greater "
+            f"than hoodie.cleaner.commits.retained={clean.commits_retained}; otherwise incremental pulls "
+            "may miss data (Hudi's archiver adjusts by keeping more instants)"
+        )

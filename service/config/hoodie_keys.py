@@ -1,0 +1,301 @@
+"""Every `hoodie.*` key the product reads, with Hudi's name, type, default and alternative names.
+
+One registry, data only. Defaults are Hudi 0.15.0's (`ConfigProperty.defaultValue()` of the bundle the tests
+run, checked by `tests/config/test_hoodie_keys_hudi.py`) in Hudi's string form; they equal 0.14.1's except
+`hoodie.clean.allow.multiple` (0.14.1: true, 0.15.0: false). Enum keys say whether Hudi parses them
+case-sensitively (`Enum.valueOf`) or not (`toUpperCase`/`equalsIgnoreCase`), so a value the product accepts is
+one Hudi accepts too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class KeyType(StrEnum):
+    INT = "int"  # Java int: 32-bit
+    LONG = "long"  # Java long: 64-bit
+    BOOL = "bool"
+    FLOAT = "float"
+    STRING = "str"
+    ENUM = "enum"
+
+
+class KeyGroup(StrEnum):
+    CLUSTERING = "clustering"
+    CLEAN = "clean"
+    ARCHIVAL = "archival"
+    LOCK = "lock"
+    STORAGE = "storage"
+    WRITE = "write"
+
+
+@dataclass(frozen=True)
+class HoodieKey:
+    """One Hudi configuration key as the product understands it."""
+
+    name: str
+    type: KeyType
+    default: str | None  # Hudi's default, string form; None: Hudi has none
+    doc: str
+    group: KeyGroup
+    alternatives: tuple[str, ...] = ()  # older or engine-specific names Hudi also reads
+    allowed: tuple[str, ...] = ()  # ENUM only: Hudi's enum constants
+    case_sensitive: bool = True  # ENUM only: False where Hudi upper-cases before valueOf
+    value_aliases: tuple[tuple[str, str], ...] = ()  # ENUM only: (lower-case alias, constant)
+    min_value: int | None = None  # INT/LONG: smallest value the product accepts
+    used: bool = True  # False: Hudi's key, recognised and validated, but no product behaviour hangs on it
+
+
+# Prefixes of the keys the product implements; an unknown key under them is probably a typo (DECISIONS.md).
+WATCHED_PREFIXES: tuple[str, ...] = (
+    "hoodie.clustering.",
+    "hoodie.cleaner.",
+    "hoodie.clean.",
+    "hoodie.layout.",
+    "hoodie.write.lock.",
+)
+
+# Real Hudi keys under a watched prefix that belong to components outside the Spark bundle (hudi-aws's
+# DynamoDB lock provider); they are not typos, so they pass without a warning.
+RECOGNISED_FOREIGN_PREFIXES: tuple[str, ...] = ("hoodie.write.lock.dynamodb.",)
+
+_CLUSTERING_PLAN = "org.apache.hudi.client.clustering.plan.strategy."
+_CLUSTERING_RUN = "org.apache.hudi.client.clustering.run.strategy."
+_CLUSTERING_UPDATE = "org.apache.hudi.client.clustering.update.strategy."
+
+_C = KeyGroup.CLUSTERING
+_CL = KeyGroup.CLEAN
+_A = KeyGroup.ARCHIVAL
+_L = KeyGroup.LOCK
+_S = KeyGroup.STORAGE
+_W = KeyGroup.WRITE
+
+_KEYS: tuple[HoodieKey, ...] = (
+    # -- clustering (HoodieClusteringConfig)
+    HoodieKey("hoodie.clustering.inline", KeyType.BOOL, "false",
+              "Java writers run clustering inline after commits.", _C,
+              alternatives=("hoodie.datasource.clustering.inline.enable",)),
+    HoodieKey("hoodie.clustering.inline.max.commits", KeyType.INT, "4",
+              "Completed commits since the last clustering before inline clustering is scheduled.", _C,
+              min_value=0),
+    HoodieKey("hoodie.clustering.schedule.inline", KeyType.BOOL, "false",
+              "Java writers only schedule clustering inline; execution happens elsewhere.", _C),
+    HoodieKey("hoodie.clustering.async.enabled", KeyType.BOOL, "false",
+              "Java writers run clustering asynchronously.", _C,
+              alternatives=("hoodie.datasource.clustering.async.enable",)),
+    HoodieKey("hoodie.clustering.async.max.commits", KeyType.INT, "4",
+              "Completed commits since the last clustering before async clustering is scheduled.", _C,
+              min_value=0),
+    HoodieKey("hoodie.clustering.max.parallelism", KeyType.INT, "15",
+              "Maximum number of clustering groups executed in parallel.", _C, min_value=1),
+    HoodieKey("hoodie.clustering.plan.strategy.class", KeyType.STRING,
+              _CLUSTERING_PLAN + "SparkSizeBasedClusteringPlanStrategy",
+              "Plan strategy class; Spark/Java/Flink size-based names and the deprecated recent-days and "
+              "selected-partitions classes are accepted.", _C),
+    HoodieKey("hoodie.clustering.execution.strategy.class", KeyType.STRING,
+              _CLUSTERING_RUN + "SparkSortAndSizeExecutionStrategy",
+              "Execution strategy class recorded in the clustering plan.", _C),
+    HoodieKey("hoodie.clustering.plan.strategy.small.file.limit", KeyType.LONG, "314572800",
+              "Only file slices whose base file is smaller than this many bytes are clustered.", _C,
+              min_value=0),
+    HoodieKey("hoodie.clustering.plan.strategy.max.bytes.per.group", KeyType.LONG, "2147483648",
+              "Cap on the bytes of input file slices in one clustering group.", _C, min_value=1),
+    HoodieKey("hoodie.clustering.plan.strategy.max.num.groups", KeyType.INT, "30",
+              "Maximum number of clustering groups in one plan.", _C, min_value=1),
+    HoodieKey("hoodie.clustering.plan.strategy.target.file.max.bytes", KeyType.LONG, "1073741824",
+              "Target size of clustering output files; sets each group's numOutputFileGroups.", _C,
+              min_value=1),
+    HoodieKey("hoodie.clustering.plan.strategy.single.group.clustering.enabled", KeyType.BOOL, "true",
+              "Whether a group holding a single file slice may be clustered.", _C),
+    HoodieKey("hoodie.clustering.plan.strategy.sort.columns", KeyType.STRING, None,
+              "Comma-separated columns the clustered output is sorted by; copied into strategyParams.", _C),
+    HoodieKey("hoodie.clustering.plan.partition.filter.mode", KeyType.ENUM, "NONE",
+              "Which partitions a plan considers.", _C,
+              allowed=("NONE", "RECENT_DAYS", "SELECTED_PARTITIONS", "DAY_ROLLING")),
+    HoodieKey("hoodie.clustering.plan.strategy.daybased.lookback.partitions", KeyType.INT, "2",
+              "RECENT_DAYS: number of latest partitions considered (<= 0: all).", _C),
+    HoodieKey("hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions", KeyType.INT, "0",
+              "RECENT_DAYS: number of latest partitions skipped.", _C),
+    HoodieKey("hoodie.clustering.plan.strategy.cluster.begin.partition", KeyType.STRING, None,
+              "SELECTED_PARTITIONS: first partition path of the range (inclusive).", _C),
+    HoodieKey("hoodie.clustering.plan.strategy.cluster.end.partition", KeyType.STRING, None,
+              "SELECTED_PARTITIONS: last partition path of the range (inclusive).", _C),
+    HoodieKey("hoodie.clustering.plan.strategy.partition.regex.pattern", KeyType.STRING, None,
+              "Only partition paths matching this regex are considered.", _C),
+    HoodieKey("hoodie.clustering.plan.strategy.partition.selected", KeyType.STRING, None,
+              "Comma-separated partition paths to cluster, replacing the listing.", _C),
+    HoodieKey("hoodie.clustering.updates.strategy", KeyType.STRING,
+              _CLUSTERING_UPDATE + "SparkRejectUpdateStrategy",
+              "What Java writers do with updates to file groups in a pending clustering plan.", _C),
+    HoodieKey("hoodie.clustering.rollback.pending.replacecommit.on.conflict", KeyType.BOOL, "false",
+              "With the allow-update strategy, writers roll back pending clustering they update.", _C),
+    HoodieKey("hoodie.layout.optimize.strategy", KeyType.ENUM, "LINEAR",
+              "Sort order of clustered records: LINEAR, ZORDER or HILBERT.", _C,
+              allowed=("LINEAR", "ZORDER", "HILBERT"), case_sensitive=False,
+              value_aliases=(("z-order", "ZORDER"),)),
+    HoodieKey("hoodie.layout.optimize.curve.build.method", KeyType.ENUM, "DIRECT",
+              "How space-filling-curve values are built: DIRECT or SAMPLE.", _C,
+              allowed=("DIRECT", "SAMPLE"), case_sensitive=False,
+              # the issue's spelling; Hudi's own key is the primary one
+              alternatives=("hoodie.layout.optimize.build.curve.method",)),
+    HoodieKey("hoodie.layout.optimize.build.curve.sample.size", KeyType.INT, "200000",
+              "SAMPLE build method: number of sampled records.", _C, min_value=1),
+    HoodieKey("hoodie.layout.optimize.enable", KeyType.BOOL, "false",
+              "Deprecated since 0.11.0; no effect.", _C, used=False),
+    HoodieKey("hoodie.layout.optimize.data.skipping.enable", KeyType.BOOL, "true",
+              "Deprecated since 0.11.0; no effect.", _C, used=False),
+    # -- cleaning (HoodieCleanConfig)
+    HoodieKey("hoodie.clean.automatic", KeyType.BOOL, "true",
+              "Java writers clean after every commit (they also run pending clean plans).", _CL),
+    HoodieKey("hoodie.clean.async", KeyType.BOOL, "false",
+              "Java writers clean asynchronously (with hoodie.clean.automatic).", _CL),
+    HoodieKey("hoodie.cleaner.policy", KeyType.ENUM, "KEEP_LATEST_COMMITS",
+              "Cleaning policy; inferred from the one retained key set when not given.", _CL,
+              allowed=("KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_COMMITS", "KEEP_LATEST_BY_HOURS")),
+    HoodieKey("hoodie.cleaner.commits.retained", KeyType.INT, "10",
+              "KEEP_LATEST_COMMITS: number of commits whose file slices are retained.", _CL, min_value=0),
+    HoodieKey("hoodie.cleaner.hours.retained", KeyType.INT, "24",
+              "KEEP_LATEST_BY_HOURS: hours of commits whose file slices are retained.", _CL, min_value=0),
+    HoodieKey("hoodie.cleaner.fileversions.retained", KeyType.INT, "3",
+              "KEEP_LATEST_FILE_VERSIONS: file slices retained per file group.", _CL, min_value=0),
+    HoodieKey("hoodie.clean.trigger.strategy", KeyType.ENUM, "NUM_COMMITS",
+              "When a clean is scheduled; NUM_COMMITS is Hudi's only strategy.", _CL,
+              allowed=("NUM_COMMITS",)),
+    HoodieKey("hoodie.clean.max.commits", KeyType.INT, "1",
+              "Completed commits since the last clean before a new clean is scheduled.", _CL, min_value=0),
+    HoodieKey("hoodie.cleaner.incremental.mode", KeyType.BOOL, "true",
+              "Plan from partitions touched since the last clean instead of listing every partition.", _CL),
+    HoodieKey("hoodie.cleaner.policy.failed.writes", KeyType.ENUM, "EAGER",
+              "Cleaning of failed writes; Hudi forces LAZY under optimistic concurrency control.", _CL,
+              allowed=("EAGER", "LAZY", "NEVER")),
+    HoodieKey("hoodie.cleaner.parallelism", KeyType.INT, "200",
+              "Parallelism of file deletion.", _CL, min_value=1),
+    HoodieKey("hoodie.clean.allow.multiple", KeyType.BOOL, "false",
+              "Allow scheduling a clean while another is pending (0.14.1's default was true).", _CL),
+    HoodieKey("hoodie.cleaner.delete.bootstrap.base.file", KeyType.BOOL, "false",
+              "Also delete bootstrap base files; bootstrap tables are not supported.", _CL, used=False),
+    # -- archival (HoodieArchivalConfig)
+    HoodieKey("hoodie.archive.automatic", KeyType.BOOL, "true",
+              "Java writers archive the timeline after commits.", _A),
+    HoodieKey("hoodie.archive.async", KeyType.BOOL, "false", "Java writers archive asynchronously.", _A),
+    HoodieKey("hoodie.keep.min.commits", KeyType.INT, "20",
+              "Archival keeps at least this many commits on the active timeline.", _A, min_value=1),
+    HoodieKey("hoodie.keep.max.commits", KeyType.INT, "30",
+              "Archival starts when the active timeline holds more commits than this.", _A, min_value=1),
+    HoodieKey("hoodie.commits.archival.batch", KeyType.INT, "10",
+              "Instants archived per archive log block.", _A, min_value=1),
+    HoodieKey("hoodie.archive.delete.parallelism", KeyType.INT, "100",
+              "Parallelism of deleting archived instant files.", _A, min_value=1, used=False),
+    HoodieKey("hoodie.archive.merge.enable", KeyType.BOOL, "false",
+              "Merge small archive files.", _A, used=False),
+    HoodieKey("hoodie.archive.merge.small.file.limit.bytes", KeyType.LONG, "20971520",
+              "Archive files smaller than this are merged.", _A, min_value=0, used=False),
+    HoodieKey("hoodie.archive.merge.files.batch.size", KeyType.INT, "10",
+              "Number of small archive files merged at once.", _A, min_value=1, used=False),
+    HoodieKey("hoodie.archive.beyond.savepoint", KeyType.BOOL, "false",
+              "Archival may pass savepoints (keeping the savepointed instants).", _A),
+    # -- locking (HoodieLockConfig / LockConfiguration)
+    HoodieKey("hoodie.write.lock.provider", KeyType.STRING,
+              "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
+              "Lock provider class; the product implements the ZooKeeper and in-process providers.", _L),
+    HoodieKey("hoodie.write.lock.zookeeper.url", KeyType.STRING, None,
+              "Whole ZooKeeper connect string (host1:2181,host2:2181); the port key is not appended.", _L),
+    HoodieKey("hoodie.write.lock.zookeeper.port", KeyType.INT, None,
+              "Declared by Hudi but not used by ZookeeperBasedLockProvider.", _L, used=False),
+    HoodieKey("hoodie.write.lock.zookeeper.base_path", KeyType.STRING, None,
+              "Parent znode of the lock; must equal the writers'.", _L),
+    HoodieKey("hoodie.write.lock.zookeeper.lock_key", KeyType.STRING, None,
+              "Lock znode name under base_path; Hudi infers it from hoodie.table.name.", _L),
+    HoodieKey("hoodie.write.lock.zookeeper.session_timeout_ms", KeyType.LONG, "60000",
+              "ZooKeeper session timeout.", _L, min_value=1),
+    HoodieKey("hoodie.write.lock.zookeeper.connection_timeout_ms", KeyType.LONG, "15000",
+              "ZooKeeper connection timeout.", _L, min_value=1),
+    HoodieKey("hoodie.write.lock.wait_time_ms", KeyType.LONG, "60000",
+              "Timeout of one lock acquisition attempt.", _L, min_value=0),
+    HoodieKey("hoodie.write.lock.wait_time_ms_between_retry", KeyType.LONG, "1000",
+              "Base sleep between ZooKeeper connection retries.", _L, min_value=0),
+    HoodieKey("hoodie.write.lock.max_wait_time_ms_between_retry", KeyType.LONG, "16000",
+              "Maximum sleep between ZooKeeper connection retries.", _L, min_value=0),
+    HoodieKey("hoodie.write.lock.num_retries", KeyType.INT, "15",
+              "ZooKeeper connection retries.", _L, min_value=0),
+    HoodieKey("hoodie.write.lock.client.num_retries", KeyType.INT, "50",
+              "Retries of a failed lock acquisition.", _L, min_value=0),
+    HoodieKey("hoodie.write.lock.client.wait_time_ms_between_retry", KeyType.LONG, "5000",
+              "Sleep between retries of a failed lock acquisition.", _L, min_value=0),
+    HoodieKey("hoodie.write.lock.conflict.resolution.strategy", KeyType.STRING,
+              "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
+              "Writers' conflict resolution; the product always re-checks its own commits.", _L, used=False),
+    HoodieKey("hoodie.write.lock.heartbeat_interval_ms", KeyType.LONG, "60000",
+              "Heartbeat interval of lock holders (metastore/DynamoDB providers).", _L, used=False),
+    HoodieKey("hoodie.write.lock.filesystem.path", KeyType.STRING, None,
+              "FileSystemBasedLockProvider's directory (provider not implemented).", _L, used=False),
+    HoodieKey("hoodie.write.lock.filesystem.expire", KeyType.INT, "0",
+              "FileSystemBasedLockProvider's expiry in minutes (provider not implemented).", _L, used=False),
+    HoodieKey("hoodie.write.lock.hivemetastore.database", KeyType.STRING, None,
+              "HiveMetastoreBasedLockProvider's database (provider not implemented).", _L, used=False),
+    HoodieKey("hoodie.write.lock.hivemetastore.table", KeyType.STRING, None,
+              "HiveMetastoreBasedLockProvider's table (provider not implemented).", _L, used=False),
+    HoodieKey("hoodie.write.lock.hivemetastore.uris", KeyType.STRING, None,
+              "HiveMetastoreBasedLockProvider's metastore URIs (provider not implemented).", _L, used=False),
+    # -- Parquet output and Hudi's footer bloom filter (HoodieStorageConfig)
+    HoodieKey("hoodie.parquet.compression.codec", KeyType.ENUM, "gzip",
+              "Parquet compression codec.", _S,
+              allowed=("UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW"),
+              case_sensitive=False),
+    HoodieKey("hoodie.parquet.max.file.size", KeyType.LONG, "125829120",
+              "Target size of Parquet files written by Java writers; clustering plans size slices without a "
+              "base file with it.", _S, min_value=1),
+    HoodieKey("hoodie.parquet.block.size", KeyType.INT, "125829120",
+              "Parquet row group size in bytes.", _S, min_value=1),
+    HoodieKey("hoodie.parquet.page.size", KeyType.INT, "1048576",
+              "Parquet page size in bytes.", _S, min_value=1),
+    HoodieKey("hoodie.parquet.compression.ratio", KeyType.FLOAT, "0.1",
+              "Expected compressed/uncompressed ratio used to estimate file sizes.", _S),
+    HoodieKey("hoodie.parquet.dictionary.enabled", KeyType.BOOL, "true", "Parquet dictionary encoding.", _S),
+    HoodieKey("hoodie.parquet.small.file.limit", KeyType.INT, "104857600",
+              "Java writers route inserts into files smaller than this (HoodieCompactionConfig).", _S,
+              min_value=0, used=False),
+    HoodieKey("hoodie.bloom.index.filter.type", KeyType.ENUM, "DYNAMIC_V0",
+              "Type of the bloom filter written to the Parquet footer.", _S,
+              allowed=("SIMPLE", "DYNAMIC_V0"), case_sensitive=False),
+    HoodieKey("hoodie.index.bloom.num_entries", KeyType.INT, "60000",
+              "Bloom filter entries per file (initial entries for DYNAMIC_V0).", _S, min_value=1),
+    HoodieKey("hoodie.index.bloom.fpp", KeyType.FLOAT, "0.000000001",
+              "Bloom filter false positive probability.", _S),
+    HoodieKey("hoodie.bloom.index.filter.dynamic.max.entries", KeyType.INT, "100000",
+              "DYNAMIC_V0: maximum entries the filter grows to.", _S, min_value=1),
+    # -- writers and table
+    HoodieKey("hoodie.write.concurrency.mode", KeyType.ENUM, "SINGLE_WRITER",
+              "OPTIMISTIC_CONCURRENCY_CONTROL when several writers (and the daemon) commit.", _W,
+              allowed=("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL"), case_sensitive=False),
+    HoodieKey("hoodie.table.timeline.timezone", KeyType.ENUM, "LOCAL",
+              "Time zone of instant times (hoodie.properties is authoritative for an existing table).", _W,
+              allowed=("LOCAL", "UTC")),
+    HoodieKey("hoodie.table.name", KeyType.STRING, None,
+              "Writers' table name; ZooKeeper lock_key defaults to it.", _W),
+    HoodieKey("hoodie.client.heartbeat.interval_in_ms", KeyType.INT, "60000",
+              "Writers' heartbeat interval (LAZY failed-writes cleaning).", _W, min_value=1),
+    HoodieKey("hoodie.client.heartbeat.tolerable.misses", KeyType.INT, "2",
+              "Missed heartbeats before a write counts as failed.", _W, min_value=0),
+)
+
+HOODIE_KEYS: Mapping[str, HoodieKey] = {k.name: k for k in _KEYS}
+
+# alternative name -> primary name
+ALTERNATIVE_NAMES: Mapping[str, str] = {alt: k.name for k in _KEYS for alt in k.alternatives}
+
+assert len(HOODIE_KEYS) == len(_KEYS), "duplicate key in the registry"
+assert not set(ALTERNATIVE_NAMES) & set(HOODIE_KEYS), "an alternative name is also a primary name"
+
+
+def known_names() -> tuple[str, ...]:
+    """Primary and alternative names, for closest-key suggestions."""
+    return (*HOODIE_KEYS, *ALTERNATIVE_NAMES)
+
+
+def is_watched(name: str) -> bool:
+    """True for keys under a prefix the product implements (unknown ones there get a warning)."""
+    return name.startswith(WATCHED_PREFIXES) and not name.startswith(RECOGNISED_FOREIGN_PREFIXES)
