@@ -108,7 +108,7 @@ def test_every_hudi_timeline_file_decodes_and_reencodes_for_hudi(
     history_with_clean: HudiHistory,
     tmp_path: Path,
 ) -> None:
-    """Hudi-written files decode with our codecs; our re-encoding decodes in Java to what the original does."""
+    """Hudi-written files decode with our codecs; re-encoded, Java decodes them as it does the originals."""
     seen: set[str] = set()
     for history in (history_with_replace, history_with_rollback, history_with_clean):
         for path in sorted((history.base_path / ".hoodie").iterdir()):
