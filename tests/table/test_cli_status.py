@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import json
+import re
+import logging
+from pathlib import Path
+
+import pytest
+
+from service.cli import main
+from service.table.properties import TableConfig, load_table_config, store_table_config
+from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+FID = "11111111-2222-3333-4444-555555555555-0"
+
+
+def _table(tmp_path: Path) -> FixtureTable:
+    t = FixtureTable(tmp_path / "t")
+    t.commit(ts(1), [FileSpec("a", FID)])
+    return t
+
+
+def _set(t: FixtureTable, **updates: str) -> None:
+    config = load_table_config(t.storage)
+    store_table_config(t.storage, TableConfig(dict(config.raw)).with_updates(updates))
+
+
+def test_cli_status_json_lists_live_file_groups(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t = _table(tmp_path)
+    assert main(["status", "--base-path", str(t.base), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["table"]["name"] == "fixture" and report["table"]["version"] == 6
+    assert [(g["partition_path"], g["file_id"], g["base_instant"]) for g in report["file_groups"]] == [
+        ("a", FID, ts(1))
+    ]
+    assert report["instants"] == [{"timestamp": ts(1), "action": "commit", "state": "COMPLETED"}]
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        ("not_a_table", r"is not a Hudi table"),
+        ("version", r"hoodie.table.version=8.*only version 6"),
+        ("metadata_table", r"metadata table enabled.*hoodie.metadata.enable=false"),
+        ("garbage_instant", r"20240101000100000\.commit"),
+        ("garbage_name", r"20240101000200000\.comit"),
+    ],
+)
+def test_cli_status_bad_tables_fail_with_one_clear_error(
+    tmp_path: Path, breakage: str, message: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    t = _table(tmp_path)
+    base = t.base
+    if breakage == "not_a_table":
+        base = tmp_path / "empty"
+        base.mkdir()
+    elif breakage == "version":
+        _set(t, **{"hoodie.table.version": "8"})
+    elif breakage == "metadata_table":
+        _set(t, **{"hoodie.table.metadata.partitions": "files"})
+    elif breakage == "garbage_instant":
+        (t.base / ".hoodie" / f"{ts(1)}.commit").write_bytes(b"{not json")
+    elif breakage == "garbage_name":
+        (t.base / ".hoodie" / f"{ts(2)}.comit").write_bytes(b"")
+    with caplog.at_level(logging.ERROR):
+        assert main(["status", "--base-path", str(base)]) == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert re.search(message, errors[0]), errors[0]
