@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="show a table's timeline, pending plans and live file groups")
     _add_table_args(status)
     status.add_argument("--json", action="store_true", help="print one JSON object")
+
+    from service.cleaning.command import add_clean_arguments
+
+    clean = sub.add_parser("clean", help="clean old file versions by the table's cleaning policy")
+    _add_table_args(clean)
+    add_clean_arguments(clean)
     return parser
 
 
@@ -55,7 +61,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"status": cmd_status}
+def cmd_clean(args: argparse.Namespace) -> int:
+    from service.cleaning.command import cmd_clean as run
+
+    return run(args, _storage_options(args.storage_option))
+
+
+COMMANDS = {"status": cmd_status, "clean": cmd_clean}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,6 +66,15 @@ BASE_FILE_EXTENSION = ".parquet"
 # and not what Java writes) and zstd level 3.
 _DEFAULT_LEVELS = {"gzip": 6, "zstd": 3}
 _SIGNIFICANT_ROW_GROUP_FRACTION = 0.01
+# Size check of a planned row group: compress this share of its rows, in this many contiguous slices.
+_SAMPLE_FRACTION = 0.02
+_SAMPLE_MIN_ROWS = 2048
+_SAMPLE_SLICES = 16
+_MIN_SAMPLE_DICTIONARY_BYTES = 4096
+# Footer bytes per column chunk (chunk metadata and statistics): assumed before the first file
+# closes, then learned; never below the minimum.
+_INITIAL_COLUMN_CHUNK_FOOTER_BYTES = 400
+_MIN_COLUMN_CHUNK_FOOTER_BYTES = 64
 
 
 def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
@@ -149,18 +158,24 @@ class BaseFileSchema:
         return table.replace_schema_metadata(None)
 
 
-@dataclass(frozen=True)
-class _Codec:
-    name: str
-    level: int | None
-
-
-def _codec(config: ParquetWriteConfig) -> _Codec:
-    name = config.pyarrow_compression
-    if name == "lz4":
+def parquet_writer_options(
+    config: ParquetWriteConfig, dictionary_limit_bytes: int | None = None
+) -> dict[str, Any]:
+    """`pq.ParquetWriter` keyword arguments for Hudi's Parquet settings."""
+    codec = config.pyarrow_compression
+    if codec == "lz4":
         # pyarrow writes LZ4_RAW, which parquet-mr before 1.13 (Hudi 0.14 on Spark < 3.5) cannot read.
         raise HudiTableServiceError("hoodie.parquet.compression.codec=lz4 is not supported; use zstd/snappy")
-    return _Codec(name, _DEFAULT_LEVELS.get(name))
+    return {
+        "compression": codec,
+        "compression_level": _DEFAULT_LEVELS.get(codec),
+        "use_dictionary": config.dictionary_enabled,
+        "data_page_size": config.page_size_bytes,
+        # Hudi passes the page size as parquet-mr's dictionary page size too.
+        "dictionary_pagesize_limit": dictionary_limit_bytes or config.page_size_bytes,
+        "store_schema": False,
+        "write_statistics": True,
+    }
 
 
 class BaseFileWriter:
@@ -192,20 +207,11 @@ class BaseFileWriter:
         self._arrow_bytes = 0
         self._row_groups = 0
         self._max_key_bytes = 0
-        codec = _codec(config)
+        self.footer_bytes = 0  # known after close()
+        options = parquet_writer_options(config)
         self._stream: BinaryIO = storage.open_output(self.path)
         try:
-            self._writer = pq.ParquetWriter(
-                self._stream,
-                schema.arrow,
-                compression=codec.name,
-                compression_level=codec.level,
-                use_dictionary=config.dictionary_enabled,
-                data_page_size=config.page_size_bytes,
-                dictionary_pagesize_limit=config.page_size_bytes,
-                store_schema=False,
-                write_statistics=True,
-            )
+            self._writer = pq.ParquetWriter(self._stream, schema.arrow, **options)
         except BaseException:
             self._stream.close()
             raise
@@ -229,16 +235,30 @@ class BaseFileWriter:
     def row_groups(self) -> int:
         return self._row_groups
 
-    def footer_size_estimate(self, extra_records: int = 0, extra_row_groups: int = 1) -> int:
-        """A generous estimate of the footer for the rows written plus `extra_records` more."""
-        kv = (
+    @property
+    def leaf_columns(self) -> int:
+        return sum(_leaf_count(f.type) for f in self._schema.arrow)
+
+    def key_value_size_estimate(self, extra_records: int = 0) -> int:
+        """Bytes of the footer's key-value part for the rows written plus `extra_records` more."""
+        return (
             len(self._schema.avro_json.encode())
             + serialized_length(self._bloom_config, self._records + extra_records)
             + 2 * self._max_key_bytes
             + 256
         )
-        leaves = len(self._schema.arrow.names) + sum(_leaf_count(f.type) - 1 for f in self._schema.arrow)
-        return kv + 64 * leaves + (self._row_groups + extra_row_groups) * leaves * 400 + 64
+
+    def footer_size_estimate(
+        self, extra_records: int = 0, extra_row_groups: int = 1, column_chunk_bytes: int = 400
+    ) -> int:
+        """Estimate of the footer once `extra_records` more rows in `extra_row_groups` are written.
+
+        `column_chunk_bytes` is the footer's cost per column chunk (metadata and statistics); the
+        default is generous, `RollingBaseFileWriter` learns it from the files it closes.
+        """
+        chunks = (self._row_groups + extra_row_groups) * self.leaf_columns
+        schema_bytes = 64 * self.leaf_columns
+        return self.key_value_size_estimate(extra_records) + schema_bytes + chunks * column_chunk_bytes
 
     # ----------------------------------------------------------------- writing
     def write_row_group(self, rows: pa.Table) -> None:
@@ -274,12 +294,14 @@ class BaseFileWriter:
             metadata[BLOOM_FILTER_TYPE_KEY] = self._bloom.type_code.value
         if self._key_range is not None:
             metadata[MIN_RECORD_KEY], metadata[MAX_RECORD_KEY] = self._key_range
+        data_bytes = self.bytes_written
         try:
             self._writer.add_key_value_metadata(metadata)
             self._writer.close()
             size = int(self._stream.tell())
         finally:
             self._stream.close()
+        self.footer_bytes = size - data_bytes
         return BaseFileWriteResult(
             path=self.path,
             partition_path=self.partition_path,
@@ -372,6 +394,7 @@ class RollingBaseFileWriter:
         self._ratio_last: float | None = None  # ... of the last row group
         self._compressed_total = 0
         self._arrow_total = 0
+        self._column_chunk_footer_bytes = _INITIAL_COLUMN_CHUNK_FOOTER_BYTES
         self._closed = False
 
     def __enter__(self) -> RollingBaseFileWriter:
@@ -438,38 +461,107 @@ class RollingBaseFileWriter:
         current = self._current
         assert current is not None
         policy = self._policy
-        footer = current.footer_size_estimate(extra_records=self._pending_rows)
+        footer = current.footer_size_estimate(
+            self._records_that_may_fit(current), column_chunk_bytes=self._column_chunk_footer_bytes
+        )
         remaining = self._target - current.bytes_written - footer
         empty = current.record_count == 0
         if not empty and remaining < policy.close_margin_fraction * self._target:
             return 0
         budget = min(float(self._config.block_size_bytes), policy.fill_fraction * remaining)
         ratio = self._ratio()
+        # Without history, assume no compression (Parquet rarely exceeds Arrow's size) and fill
+        # at most a probe's worth; the sample below refines it.
         arrow_budget = min(budget, policy.probe_fraction * self._target) if ratio is None else budget / ratio
-        arrow_budget = min(arrow_budget, float(policy.max_buffer_bytes))
-        rows, exhausted = self._rows_within(arrow_budget)
+        rows, exhausted = self._rows_within(min(arrow_budget, float(policy.max_buffer_bytes)))
         if exhausted and not final:
             return None
         if rows == 0:
             return 1 if empty else 0  # a file always gets at least one row, however large
+        # History predicts badly when the data changes (sorted input drifting from compressible to
+        # random values): check the candidate rows themselves by compressing a sample of them.
+        for _ in range(4):
+            candidate = self._peek(rows)
+            estimate = self._sample_ratio(candidate) * candidate.nbytes
+            if estimate <= budget or rows == 1:
+                break
+            rows = max(1, self._rows_within(candidate.nbytes * budget / estimate * 0.95)[0])
         return rows
+
+    def _records_that_may_fit(self, current: BaseFileWriter) -> int:
+        """Buffered rows the current file may still take (the bloom filter's size depends on it)."""
+        ratio = self._ratio()
+        arrow_bytes = sum(t.nbytes for t in self._pending)
+        if ratio is None or arrow_bytes == 0:
+            return self._pending_rows
+        bytes_per_row = ratio * arrow_bytes / self._pending_rows
+        room = max(0, self._target - current.bytes_written)
+        return min(self._pending_rows, int(room / bytes_per_row) + 1)
+
+    def _sample_ratio(self, candidate: pa.Table) -> float:
+        """Compressed bytes per Arrow byte of `candidate`, from compressing contiguous slices of it.
+
+        The dictionary limit shrinks with the sample, so a column whose dictionary would overflow
+        in the full row group falls back to plain encoding in the sample too; that errs towards
+        over-estimating, the safe side.
+        """
+        n = candidate.num_rows
+        sample_rows = max(_SAMPLE_MIN_ROWS, int(n * _SAMPLE_FRACTION))
+        if sample_rows >= n:
+            sample, fraction = candidate, 1.0
+        else:
+            per_slice = max(1, sample_rows // _SAMPLE_SLICES)
+            step = n // _SAMPLE_SLICES
+            sample = pa.concat_tables(
+                [candidate.slice(i * step, per_slice) for i in range(_SAMPLE_SLICES)]
+            )
+            fraction = sample.num_rows / n
+        if sample.nbytes == 0:
+            return 1.0
+        limit = max(_MIN_SAMPLE_DICTIONARY_BYTES, int(self._config.page_size_bytes * fraction))
+        sink = pa.BufferOutputStream()
+        options = parquet_writer_options(self._config, limit)
+        with pq.ParquetWriter(sink, self._schema.arrow, **options) as writer:
+            start = sink.tell()
+            writer.write_table(sample, row_group_size=sample.num_rows)
+            compressed = sink.tell() - start
+        return float(compressed) / sample.nbytes
 
     def _ratio(self) -> float | None:
         ratios = [r for r in (self._ratio_all, self._ratio_last) if r is not None]
         return max(ratios) if ratios else None
 
     def _rows_within(self, arrow_budget: float) -> tuple[int, bool]:
-        """How many buffered rows fit `arrow_budget` bytes; True when all fit (more could)."""
+        """How many buffered rows fit `arrow_budget` Arrow bytes; True when all fit (more could)."""
         rows = 0
-        spent = 0.0
+        spent = 0
         for table in self._pending:
-            per_row = table.nbytes / table.num_rows
             if spent + table.nbytes <= arrow_budget:
                 rows += table.num_rows
                 spent += table.nbytes
                 continue
-            return rows + int((arrow_budget - spent) // per_row) if per_row else rows + table.num_rows, False
+            # Rows vary in size: find the longest prefix that fits (a slice's nbytes is exact).
+            lo, hi = 0, table.num_rows
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if spent + table.slice(0, mid).nbytes <= arrow_budget:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return rows + lo, False
         return rows, True
+
+    def _peek(self, rows: int) -> pa.Table:
+        """The first `rows` buffered rows, without consuming them (zero-copy)."""
+        parts: list[pa.Table] = []
+        needed = rows
+        for table in self._pending:
+            if needed == 0:
+                break
+            part = table if table.num_rows <= needed else table.slice(0, needed)
+            parts.append(part)
+            needed -= part.num_rows
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def _take(self, rows: int) -> pa.Table:
         parts: list[pa.Table] = []
@@ -525,7 +617,16 @@ class RollingBaseFileWriter:
             current.abort()
             self._created.remove(current.path)
             return
-        self._results.append(current.close())
+        data_records = current.record_count
+        result = current.close()
+        self._results.append(result)
+        # Learn the footer's cost per column chunk from the real footer, with a margin for
+        # statistics of longer values in later files.
+        chunks = current.row_groups * current.leaf_columns
+        fixed = current.key_value_size_estimate() + 64 * current.leaf_columns
+        if data_records and chunks:
+            observed = max(0, current.footer_bytes - fixed) / chunks
+            self._column_chunk_footer_bytes = max(_MIN_COLUMN_CHUNK_FOOTER_BYTES, int(1.5 * observed))
 
 
 def write_base_files(

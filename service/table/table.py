@@ -18,6 +18,7 @@ from service.table.timeline_facts import TimelineFactsReader
 class HudiTable:
     storage: Storage
     config: TableConfig
+    storage_options: Mapping[str, str] = field(default_factory=dict)
     # Completed instants never change, so their decoded metadata is cached across reloads.
     facts_reader: TimelineFactsReader = field(init=False)
 
@@ -33,7 +34,7 @@ class HudiTable:
         config = load_table_config(storage)
         if check_supported:
             config.check_supported(storage.base_uri)
-        return cls(storage, config)
+        return cls(storage, config, dict(storage_options or {}))
 
     @property
     def name(self) -> str:

@@ -47,6 +47,17 @@ class FileSpec:
 
 
 @dataclass
+class LogSpec:
+    """A MOR log file of the slice with base instant `base_instant` (0 bytes of real log format)."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    version: int = 1
+    size: int = 64
+
+
+@dataclass
 class FixtureTable:
     base: Path
     name: str = "fixture"
@@ -115,6 +126,26 @@ class FixtureTable:
             file_size_in_bytes=size,
         )
 
+    def write_log_file(self, spec: LogSpec, instant_time: str) -> codecs.WriteStat:
+        """`.<fileId>_<baseInstant>.log.<version>_0-0-0` with filler bytes (the view only reads names)."""
+        partition = spec.partition if self.partitioned else ""
+        name = f".{spec.file_id}_{spec.base_instant}.log.{spec.version}_0-0-0"
+        rel = f"{partition}/{name}" if partition else name
+        path = self.base / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"#HUDI#" + b"\0" * max(spec.size - 6, 0))
+        self._partition_metafile(partition, instant_time)
+        return codecs.WriteStat(
+            file_id=spec.file_id,
+            path=rel,
+            prev_commit=spec.base_instant,
+            num_writes=1,
+            num_update_writes=1,
+            total_write_bytes=spec.size,
+            partition_path=partition,
+            file_size_in_bytes=spec.size,
+        )
+
     def _partition_metafile(self, partition: str, instant_time: str) -> None:
         meta = self.base / partition / ".hoodie_partition_metadata"
         if not meta.exists():
@@ -139,8 +170,11 @@ class FixtureTable:
         state: State = State.COMPLETED,
         operation: codecs.WriteOperationType = codecs.WriteOperationType.UPSERT,
         action: Action = Action.COMMIT,
+        logs: Iterable[LogSpec] = (),
     ) -> list[codecs.WriteStat]:
+        """A write instant; `logs` adds MOR log files (use `action=Action.DELTA_COMMIT` with them)."""
         stats = [self.write_base_file(f, instant_time) for f in files]
+        stats += [self.write_log_file(spec, instant_time) for spec in logs]
         create_instant_file(self.storage, Instant(instant_time, action, State.REQUESTED))
         if state is State.REQUESTED:
             return stats
@@ -231,3 +265,52 @@ class FixtureTable:
 
     def file_name(self, partition: str, file_id: str, instant_time: str) -> str:
         return base_file_name(file_id, "0-0-0", instant_time)
+
+    def pending_compaction(self, instant_time: str, operations: Iterable[tuple[str, str, str]]) -> None:
+        """`T.compaction.requested` compacting (partition, file id, base instant of the slice) each."""
+        plan = codecs.CompactionPlan(
+            operations=tuple(
+                codecs.CompactionOperation(base_instant_time=base, file_id=fid, partition_path=p)
+                for p, fid, base in operations
+            ),
+            version=2,
+        )
+        create_instant_file(
+            self.storage, Instant(instant_time, Action.COMPACTION, State.REQUESTED), codecs.encode(plan)
+        )
+
+    def completed_clean(
+        self,
+        instant_time: str,
+        earliest_commit_to_retain: str,
+        last_completed_commit: str,
+        policy: str = "KEEP_LATEST_COMMITS",
+    ) -> None:
+        """A completed clean that deleted nothing: what the trigger and incremental planning read."""
+        plan = codecs.CleanerPlan(
+            earliest_instant_to_retain=(
+                codecs.ActionInstant(timestamp=earliest_commit_to_retain, action="commit", state="COMPLETED")
+                if earliest_commit_to_retain
+                else None
+            ),
+            last_completed_commit_timestamp=last_completed_commit,
+            policy=policy,
+            files_to_be_deleted_per_partition={},
+            file_paths_to_be_deleted_per_partition={},
+            partitions_to_be_deleted=(),
+        )
+        meta = codecs.CleanMetadata(
+            start_clean_time=instant_time,
+            time_taken_in_millis=1,
+            total_files_deleted=0,
+            earliest_commit_to_retain=earliest_commit_to_retain,
+            last_completed_commit_timestamp=last_completed_commit,
+            partition_metadata={},
+        )
+        requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
+        create_instant_file(self.storage, requested, codecs.encode(plan))
+        create_instant_file(self.storage, requested.with_state(State.INFLIGHT), codecs.encode(plan))
+        create_instant_file(self.storage, requested.with_state(State.COMPLETED), codecs.encode(meta))
+
+    def log_file_name(self, file_id: str, base_instant: str, version: int = 1) -> str:
+        return f".{file_id}_{base_instant}.log.{version}_0-0-0"

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import json
-import re
 import logging
+import re
 from pathlib import Path
 
 import pytest
