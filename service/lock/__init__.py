@@ -1,0 +1,48 @@
+"""Table locks: the interface and its providers, chosen by Hudi's `hoodie.write.lock.provider` value."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from service.errors import ConfigError
+from service.lock.base import TableLock
+from service.lock.in_process import InProcessTableLock
+from service.lock.settings import DEFAULT_WAIT_TIME_MS, WAIT_TIME_MS, ZookeeperLockSettings, read_int
+from service.lock.zookeeper import ZookeeperTableLock, close_default_pool
+
+__all__ = [
+    "IN_PROCESS_PROVIDER_CLASS",
+    "ZOOKEEPER_PROVIDER_CLASS",
+    "InProcessTableLock",
+    "TableLock",
+    "ZookeeperLockSettings",
+    "ZookeeperTableLock",
+    "close_default_pool",
+    "create_lock",
+]
+
+ZOOKEEPER_PROVIDER_CLASS = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
+IN_PROCESS_PROVIDER_CLASS = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
+BASE_PATH = "hoodie.base.path"
+
+_ZOOKEEPER_NAMES = {"zookeeper", ZOOKEEPER_PROVIDER_CLASS}
+_IN_PROCESS_NAMES = {"in-process", IN_PROCESS_PROVIDER_CLASS}
+
+
+def create_lock(provider: str, table_name: str, props: Mapping[str, str]) -> TableLock:
+    """A lock for `table_name` configured from Hudi's `hoodie.write.lock.*` props.
+
+    `provider` is "zookeeper" or "in-process", or the matching Hudi class name. The in-process lock is
+    keyed by `hoodie.base.path` when given (as Hudi's InProcessLockProvider), else by the table name.
+    """
+    name = provider.strip()
+    if name in _ZOOKEEPER_NAMES:
+        return ZookeeperTableLock(ZookeeperLockSettings.from_hoodie_props(props, table_name), table_name)
+    if name in _IN_PROCESS_NAMES:
+        wait_ms = read_int(props, WAIT_TIME_MS, DEFAULT_WAIT_TIME_MS, table_name)
+        key = (props.get(BASE_PATH) or "").strip() or table_name
+        return InProcessTableLock(table_name, key=key, default_timeout_s=wait_ms / 1000)
+    raise ConfigError(
+        f"table '{table_name}': hoodie.write.lock.provider={provider!r} is not supported; "
+        f"use zookeeper ({ZOOKEEPER_PROVIDER_CLASS}) or in-process ({IN_PROCESS_PROVIDER_CLASS})"
+    )

@@ -1,0 +1,46 @@
+"""Small helpers of the ZooKeeper lock tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from kazoo.client import KazooClient
+from kazoo.retry import KazooRetry
+
+from service.lock.settings import ZookeeperLockSettings
+from tests.support.zookeeper import ZookeeperServer
+
+
+def zk_settings(server: ZookeeperServer, base_path: str, lock_key: str = "trips") -> ZookeeperLockSettings:
+    """Hudi's keys with test-sized timeouts. Sessions (20 s) outlive a ZooKeeper restart on a loaded
+    machine; tests that need an expiry force it with `ZookeeperServer.expire_session`."""
+    return ZookeeperLockSettings(
+        connect_string=server.connect_string,
+        base_path=base_path,
+        lock_key=lock_key,
+        session_timeout_ms=20_000,
+        connection_timeout_ms=5_000,
+        wait_time_ms=10_000,
+        retry_wait_time_ms=100,
+        retry_max_wait_time_ms=1_000,
+        num_retries=3,
+    )
+
+
+def inspector_client(server: ZookeeperServer) -> KazooClient:
+    """A started plain kazoo client that reconnects fast after a restart, to look at znodes from outside."""
+    client = KazooClient(
+        hosts=server.connect_string, connection_retry=KazooRetry(max_tries=-1, delay=0.05, max_delay=0.2)
+    )
+    client.start(timeout=10)
+    return client
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
+    """Poll observable state (never a blind sleep) until `condition()` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
