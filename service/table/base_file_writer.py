@@ -28,7 +28,7 @@ import posixpath
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -373,6 +373,7 @@ class RollingBaseFileWriter:
         write_token: str = "0-0-0",
         file_id_prefix: str | None = None,
         policy: RollOverPolicy | None = None,
+        on_create: Callable[[str], None] | None = None,
     ) -> None:
         if target_file_size_bytes <= 0:
             raise HudiTableServiceError(f"target file size must be > 0, got {target_file_size_bytes}")
@@ -385,6 +386,8 @@ class RollingBaseFileWriter:
         self._write_token = write_token
         self._file_id_prefix = file_id_prefix or str(uuid.uuid4())
         self._policy = policy or RollOverPolicy()
+        # Called with each new file's base-relative path before the file is created (markers).
+        self._on_create = on_create
         self._pending: deque[pa.Table] = deque()
         self._pending_rows = 0
         self._current: BaseFileWriter | None = None
@@ -483,10 +486,15 @@ class RollingBaseFileWriter:
         for _ in range(4):
             candidate = self._peek(rows)
             estimate = self._sample_ratio(candidate) * candidate.nbytes
-            if estimate <= budget or rows == 1:
-                break
-            rows = max(1, self._rows_within(candidate.nbytes * budget / estimate * 0.95)[0])
-        return rows
+            if estimate <= budget:
+                return rows
+            fitting = self._rows_within(candidate.nbytes * budget / estimate * 0.95)[0]
+            if fitting == 0:
+                # Not even the next row fits: start a new file, unless this one is still empty
+                # (a row larger than the target gets a file of its own).
+                return 1 if empty else 0
+            rows = fitting
+        return rows if empty or estimate <= remaining else 0
 
     def _records_that_may_fit(self, current: BaseFileWriter) -> int:
         """Buffered rows the current file may still take (the bloom filter's size depends on it)."""
@@ -597,6 +605,9 @@ class RollingBaseFileWriter:
     # ----------------------------------------------------------------- files
     def _open_next(self) -> None:
         file_id = f"{self._file_id_prefix}-{len(self._created)}"
+        if self._on_create is not None:
+            name = base_file_name(file_id, self._write_token, self._instant_time)
+            self._on_create(f"{self._partition_path}/{name}" if self._partition_path else name)
         writer = BaseFileWriter(
             self._storage,
             self._schema,

@@ -1,0 +1,289 @@
+"""Clustering orchestration: schedule a plan, execute its groups on Spark, commit as a replacecommit.
+
+Commit protocol (HUDI_FORMAT.md §8.2): `Tc.replacecommit.inflight` (empty), DIRECT markers before
+every data file, then under the table lock: reload the timeline, re-check that no completed commit
+touched an input file group since the plan (whatever the update strategy: committing would drop that
+update), delete files with markers that are not in the write stats, write `Tc.replacecommit`. A
+failure anywhere leaves readers on the old file groups; the failed attempt is rolled back by markers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from service.config.hoodie import HoodieConfig
+from service.errors import ConflictError, CorruptTableError, HudiTableServiceError
+from service.lock.base import TableLock
+from service.table import codecs
+from service.table.base_file_writer import BaseFileWriteResult
+from service.table.data_files import parse_base_file
+from service.table.instant import Action, Instant, State
+from service.table.table import HudiTable
+from service.table.timeline import Timeline, create_instant_file, instant_path
+from strategies.execution.sort_and_size import OrderSpec
+from strategies.execution.spark_group import MARKERS_DIR, GroupJob
+from strategies.layout import CurveBuildMethod, LayoutStrategy
+
+log = logging.getLogger(__name__)
+
+# Operations whose commits do not carry the writer's schema (Java's getLastCommitMetadataWithValidSchema).
+_SCHEMALESS_OPERATIONS = {
+    codecs.WriteOperationType.CLUSTER,
+    codecs.WriteOperationType.COMPACT,
+    codecs.WriteOperationType.INDEX,
+    codecs.WriteOperationType.LOG_COMPACT,
+}
+
+GroupRunner = Callable[[GroupJob], list[BaseFileWriteResult]]
+
+
+@dataclass
+class ClusteringResult:
+    instant_time: str
+    groups: int = 0
+    input_files: int = 0
+    input_bytes: int = 0
+    output_files: int = 0
+    output_bytes: int = 0
+    committed: bool = False
+    rolled_back: bool = False
+    reason: str = ""
+    duration_seconds: float = 0.0
+    written: list[BaseFileWriteResult] = field(default_factory=list, repr=False)
+
+
+def latest_table_schema(table: HudiTable, timeline: Timeline) -> str | None:
+    """The table's Avro schema from the newest completed write that carries one (as Java reads it)."""
+    for instant in reversed(timeline.completed().commits().instants):
+        meta = table.facts_reader.commit_metadata(instant)
+        if meta.operation_type in _SCHEMALESS_OPERATIONS:
+            continue
+        if meta.table_schema:
+            return meta.table_schema
+    return None
+
+
+def read_clustering_plan(table: HudiTable, instant: Instant) -> codecs.ClusteringPlan:
+    requested = table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
+    if requested is None or not requested.is_clustering or requested.clustering_plan is None:
+        raise CorruptTableError(f"{table.base_uri}: {instant} is not a clustering plan")
+    return requested.clustering_plan
+
+
+def group_jobs(
+    table: HudiTable, instant_time: str, plan: codecs.ClusteringPlan, config: HoodieConfig, schema: str | None
+) -> list[GroupJob]:
+    clustering = config.clustering
+    params = (plan.strategy.strategy_params if plan.strategy else None) or {}
+    sort_value = params.get("hoodie.clustering.plan.strategy.sort.columns")
+    sort_columns = tuple(c.strip() for c in sort_value.split(",") if c.strip()) if sort_value else ()
+    order = OrderSpec(LayoutStrategy(clustering.layout_strategy.value), sort_columns)
+    jobs = []
+    for group in plan.input_groups or ():
+        slices = group.slices or ()
+        if not slices:
+            continue
+        if any(s.delta_file_paths for s in slices):
+            raise HudiTableServiceError(
+                f"{table.base_uri}: clustering plan {instant_time} has slices with log files "
+                "(merge-on-read); only copy-on-write slices are supported"
+            )
+        paths = tuple(table.storage.relativize(s.data_file_path or "") for s in slices)
+        partitions = {s.partition_path or "" for s in slices}
+        if len(partitions) != 1:
+            raise CorruptTableError(
+                f"clustering plan {instant_time}: a group spans partitions {sorted(partitions)}"
+            )
+        sizes = tuple(_file_size(table, p) for p in paths)
+        jobs.append(
+            GroupJob(
+                base_uri=table.base_uri,
+                storage_options=dict(table.storage_options),
+                table_name=table.name,
+                instant_time=instant_time,
+                partition_path=partitions.pop(),
+                input_paths=paths,
+                input_sizes=sizes,
+                order=order,
+                curve_build_method=CurveBuildMethod(clustering.curve_build_method.value),
+                curve_sample_size=clustering.sample_size,
+                target_file_bytes=clustering.target_file_max_bytes,
+                parquet=config.parquet,
+                avro_schema_json=schema,
+            )
+        )
+    return jobs
+
+
+def _file_size(table: HudiTable, path: str) -> int:
+    status = table.storage.status(path)
+    if status is None:
+        raise ConflictError(f"{table.base_uri}: clustering input {path} no longer exists")
+    return status.size
+
+
+def _plan_base_instants(plan: codecs.ClusteringPlan, table: HudiTable) -> dict[tuple[str, str], str]:
+    """(partition, fileId) → base instant of the slice the plan read."""
+    out = {}
+    for group in plan.input_groups or ():
+        for s in group.slices or ():
+            rel = table.storage.relativize(s.data_file_path or "")
+            partition, _, name = rel.rpartition("/")
+            out[(s.partition_path or "", s.file_id or "")] = parse_base_file(partition, name).instant_time
+    return out
+
+
+def check_no_conflict(table: HudiTable, instant_time: str, plan: codecs.ClusteringPlan) -> None:
+    """Raise ConflictError if committing would drop a change made since the plan was scheduled."""
+    timeline = table.load_timeline()
+    requested = Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED)
+    if not table.storage.exists(instant_path(requested)):
+        raise ConflictError(f"{table.base_uri}: clustering {instant_time} was rolled back by another process")
+    view = table.load_view(timeline)
+    for fg_id, base_instant in _plan_base_instants(plan, table).items():
+        group = view.file_groups.get(fg_id)
+        if group is None or group.latest_slice is None:
+            raise ConflictError(
+                f"{table.base_uri}: input file group {fg_id} of clustering {instant_time} is gone"
+            )
+        if group.replaced_by is not None:
+            raise ConflictError(
+                f"{table.base_uri}: input file group {fg_id} was replaced by {group.replaced_by} "
+                f"after clustering {instant_time} was planned"
+            )
+        latest = group.latest_slice.base_instant_time
+        if latest != base_instant:
+            raise ConflictError(
+                f"{table.base_uri}: commit {latest} updated file group {fg_id} after clustering "
+                f"{instant_time} read slice {base_instant}; committing would drop that update"
+            )
+
+
+def _marker_files(table: HudiTable, instant_time: str) -> set[str]:
+    prefix = f"{MARKERS_DIR}/{instant_time}/"
+    found = set()
+    for status in table.storage.walk_files(f"{MARKERS_DIR}/{instant_time}"):
+        rel = status.path[len(prefix) :]
+        data_path, _, _kind = rel.rpartition(".marker.")
+        if data_path:
+            found.add(data_path)
+    return found
+
+
+def write_stats(results: Sequence[BaseFileWriteResult]) -> dict[str, tuple[codecs.WriteStat, ...]]:
+    by_partition: dict[str, list[codecs.WriteStat]] = {}
+    for r in results:
+        by_partition.setdefault(r.partition_path, []).append(
+            codecs.WriteStat(
+                file_id=r.file_id,
+                path=r.path,
+                prev_commit=codecs.NULL_COMMIT,
+                num_writes=r.record_count,
+                num_inserts=r.record_count,
+                total_write_bytes=r.file_size_bytes,
+                partition_path=r.partition_path,
+                file_size_in_bytes=r.file_size_bytes,
+                runtime_stats=codecs.RuntimeStats(total_create_time=r.write_time_ms),
+            )
+        )
+    return {p: tuple(stats) for p, stats in by_partition.items()}
+
+
+def commit_clustering(
+    table: HudiTable,
+    instant_time: str,
+    plan: codecs.ClusteringPlan,
+    results: Sequence[BaseFileWriteResult],
+    schema: str | None,
+    lock: TableLock,
+) -> None:
+    """Under the lock: conflict re-check, finalize (drop unreferenced files), write the replacecommit."""
+    with lock:
+        check_no_conflict(table, instant_time, plan)
+        keep = {r.path for r in results}
+        for stray in sorted(_marker_files(table, instant_time) - keep):
+            # A retried task's leftover: a file group must not hold two base files of one instant.
+            table.storage.delete_file(stray)
+        replaced: dict[str, list[str]] = {}
+        for group in plan.input_groups or ():
+            for s in group.slices or ():
+                replaced.setdefault(s.partition_path or "", []).append(s.file_id or "")
+        metadata = codecs.ReplaceCommitMetadata(
+            partition_to_write_stats=write_stats(results),
+            compacted=False,
+            extra_metadata={"schema": schema} if schema else {},
+            operation_type=codecs.WriteOperationType.CLUSTER,
+            partition_to_replace_file_ids={p: tuple(ids) for p, ids in replaced.items()},
+        )
+        lock.check_held()
+        create_instant_file(
+            table.storage,
+            Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),
+            codecs.encode(metadata),
+        )
+    table.storage.delete_dir(f"{MARKERS_DIR}/{instant_time}")
+
+
+def run_groups(
+    jobs: Sequence[GroupJob], runner: GroupRunner, max_parallelism: int
+) -> list[BaseFileWriteResult]:
+    """Every group as its own Spark job, in a bounded thread pool; the first failure fails the plan."""
+    results: list[BaseFileWriteResult] = []
+    with ThreadPoolExecutor(max_workers=max(1, min(max_parallelism, len(jobs) or 1))) as pool:
+        for written in pool.map(runner, jobs):
+            results.extend(written)
+    return results
+
+
+def execute_clustering(
+    table: HudiTable,
+    instant_time: str,
+    config: HoodieConfig,
+    runner: GroupRunner,
+    lock: TableLock,
+    rollback_attempt: Callable[[HudiTable, str], None],
+) -> ClusteringResult:
+    """Execute a pending clustering plan (ours or Hudi's) and commit it."""
+    started = time.monotonic()
+    timeline = table.load_timeline()
+    instant = timeline.find(instant_time, Action.REPLACE_COMMIT)
+    if instant is None or instant.is_completed:
+        raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
+    plan = read_clustering_plan(table, instant)
+    if instant.state is State.INFLIGHT:
+        # A previous attempt died: remove its partial files (markers) before running again.
+        rollback_attempt(table, instant_time)
+    schema = latest_table_schema(table, timeline)
+    jobs = group_jobs(table, instant_time, plan, config, schema)
+    result = ClusteringResult(
+        instant_time,
+        groups=len(jobs),
+        input_files=sum(len(j.input_paths) for j in jobs),
+        input_bytes=sum(sum(j.input_sizes) for j in jobs),
+    )
+    inflight = Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
+    if not table.storage.exists(instant_path(inflight)):
+        create_instant_file(table.storage, inflight)
+    results = run_groups(jobs, runner, config.clustering.max_parallelism)
+    result.written = results
+    result.output_files = len(results)
+    result.output_bytes = sum(r.file_size_bytes for r in results)
+    commit_clustering(table, instant_time, plan, results, schema, lock)
+    result.committed = True
+    result.duration_seconds = time.monotonic() - started
+    log.info(
+        "table %s: clustering %s committed: %d groups, %d files (%d bytes) -> %d files (%d bytes) in %.1fs",
+        table.name,
+        instant_time,
+        result.groups,
+        result.input_files,
+        result.input_bytes,
+        result.output_files,
+        result.output_bytes,
+        result.duration_seconds,
+    )
+    return result

@@ -1,0 +1,199 @@
+"""Sort-and-size execution (Hudi's SparkSortAndSizeExecutionStrategy), as functions on Arrow data.
+
+A clustering group runs as two passes over its input files, both inside Spark's Python workers:
+
+1. *profile*: read each input file, count rows and bytes, and keep a sample of the order key;
+2. *rewrite*: read again, attach the order key and an output-file id (`pid`) derived from the
+   sample so that every output file gets about the target size, let Spark range-partition and sort,
+   then write each pid's rows as one Hudi base file.
+
+Order keys are unsigned-byte-ordered binaries (Spark and Arrow compare binary that way):
+no sort columns → input order (file index, row index); LINEAR → the first sort column's rank
+(monotone in the full lexicographic order, which Spark's sort then makes exact); ZORDER/HILBERT →
+the curve value, DIRECT or from SAMPLE bounds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from strategies.layout import Bounds, LayoutStrategy, column_rank_keys, curve_sort_key
+
+KEY_COLUMN = "_hts_key"
+PID_COLUMN = "_hts_pid"
+# Aim each output file a little under the target: the size estimate errs both ways, and a file the
+# writer had to roll over would leave a small remainder file behind it.
+FILL_FRACTION = 0.9
+MAX_SAMPLE_PER_FILE = 20_000
+
+
+@dataclass(frozen=True)
+class OrderSpec:
+    layout: LayoutStrategy
+    sort_columns: tuple[str, ...]
+    bounds: Bounds | None = None  # SAMPLE curve bounds; None means DIRECT
+
+    @property
+    def keeps_input_order(self) -> bool:
+        return not self.sort_columns
+
+
+@dataclass(frozen=True)
+class FileProfile:
+    """What the profile pass learns about one input file."""
+
+    path: str
+    rows: int
+    size_bytes: int
+    sample_keys: tuple[bytes, ...] = field(repr=False, default=())
+    sample_columns: bytes = field(repr=False, default=b"")  # Arrow IPC of sampled sort columns
+
+
+def read_input_batches(
+    source: pa.NativeFile | str, schema: pa.Schema, filesystem: object = None
+) -> Iterator[pa.RecordBatch]:
+    """Batches of one input base file, conformed to the group's unified schema (missing columns null)."""
+    parquet = (
+        pq.ParquetFile(source, filesystem=filesystem) if filesystem is not None else pq.ParquetFile(source)
+    )
+    for batch in parquet.iter_batches(batch_size=65_536):
+        yield conform_batch(batch, schema)
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.remove_metadata() == schema.remove_metadata():
+        return batch
+    columns = []
+    for f in schema:
+        idx = batch.schema.get_field_index(f.name)
+        columns.append(batch.column(idx).cast(f.type) if idx >= 0 else pa.nulls(batch.num_rows, f.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def order_keys(batch: pa.RecordBatch, spec: OrderSpec, file_index: int, row_offset: int) -> pa.Array:
+    """The order key of every row of `batch` (see module docstring)."""
+    n = batch.num_rows
+    if spec.keeps_input_order:
+        seq = (np.uint64(file_index) << np.uint64(40)) + np.arange(
+            row_offset, row_offset + n, dtype=np.uint64
+        )
+        return _words_to_binary(seq.reshape(n, 1))
+    if spec.layout is LayoutStrategy.LINEAR or len(spec.sort_columns) == 1:
+        column = spec.sort_columns[0]
+        rank = column_rank_keys(batch.column(batch.schema.get_field_index(column)), column)
+        # Spark sorts nulls first ascending: a leading 0 word for nulls, 1 for values.
+        words = np.stack([rank.valid.astype(np.uint64), rank.keys.astype(np.uint64)], axis=1)
+        return _words_to_binary(words)
+    return curve_sort_key(batch, list(spec.sort_columns), spec.layout, spec.bounds)
+
+
+def _words_to_binary(words: np.ndarray) -> pa.Array:
+    n, width = words.shape
+    raw = np.ascontiguousarray(words.astype(">u8")).view(np.uint8).reshape(n, width * 8)
+    offsets = np.arange(0, (n + 1) * width * 8, width * 8, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw.tobytes())])
+
+
+def sample_rows(n: int, limit: int, seed: int) -> np.ndarray:
+    if n <= limit:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
+
+
+@dataclass(frozen=True)
+class WeightedKeys:
+    """Sampled order keys of one input file, each standing for `bytes_per_key` bytes of it."""
+
+    keys: tuple[bytes, ...]
+    bytes_per_key: float
+
+
+def sample_keys(profile: FileProfile, spec: OrderSpec, file_index: int) -> WeightedKeys:
+    """Order keys of a file's sample; computed on the driver, after SAMPLE bounds are known."""
+    if profile.sample_keys:
+        keys = profile.sample_keys
+    elif profile.sample_columns:
+        table = pa.ipc.open_stream(profile.sample_columns).read_all().combine_chunks()
+        batch = table.to_batches()[0] if table.num_rows else None
+        keys = tuple(order_keys(batch, spec, file_index, 0).to_pylist()) if batch is not None else ()
+    else:
+        keys = ()
+    return WeightedKeys(keys, profile.size_bytes / len(keys) if keys else 0.0)
+
+
+def pid_bounds(
+    samples: Sequence[WeightedKeys],
+    total_bytes: int,
+    target_file_bytes: int,
+    fill_fraction: float = FILL_FRACTION,
+) -> list[bytes]:
+    """Key boundaries that cut the sorted group into files of about `fill_fraction x target` bytes.
+
+    Boundaries are weighted quantiles of the sampled keys: each sample stands for its file's bytes
+    divided by the file's sample count.
+    """
+    per_file = max(1.0, target_file_bytes * fill_fraction)
+    num_files = max(1, int(np.ceil(total_bytes / per_file)))
+    keys = [k for s in samples for k in s.keys]
+    weights = [s.bytes_per_key for s in samples for _ in s.keys]
+    if num_files == 1 or not keys:
+        return []
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    cumulative = np.cumsum(np.asarray(weights, dtype=np.float64)[order])
+    bounds: list[bytes] = []
+    for k in range(1, num_files):
+        idx = int(np.searchsorted(cumulative, k * per_file, side="left"))
+        if idx >= len(order):
+            break
+        key = keys[order[idx]]
+        if not bounds or key > bounds[-1]:
+            bounds.append(key)
+    return bounds
+
+
+def assign_pids(keys: pa.Array, bounds: Sequence[bytes]) -> pa.Array:
+    """Output-file id per row: the number of boundaries ≤ its key (monotone in the key)."""
+    if not bounds:
+        return pa.array(np.zeros(len(keys), dtype=np.int32))
+    return pa.array(
+        np.fromiter(
+            (bisect.bisect_right(bounds, k) for k in keys.to_pylist()), dtype=np.int32, count=len(keys)
+        )
+    )
+
+
+def profile_file(
+    batches: Iterable[pa.RecordBatch],
+    path: str,
+    size_bytes: int,
+    spec: OrderSpec,
+    file_index: int,
+    sample_limit: int,
+) -> FileProfile:
+    """Row count of one file and a sample: input positions (no sort columns) or sort-column values."""
+    tables = list(batches)
+    rows = sum(b.num_rows for b in tables)
+    if not rows:
+        return FileProfile(path, 0, size_bytes)
+    picked = sample_rows(rows, min(sample_limit, MAX_SAMPLE_PER_FILE), seed=file_index)
+    if spec.keeps_input_order:
+        seq = (np.uint64(file_index) << np.uint64(40)) + picked.astype(np.uint64)
+        return FileProfile(path, rows, size_bytes, tuple(_words_to_binary(seq.reshape(-1, 1)).to_pylist()))
+    sample = pa.Table.from_batches(tables).select(list(spec.sort_columns)).take(pa.array(picked))
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, sample.schema) as writer:
+        writer.write_table(sample)
+    return FileProfile(path, rows, size_bytes, (), sink.getvalue())
+
+
+def sampled_sort_columns(profiles: Iterable[FileProfile]) -> pa.Table | None:
+    """All sampled sort-column values (for building SAMPLE curve bounds on the driver)."""
+    tables = [pa.ipc.open_stream(p.sample_columns).read_all() for p in profiles if p.sample_columns]
+    return pa.concat_tables(tables, promote_options="permissive") if tables else None
