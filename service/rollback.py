@@ -1,0 +1,371 @@
+"""Roll back a failed or pending write instant the way Hudi 0.15's rollback does.
+
+Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`, HUDI_FORMAT.md §8.2):
+
+1. Plan: a `HoodieRollbackPlan` naming the files the instant wrote. From its markers (one request
+   per marker: partition, file id, base instant, the file), as `MarkerBasedRollbackStrategy`; when
+   the instant left no markers, from a listing of the base files carrying its instant time in the
+   partitions it touched (one request per partition, as `ListingBasedRollbackStrategy`). An instant
+   still in REQUESTED state wrote nothing: its plan has no requests, as in Java.
+2. `R.rollback.requested` (the Avro plan), then an empty `R.rollback.inflight`, outside the lock as in
+   Java: R is strictly later than every instant on the timeline, so no other process creates it.
+3. Delete the files. A file already gone counts as deleted, so a re-run after a crash completes.
+4. Under the table lock: delete `T.<action>.inflight`, then `T.<action>.requested` (unless the plan is
+   kept for a retry, as Java's `rollbackInflightClustering` does), then write `R.rollback` (Avro
+   `HoodieRollbackMetadata`). Java's `finishRollback` uses this order under its transaction lock.
+5. Delete `.hoodie/.temp/T` (the markers) and, when the instant is gone, its heartbeat file.
+
+Re-running is idempotent: a pending rollback whose plan targets T is completed (never a second one
+started), and a T that is gone with a completed rollback naming it is reported as already rolled
+back. The caller must know T is dead (its own failed attempt, or a writer whose heartbeat expired):
+rolling back a live write breaks it. The lock is taken here, only for step 4: the caller must not
+hold it (table locks are not re-entrant).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from service.errors import (
+    ConfigError,
+    ConflictError,
+    CorruptTableError,
+    HudiTableServiceError,
+    InstantExistsError,
+    PlanRefusedError,
+    UnsupportedTableError,
+)
+from service.lock.base import TableLock
+from service.table import codecs
+from service.table.data_files import parse_base_file
+from service.table.instant import Action, Instant, State
+from service.table.markers import IOType, Marker, delete_marker_dir, list_markers
+from service.table.properties import TimelineTimezone
+from service.table.table import HudiTable
+from service.table.timeline import (
+    METAFOLDER,
+    Timeline,
+    create_instant_file,
+    delete_instant_file,
+    instant_path,
+    next_instant_time,
+)
+
+log = logging.getLogger(__name__)
+
+ROLLBACK_PLAN_VERSION = 1
+ROLLBACK_METADATA_VERSION = 1
+HEARTBEAT_FOLDER = f"{METAFOLDER}/.heartbeat"
+# Write actions whose pending instants the product rolls back (merge-on-read log blocks are not).
+ROLLBACK_ACTIONS = frozenset({Action.COMMIT, Action.REPLACE_COMMIT})
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class RollbackOutcome:
+    """What a rollback call did. `rollback_time` is None when there was nothing to roll back."""
+
+    instant_time: str
+    rollback_time: str | None
+    metadata: codecs.RollbackMetadata | None
+    resumed: bool = False  # completed a rollback a crashed run had started
+    already_rolled_back: bool = False
+
+    @property
+    def deleted_files(self) -> tuple[str, ...]:
+        if self.metadata is None:
+            return ()
+        return tuple(f for pm in self.metadata.partition_metadata.values() for f in pm.success_delete_files)
+
+
+# ---------------------------------------------------------------------------------------- lookups
+
+
+def find_pending_rollback(
+    table: HudiTable, timeline: Timeline, instant_time: str
+) -> tuple[Instant, codecs.RollbackPlan] | None:
+    """The oldest pending rollback whose plan targets `instant_time` (Java's `getPendingRollbackInfo`)."""
+    for instant in timeline.by_actions([Action.ROLLBACK]).pending():
+        plan = table.facts_reader.requested_plan(instant, codecs.RollbackPlan)
+        target = plan.instant_to_rollback if plan else None
+        if target is not None and target.commit_time == instant_time:
+            assert plan is not None
+            return instant, plan
+    return None
+
+
+def find_completed_rollback(
+    table: HudiTable, timeline: Timeline, instant_time: str
+) -> tuple[Instant, codecs.RollbackMetadata] | None:
+    """The newest completed rollback whose metadata names `instant_time`."""
+    for instant in reversed(timeline.by_actions([Action.ROLLBACK]).completed().instants):
+        metadata = table.facts_reader.metadata(instant, codecs.RollbackMetadata)
+        if instant_time in metadata.commits_rollback:
+            return instant, metadata
+    return None
+
+
+# ---------------------------------------------------------------------------------------- planning
+
+
+def plan_rollback(table: HudiTable, instant: Instant) -> codecs.RollbackPlan:
+    """The rollback plan of a pending instant: marker-based, listing-based when it left no markers."""
+    if instant.action not in ROLLBACK_ACTIONS:
+        raise UnsupportedTableError(
+            f"{table.base_uri}: rolling back {instant} is not supported (only commit and replacecommit)"
+        )
+    requests: list[codecs.RollbackRequest] = []
+    if instant.state is not State.REQUESTED:
+        markers = list_markers(table.storage, instant.timestamp)
+        if markers:
+            requests = [_marker_request(table, instant, m) for m in markers]
+        else:
+            requests = _listing_requests(table, instant)
+    return codecs.RollbackPlan(
+        instant_to_rollback=codecs.InstantInfo(commit_time=instant.timestamp, action=instant.action.value),
+        rollback_requests=tuple(requests),
+        version=ROLLBACK_PLAN_VERSION,
+    )
+
+
+def _marker_request(table: HudiTable, instant: Instant, marker: Marker) -> codecs.RollbackRequest:
+    source = table.storage.qualify(f"{METAFOLDER}/.temp/{instant.timestamp}/{marker.name}")
+    if marker.io_type is IOType.APPEND:
+        raise UnsupportedTableError(f"{source}: log-file (APPEND) markers are merge-on-read; not supported")
+    base = parse_base_file(marker.partition_path, marker.file_name)
+    if base.instant_time != instant.timestamp:
+        raise CorruptTableError(f"{source}: the marker names a file of instant {base.instant_time}")
+    return codecs.RollbackRequest(
+        partition_path=marker.partition_path,
+        file_id=base.file_id,
+        latest_base_instant=base.instant_time,
+        files_to_be_deleted=(table.storage.qualify(marker.data_file_path),),
+        log_blocks_to_be_deleted={},
+    )
+
+
+def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
+    """Partitions a pending instant may have written, from its plan or workload profile; None: unknown."""
+    if instant.action is Action.REPLACE_COMMIT:
+        requested = table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
+        if requested is not None and requested.is_clustering and requested.clustering_plan is not None:
+            groups = requested.clustering_plan.input_groups or ()
+            return sorted({s.partition_path or "" for g in groups for s in g.slices or ()})
+    if instant.state is State.INFLIGHT:
+        profile = table.facts_reader.commit_metadata(instant)
+        if profile.partition_to_write_stats:
+            return sorted(profile.partition_to_write_stats)
+    return None
+
+
+def _listing_requests(table: HudiTable, instant: Instant) -> list[codecs.RollbackRequest]:
+    partitions = affected_partitions(table, instant)
+    listing = table.list_partitions(partitions)
+    extension = table.config.base_file_extension
+    requests = []
+    for partition in sorted(listing):
+        files = []
+        for status in listing[partition]:
+            if status.is_dir or status.name.startswith(".") or not status.name.endswith(extension):
+                continue
+            try:
+                base = parse_base_file(partition, status.name)
+            except CorruptTableError:
+                continue  # not a Hudi base file name: certainly not written by this instant
+            if base.instant_time == instant.timestamp:
+                files.append(table.storage.qualify(base.path))
+        if files:
+            requests.append(
+                codecs.RollbackRequest(
+                    partition_path=partition,
+                    file_id="",
+                    latest_base_instant="",
+                    files_to_be_deleted=tuple(sorted(files)),
+                    log_blocks_to_be_deleted={},
+                )
+            )
+    return requests
+
+
+# ---------------------------------------------------------------------------------------- executing
+
+
+def execute_rollback_plan(
+    table: HudiTable, plan: codecs.RollbackPlan
+) -> dict[str, codecs.RollbackPartitionMetadata]:
+    """Delete the plan's files; per partition, the files deleted (or already gone) and those that failed."""
+    success: dict[str, list[str]] = {}
+    failed: dict[str, list[str]] = {}
+    for request in plan.rollback_requests or ():
+        partition = request.partition_path
+        success.setdefault(partition, [])
+        failed.setdefault(partition, [])
+        for file_uri in request.files_to_be_deleted:
+            rel = table.storage.relativize(file_uri)  # raises for a path outside the table
+            try:
+                table.storage.delete_file(rel)
+                _delete_checksum_sibling(table, rel)
+            except OSError as exc:
+                log.warning("table %s: rollback could not delete %s: %s", table.name, file_uri, exc)
+                failed[partition].append(file_uri)
+            else:
+                success[partition].append(file_uri)
+    return {
+        p: codecs.RollbackPartitionMetadata(
+            partition_path=p,
+            success_delete_files=tuple(success[p]),
+            failed_delete_files=tuple(failed[p]),
+            rollback_log_files={},
+            log_files_from_failed_commit={},
+        )
+        for p in success
+    }
+
+
+def _delete_checksum_sibling(table: HudiTable, rel: str) -> None:
+    # Hadoop's local file system writes `.<name>.crc` beside each file Java writes; drop it with the file.
+    if table.storage.is_local:
+        table.storage.delete_file(posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.crc"))
+
+
+# ---------------------------------------------------------------------------------------- entry point
+
+
+def rollback_instant(
+    table: HudiTable,
+    instant_time: str,
+    lock: AbstractContextManager[Any],
+    *,
+    now: datetime,
+    tz: tzinfo | None = None,
+    keep_requested: bool = False,
+    clock: Clock = time.monotonic,
+) -> RollbackOutcome:
+    """Roll back the pending instant `instant_time` (see the module docstring for the protocol).
+
+    `now` and `tz` choose the rollback instant time (`tz` may be omitted for UTC-timeline tables).
+    `keep_requested=True` undoes a failed attempt but keeps `T.<action>.requested` so the plan can
+    run again, as Java does before re-executing an inflight clustering.
+    """
+    started = clock()
+    timeline = table.load_timeline()
+    pending = find_pending_rollback(table, timeline, instant_time)
+    if pending is not None:
+        rollback, plan = pending
+        log.info(
+            "table %s: completing pending rollback %s of %s", table.name, rollback.timestamp, instant_time
+        )
+        return _run(table, rollback.timestamp, plan, lock, keep_requested, started, clock, resumed=True)
+
+    target = _find_target(timeline, instant_time)
+    if target is None:
+        done = find_completed_rollback(table, timeline, instant_time)
+        if done is None:
+            raise HudiTableServiceError(f"{table.base_uri}: no pending instant {instant_time} to roll back")
+        delete_marker_dir(table.storage, instant_time)
+        return RollbackOutcome(instant_time, done[0].timestamp, done[1], already_rolled_back=True)
+    if target.is_completed:
+        raise PlanRefusedError(
+            f"{table.base_uri}: {target} is completed; only pending or failed instants are rolled back"
+        )
+    if keep_requested and target.state is State.REQUESTED:
+        return RollbackOutcome(instant_time, None, None)  # nothing was attempted: nothing to undo
+
+    plan = plan_rollback(table, target)
+    rollback_time = next_instant_time(timeline, now, _zone(table, tz))
+    create_instant_file(
+        table.storage, Instant(rollback_time, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan)
+    )
+    log.info(
+        "table %s: rolling back %s as %s (%d requests)",
+        table.name, target, rollback_time, len(plan.rollback_requests or ()),
+    )  # fmt: skip
+    return _run(table, rollback_time, plan, lock, keep_requested, started, clock, resumed=False)
+
+
+def _find_target(timeline: Timeline, instant_time: str) -> Instant | None:
+    found = [i for i in timeline if i.timestamp == instant_time and i.action.comparable in ROLLBACK_ACTIONS]
+    others = [
+        i for i in timeline if i.timestamp == instant_time and i.action.comparable not in ROLLBACK_ACTIONS
+    ]
+    if not found and others:
+        raise UnsupportedTableError(
+            f"rolling back {others[0]} is not supported (only commit and replacecommit instants)"
+        )
+    return found[0] if found else None
+
+
+def _zone(table: HudiTable, tz: tzinfo | None) -> tzinfo:
+    if tz is not None:
+        return tz
+    if table.config.timeline_timezone is TimelineTimezone.UTC:
+        return UTC
+    raise ConfigError(
+        f"table '{table.name}': hoodie.table.timeline.timezone=LOCAL; the writers' time zone must be given"
+    )
+
+
+def _run(
+    table: HudiTable,
+    rollback_time: str,
+    plan: codecs.RollbackPlan,
+    lock: AbstractContextManager[Any],
+    keep_requested: bool,
+    started: float,
+    clock: Clock,
+    resumed: bool,
+) -> RollbackOutcome:
+    target_info = plan.instant_to_rollback
+    if target_info is None:
+        raise CorruptTableError(f"{table.base_uri}: rollback plan {rollback_time} names no instant")
+    instant_time = target_info.commit_time
+    action = Action(target_info.action)
+    inflight = Instant(rollback_time, Action.ROLLBACK, State.INFLIGHT)
+    if not table.storage.exists(instant_path(inflight)):
+        create_instant_file(table.storage, inflight)
+
+    partition_metadata = execute_rollback_plan(table, plan)
+
+    with lock as held:
+        timeline = table.load_timeline()
+        current = timeline.find(instant_time, action)
+        if current is not None and current.is_completed:
+            raise ConflictError(
+                f"{table.base_uri}: {current} completed while rollback {rollback_time} was deleting its files"
+            )
+        delete_instant_file(table.storage, Instant(instant_time, action, State.INFLIGHT))
+        if not keep_requested:
+            delete_instant_file(table.storage, Instant(instant_time, action, State.REQUESTED))
+        metadata = codecs.RollbackMetadata(
+            start_rollback_time=rollback_time,
+            time_taken_in_millis=max(0, round((clock() - started) * 1000)),
+            total_files_deleted=sum(len(pm.success_delete_files) for pm in partition_metadata.values()),
+            commits_rollback=(instant_time,),
+            partition_metadata=partition_metadata,
+            version=ROLLBACK_METADATA_VERSION,
+            instants_rollback=(codecs.InstantInfo(commit_time=instant_time, action=action.value),),
+        )
+        if isinstance(held, TableLock):
+            held.check_held()
+        completed = Instant(rollback_time, Action.ROLLBACK, State.COMPLETED)
+        try:
+            create_instant_file(table.storage, completed, codecs.encode(metadata))
+        except InstantExistsError:
+            # Another process completed this very rollback first: its metadata stands.
+            metadata = table.facts_reader.metadata(completed, codecs.RollbackMetadata)
+    delete_marker_dir(table.storage, instant_time)
+    if not keep_requested:
+        table.storage.delete_file(f"{HEARTBEAT_FOLDER}/{instant_time}")
+    log.info(
+        "table %s: rollback %s of %s done: %d files deleted",
+        table.name, rollback_time, instant_time, metadata.total_files_deleted,
+    )  # fmt: skip
+    return RollbackOutcome(instant_time, rollback_time, metadata, resumed=resumed)

@@ -1,0 +1,214 @@
+"""Size-based clustering plan strategy: Hudi 0.15's `SparkSizeBasedClusteringPlanStrategy`.
+
+Per partition (in the order `partition_filter.select_partitions` gives):
+
+1. Eligible slices: the latest slice of every live file group that is not in a pending clustering,
+   compaction or log compaction plan, whose base file is smaller than
+   `hoodie.clustering.plan.strategy.small.file.limit`, and (a product restriction: merge-on-read is
+   not clustered yet) that has no log files. They come in Java's file-group order (`java_order`).
+2. Sorted by base file size, largest first (a stable sort with Java's comparator, which subtracts
+   the sizes and truncates the difference to an `int`).
+3. Filled greedily: a group is closed when adding the next slice would take it over
+   `max.bytes.per.group`; the slice then starts the next group. Once a partition has
+   `max.num.groups` closed groups it stops (the slice that triggered the cut is dropped).
+4. The last open group is kept if it has two or more slices, or if single-group clustering is
+   enabled or sort columns are set (`HoodieWriteConfig.shouldClusteringSingleGroup`).
+5. `numOutputFileGroups = ceil(groupBytes / target.file.max.bytes)`.
+
+Across partitions the groups are concatenated in partition order and cut at `max.num.groups`, so
+earlier partitions take the budget first. The recent-days and selected-partitions strategy classes
+are this strategy with their filter mode (`ClusteringConfig.partition_filter_mode` already says so).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from service.config.clustering import ClusteringConfig
+from service.table.fs_view import FileSlice, FileSystemView
+from strategies.plan.java_order import java_hash_set_order
+from strategies.plan.model import PlannedClustering, PlannedGroup, PlannedSlice, group_metrics
+from strategies.plan.partition_filter import select_partitions
+
+DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES = 125_829_120  # hoodie.parquet.max.file.size
+
+
+@dataclass
+class EligibilityCounts:
+    """Why latest slices were or were not taken, for the reason logged when nothing is planned."""
+
+    partitions: int = 0
+    latest_slices: int = 0
+    eligible: int = 0
+    pending_clustering: int = 0
+    pending_compaction: int = 0
+    with_log_files: int = 0
+    not_small: int = 0
+
+    def describe(self) -> str:
+        return (
+            f"{self.latest_slices} latest file slices in {self.partitions} partitions: "
+            f"{self.eligible} eligible, {self.not_small} at or above the small file limit, "
+            f"{self.pending_clustering} in pending clustering, {self.pending_compaction} in pending "
+            f"compaction, {self.with_log_files} with log files"
+        )
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """A plan, or None with the reason nothing was planned."""
+
+    plan: PlannedClustering | None
+    reason: str
+    partitions: tuple[str, ...] = ()
+    counts: EligibilityCounts = field(default_factory=EligibilityCounts)
+
+
+def eligible_slices(
+    view: FileSystemView, partition: str, config: ClusteringConfig, counts: EligibilityCounts | None = None
+) -> list[FileSlice]:
+    """Eligible latest slices of one partition, in the order Java's view yields them."""
+    counts = counts if counts is not None else EligibilityCounts()
+    counts.partitions += 1
+    by_file_id: dict[str, FileSlice] = {}  # the eligible ones
+    for file_slice in view.latest_file_slices(partition):
+        counts.latest_slices += 1
+        fg_id = file_slice.file_group_id
+        if view.is_pending_clustering(fg_id):
+            counts.pending_clustering += 1
+        elif view.is_pending_compaction(fg_id):
+            counts.pending_compaction += 1
+        elif file_slice.log_files or file_slice.base_file is None:
+            counts.with_log_files += 1
+        elif file_slice.base_file.size_bytes >= config.small_file_limit_bytes:
+            counts.not_small += 1
+        else:
+            counts.eligible += 1
+            by_file_id[file_slice.file_id] = file_slice
+    rank = {file_id: i for i, file_id in enumerate(java_view_order(view, partition))}
+    return sorted(by_file_id.values(), key=lambda s: rank[s.file_id])
+
+
+def java_view_order(view: FileSystemView, partition: str) -> list[str]:
+    """Every file id with a base file in the partition's listing, in Java's view order (`java_order`).
+
+    Java groups *all* listed base files (replaced, uncommitted and older ones too) before it filters,
+    so they all count for the hash set's size. Listing order is taken as HDFS and object stores
+    return it: by file name, which starts with `<fileId>_`.
+    """
+    file_ids = {fg.file_id for fg in view.file_groups_in(partition)}
+    for path in view.uncommitted_files:
+        directory, _, name = path.rpartition("/")
+        if directory == partition and not name.startswith("."):
+            file_ids.add(name.split("_", 1)[0])
+    return java_hash_set_order(sorted(file_ids, key=lambda file_id: f"{file_id}_"))
+
+
+def _size(s: FileSlice, parquet_max_file_size_bytes: int) -> int:
+    return s.base_file.size_bytes if s.base_file is not None else parquet_max_file_size_bytes
+
+
+def _java_int(value: int) -> int:
+    """A Java `(int)` cast of a long."""
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def output_file_groups(group_bytes: int, target_file_max_bytes: int) -> int:
+    """`(int) Math.ceil(groupSize / (double) targetFileSize)`."""
+    return math.ceil(group_bytes / float(target_file_max_bytes))
+
+
+def build_groups(
+    partition: str,
+    slices: Sequence[FileSlice],
+    config: ClusteringConfig,
+    parquet_max_file_size_bytes: int = DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES,
+) -> list[PlannedGroup]:
+    """`PartitionAwareClusteringPlanStrategy.buildClusteringGroupsForPartition` for one partition."""
+
+    def size(s: FileSlice) -> int:
+        return _size(s, parquet_max_file_size_bytes)
+
+    def largest_first(a: FileSlice, b: FileSlice) -> int:
+        return _java_int(size(b) - size(a))
+
+    ordered = sorted(slices, key=functools.cmp_to_key(largest_first))
+    closed: list[tuple[list[FileSlice], int]] = []
+    current: list[FileSlice] = []
+    current_bytes = 0
+    for s in ordered:
+        s_bytes = size(s)
+        if current_bytes + s_bytes > config.max_bytes_per_group and current:
+            closed.append((current, current_bytes))
+            current, current_bytes = [], 0
+            if len(closed) >= config.max_num_groups:
+                break
+        current.append(s)
+        current_bytes += s_bytes
+    single_group_allowed = config.single_group_clustering_enabled or bool(config.sort_columns_value)
+    if current and (len(current) > 1 or single_group_allowed):
+        closed.append((current, current_bytes))
+    groups = []
+    for members, group_bytes in closed:
+        planned = tuple(PlannedSlice.of(s) for s in members)
+        groups.append(
+            PlannedGroup(
+                partition_path=partition,
+                slices=planned,
+                num_output_file_groups=output_file_groups(group_bytes, config.target_file_max_bytes),
+                metrics=group_metrics(planned, parquet_max_file_size_bytes),
+                size_bytes=group_bytes,
+            )
+        )
+    return groups
+
+
+def plan_clustering(
+    view: FileSystemView,
+    config: ClusteringConfig,
+    now: datetime,
+    parquet_max_file_size_bytes: int = DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES,
+) -> PlanOutcome:
+    """A clustering plan for the snapshot `view`, or None and why.
+
+    `now` is in the writers' time zone (DAY_ROLLING picks partitions by its hour).
+    """
+    partitions = select_partitions(view.partitions, config, now)
+    if not partitions:
+        return PlanOutcome(
+            None,
+            f"no partition selected (filter mode {config.partition_filter_mode.value}, "
+            f"{len(view.partitions)} partitions listed)",
+        )
+    counts = EligibilityCounts()
+    groups: list[PlannedGroup] = []
+    for partition in partitions:
+        built = build_groups(
+            partition, eligible_slices(view, partition, config, counts), config, parquet_max_file_size_bytes
+        )
+        groups.extend(built[: config.max_num_groups])
+    groups = groups[: config.max_num_groups]
+    if not groups:
+        lone = (
+            "; a partition's lone eligible slice makes no group unless single-group clustering is "
+            "enabled or sort columns are set"
+            if counts.eligible
+            else ""
+        )
+        reason = f"no data available to cluster: {counts.describe()}{lone}"
+        return PlanOutcome(None, reason, tuple(partitions), counts)
+    plan = PlannedClustering(
+        groups=tuple(groups),
+        strategy_class=config.execution_strategy_class,
+        strategy_params=dict(config.strategy_params),
+    )
+    reason = (
+        f"{len(groups)} groups, {sum(len(g.slices) for g in groups)} file slices, "
+        f"{plan.input_bytes} bytes -> {plan.num_output_file_groups} file groups"
+    )
+    return PlanOutcome(plan, reason, tuple(partitions), counts)

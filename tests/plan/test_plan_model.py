@@ -1,0 +1,137 @@
+"""The typed plan and its on-disk form: Avro round trip, Java's field values, plans read back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.errors import CorruptTableError
+from service.table import codecs
+from service.table.instant import Action, Instant, State
+from service.table.storage import Storage
+from service.table.table import HudiTable
+from service.table.timeline import create_instant_file, instant_path
+from strategies.plan import PlannedClustering, plan_clustering
+from strategies.plan.model import TOTAL_IO_READ_MB
+from tests.plan.snapshots import COMMIT, MB, NOW, base_name, config_of, fid, snapshot
+from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+SORT = "hoodie.clustering.plan.strategy.sort.columns"
+
+
+def _plan() -> PlannedClustering:
+    view = snapshot({"p1": [("a", 10), ("b", 20)], "p2": [("c", 70), ("d", 50)]})
+    outcome = plan_clustering(view, config_of({SORT: "v"}), NOW)
+    assert outcome.plan is not None
+    return outcome.plan
+
+
+def test_requested_metadata_has_java_clustering_fields(tmp_path: Path) -> None:
+    storage = Storage.for_base_uri(str(tmp_path))
+    requested = _plan().to_requested_metadata(storage)
+    assert requested.operation_type == "CLUSTER"
+    assert requested.is_clustering
+    assert requested.extra_metadata == {}
+    assert requested.version == 1
+    plan = requested.clustering_plan
+    assert plan is not None
+    assert (plan.version, plan.preserve_hoodie_metadata, plan.extra_metadata) == (1, True, {})
+    assert plan.strategy == codecs.ClusteringStrategy(
+        strategy_class_name="org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
+        strategy_params={SORT: "v"},
+        version=1,
+    )
+    groups = plan.input_groups or ()
+    assert [g.num_output_file_groups for g in groups] == [1, 2, 1]
+    first = groups[0]
+    assert (first.version, first.extra_metadata) == (1, None)
+    assert first.metrics is not None and first.metrics[TOTAL_IO_READ_MB] == 30.0
+    slice_info = (first.slices or ())[0]
+    assert slice_info == codecs.SliceInfo(
+        data_file_path=f"file:{tmp_path}/p1/{base_name(fid('b'))}",
+        delta_file_paths=(),
+        file_id=fid("b"),
+        partition_path="p1",
+        bootstrap_file_path="",
+        version=1,
+    )
+
+
+def test_plan_avro_round_trip(tmp_path: Path) -> None:
+    storage = Storage.for_base_uri(str(tmp_path))
+    plan = _plan()
+    requested = plan.to_requested_metadata(storage)
+    data = codecs.encode(requested)
+    assert data[:4] == b"Obj\x01"
+    decoded = codecs.decode(codecs.RequestedReplaceMetadata, data, "test")
+    assert decoded == requested
+    back = PlannedClustering.from_requested_metadata(decoded, storage, "test")
+    assert back.strategy_class == plan.strategy_class
+    assert back.strategy_params == plan.strategy_params
+    assert back.input_file_groups == plan.input_file_groups
+    for ours, read in zip(plan.groups, back.groups, strict=True):
+        assert read.partition_path == ours.partition_path
+        assert read.num_output_file_groups == ours.num_output_file_groups
+        assert read.metrics == ours.metrics
+        assert [(s.file_id, s.base_instant_time, s.base_file_path) for s in read.slices] == [
+            (s.file_id, s.base_instant_time, s.base_file_path) for s in ours.slices
+        ]
+        assert all(s.base_file_size_bytes is None for s in read.slices)
+    assert back.groups[0].slices[0].base_instant_time == COMMIT
+
+
+def test_from_requested_metadata_refuses_non_clustering(tmp_path: Path) -> None:
+    storage = Storage.for_base_uri(str(tmp_path))
+    overwrite = codecs.RequestedReplaceMetadata(operation_type="INSERT_OVERWRITE")
+    with pytest.raises(CorruptTableError, match="not a clustering plan"):
+        PlannedClustering.from_requested_metadata(overwrite, storage, "x.replacecommit.requested")
+
+
+def test_from_requested_metadata_refuses_group_across_partitions(tmp_path: Path) -> None:
+    storage = Storage.for_base_uri(str(tmp_path))
+    requested = _plan().to_requested_metadata(storage)
+    assert requested.clustering_plan is not None
+    groups = requested.clustering_plan.input_groups or ()
+    mixed = groups[0].model_copy(update={"slices": (groups[0].slices or ()) + (groups[1].slices or ())})
+    broken = requested.model_copy(
+        update={"clustering_plan": requested.clustering_plan.model_copy(update={"input_groups": (mixed,)})}
+    )
+    with pytest.raises(CorruptTableError, match="spans partitions"):
+        PlannedClustering.from_requested_metadata(broken, storage, "plan")
+
+
+def test_plan_written_to_fixture_table_is_seen_as_pending_clustering(tmp_path: Path) -> None:
+    fixture = FixtureTable(tmp_path / "t")
+    fixture.commit(
+        ts(1), [FileSpec("p1", fid(n), size_hint=s) for n, s in (("a", 4000), ("b", 8000), ("c", 2000))]
+    )
+    fixture.commit(
+        ts(2), [FileSpec("p2", fid("d"), size_hint=3000), FileSpec("p2", fid("big"), size_hint=90_000)]
+    )
+    table = HudiTable.open(str(tmp_path / "t"))
+    view = table.load_view()
+    # big is above the limit; the rest fit two groups (each partition its own).
+    config = config_of(
+        {
+            "hoodie.clustering.plan.strategy.small.file.limit": 30_000,
+            "hoodie.clustering.plan.strategy.max.bytes.per.group": 1 * MB,
+        }
+    )
+    outcome = plan_clustering(view, config, NOW)
+    assert outcome.plan is not None
+    assert [[s.file_id for s in g.slices] for g in outcome.plan.groups] == [
+        [fid("b"), fid("a"), fid("c")],
+        [fid("d")],
+    ]
+    instant = Instant(ts(3), Action.REPLACE_COMMIT, State.REQUESTED)
+    create_instant_file(
+        table.storage, instant, codecs.encode(outcome.plan.to_requested_metadata(table.storage))
+    )
+    assert table.storage.exists(instant_path(instant))
+
+    after = table.load_view()
+    assert dict(after.facts.pending_clustering) == {fg: ts(3) for fg in outcome.plan.input_file_groups}
+    again = plan_clustering(after, config, NOW)
+    assert again.plan is None
+    assert "4 in pending clustering" in again.reason
