@@ -1,0 +1,17 @@
+"""Cleaning orchestration: finish pending clean plans, schedule and execute new ones (see orchestrator)."""
+
+from __future__ import annotations
+
+from service.cleaning.orchestrator import Cleaner, CleanOptions, run_clean, timeline_zone
+from service.cleaning.results import CleanInstantResult, CleanRunResult, PartitionSummary, render_result
+
+__all__ = [
+    "CleanInstantResult",
+    "CleanOptions",
+    "CleanRunResult",
+    "Cleaner",
+    "PartitionSummary",
+    "render_result",
+    "run_clean",
+    "timeline_zone",
+]

@@ -1,0 +1,338 @@
+"""Cleaning end to end: finish pending clean plans, schedule a new one under the lock, execute it.
+
+Order and locking follow Hudi's CleanActionExecutor / CleanPlanActionExecutor (HUDI_FORMAT.md §5.5,
+§6.2, §8.3):
+1. Every pending clean (requested or inflight, ours or a Java writer's) is finished first.
+2. Scheduling runs under the table lock, on a timeline reloaded under it: trigger, plan, safety
+   checks, then `T.clean.requested` (only when the plan deletes a file).
+3. Execution: `T.clean.inflight` (the plan's bytes again), parallel deletes (a missing file counts
+   as deleted), then `T.clean` under the lock. If `T.clean` already exists another writer finished
+   the same plan, which is fine.
+A crash anywhere leaves a requested or inflight plan that the next run finishes; deletes are
+idempotent, and nothing outside the plan is touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, tzinfo
+
+from service.cleaning.deleter import DeleteFn, delete_files
+from service.cleaning.guard import CheckedPlan, check_plan
+from service.cleaning.records import (
+    PartitionOutcome,
+    StoredPlan,
+    read_stored_plan,
+    to_clean_metadata,
+    to_cleaner_plan,
+)
+from service.cleaning.results import CleanInstantResult, CleanRunResult, PartitionSummary
+from service.cleaning.snapshot import load_clean_snapshot, read_last_clean
+from service.config.hoodie import HoodieConfig
+from service.errors import CorruptTableError, HudiTableServiceError, InstantExistsError
+from service.lock.base import TableLock
+from service.table import codecs
+from service.table.data_files import PARTITION_METAFILE_PREFIX
+from service.table.instant import Action, Instant, State
+from service.table.properties import TimelineTimezone
+from service.table.table import HudiTable
+from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
+from strategies.clean import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, clean_due, plan_clean
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class CleanOptions:
+    dry_run: bool = False  # report what would be deleted; write and delete nothing
+    force: bool = False  # run a plan the volume breaker refuses (never one touching the latest snapshot)
+    max_delete_fraction: float = DEFAULT_MAX_DELETE_FRACTION
+
+
+def timeline_zone(table: HudiTable, local_zone: tzinfo | None) -> tzinfo:
+    """The zone instant times are written in: UTC, or the writers' zone for a LOCAL timeline."""
+    if table.config.timeline_timezone is TimelineTimezone.UTC:
+        return UTC
+    if local_zone is None:
+        raise HudiTableServiceError(
+            f"table {table.name!r} uses hoodie.table.timeline.timezone=LOCAL: "
+            "the writers' time zone is needed"
+        )
+    return local_zone
+
+
+class Cleaner:
+    """Runs cleaning on one table; `run()` is one pass (what the CLI and a daemon tick call)."""
+
+    def __init__(
+        self,
+        table: HudiTable,
+        config: HoodieConfig,
+        lock: TableLock,
+        zone: tzinfo,
+        options: CleanOptions | None = None,
+        now: Clock = _utc_now,
+        delete: DeleteFn | None = None,
+    ) -> None:
+        self.table = table
+        self.config = config
+        self.lock = lock
+        self.zone = zone
+        self.options = options or CleanOptions()
+        self.now = now
+        self._delete = delete
+
+    # ------------------------------------------------------------------ one pass
+    def run(self) -> CleanRunResult:
+        started = time.monotonic()
+        timeline = self.table.load_timeline()
+        results = [self._finish(instant, timeline, resumed=True) for instant in _pending_cleans(timeline)]
+        if self.options.dry_run:
+            skipped, preview = self._preview(timeline)
+            results += preview
+        else:
+            skipped, scheduled = self._schedule()
+            if scheduled is not None:
+                instant, plan = scheduled
+                done = self._finish(instant, self.table.load_timeline(), resumed=False)
+                results.append(replace(done, incremental=plan.incremental))
+        return CleanRunResult(
+            table=self.table.name,
+            cleans=tuple(results),
+            skipped_reason=skipped,
+            dry_run=self.options.dry_run,
+            duration_seconds=time.monotonic() - started,
+        )
+
+    # ------------------------------------------------------------------ scheduling
+    def _schedule(self) -> tuple[str | None, tuple[Instant, CleanPlan] | None]:
+        """Under the lock: plan on a reloaded timeline, check, write `T.clean.requested`."""
+        with self.lock:
+            timeline = self.table.load_timeline()
+            reason, plan, checked = self._plan(timeline)
+            if plan is None or checked is None:
+                return reason, None
+            instant_time = next_instant_time(timeline, self.now(), self.zone)
+            requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
+            content = codecs.encode(to_cleaner_plan(plan, self.table.storage))
+            self.lock.check_held()
+            create_instant_file(self.table.storage, requested, content)
+        log.info(
+            "table %s: scheduled clean %s: %d files (%d bytes) in %d partitions, ECTR %s",
+            self.table.name,
+            instant_time,
+            plan.file_count,
+            checked.bytes_to_delete,
+            len(plan.targets),
+            plan.earliest_commit_to_retain_time or "none",
+        )
+        return None, (requested, plan)
+
+    def _plan(self, timeline: Timeline) -> tuple[str | None, CleanPlan | None, CheckedPlan | None]:
+        clean = self.config.clean
+        if not clean.allow_multiple and _pending_cleans(timeline):
+            return "a clean is pending and hoodie.clean.allow.multiple is false", None, None
+        last_clean = read_last_clean(self.table, timeline)
+        if not clean_due(timeline, last_clean, clean):
+            return (
+                f"fewer than hoodie.clean.max.commits={clean.max_commits} commits since the last clean",
+                None,
+                None,
+            )
+        now = self.now()
+        snapshot = load_clean_snapshot(self.table, timeline, clean, now, self.zone)
+        plan = plan_clean(snapshot, clean, now)
+        if plan is None:
+            return "nothing to clean", None, None
+        files = {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
+        checked = check_plan(
+            self.table,
+            "(new plan)",
+            files,
+            snapshot.view,
+            view_lists_every_partition=snapshot.listed_partitions is None,
+            max_delete_fraction=self.options.max_delete_fraction,
+            force=self.options.force,
+        )
+        return None, plan, checked
+
+    def _preview(self, timeline: Timeline) -> tuple[str | None, list[CleanInstantResult]]:
+        """Dry run: what a new plan would delete now (ignoring pending plans' effects); no lock taken."""
+        reason, plan, checked = self._plan(timeline)
+        if plan is None or checked is None:
+            return reason, []
+        files = {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
+        return None, [
+            CleanInstantResult(
+                instant_time="",
+                policy=plan.policy.value,
+                earliest_commit_to_retain=plan.earliest_commit_to_retain_time,
+                files_planned=plan.file_count,
+                files_deleted=0,
+                files_already_gone=0,
+                bytes_deleted=0,
+                partitions=_summaries(files, checked.present, plan.partitions_to_be_deleted),
+                dry_run=True,
+                incremental=plan.incremental,
+            )
+        ]
+
+    # ------------------------------------------------------------------ execution
+    def _finish(self, instant: Instant, timeline: Timeline, resumed: bool) -> CleanInstantResult:
+        """Execute one stored plan (requested or inflight) and complete it under the lock."""
+        started = time.monotonic()
+        storage = self.table.storage
+        requested = Instant(instant.timestamp, Action.CLEAN, State.REQUESTED)
+        source = storage.qualify(instant_path(requested))
+        try:
+            content = storage.read_bytes(instant_path(requested))
+        except FileNotFoundError:
+            raise CorruptTableError(
+                f"{source} is missing: the plan of pending clean {instant} cannot be read"
+            ) from None
+        stored = read_stored_plan(
+            instant.timestamp, codecs.decode(codecs.CleanerPlan, content, source), storage, source
+        )
+        partitions = set(stored.files) | set(stored.partitions_to_be_deleted)
+        view = self.table.load_view(timeline, partitions=partitions)
+        checked = check_plan(
+            self.table,
+            instant.timestamp,
+            stored.files,
+            view,
+            view_lists_every_partition=False,
+            max_delete_fraction=self.options.max_delete_fraction,
+            force=self.options.force,
+        )
+        if self.options.dry_run:
+            return self._result(stored, checked, None, resumed, started)
+        if instant.state is State.REQUESTED:
+            try:  # Java re-serialises the same plan into the inflight file
+                create_instant_file(storage, requested.with_state(State.INFLIGHT), content)
+            except InstantExistsError:
+                log.info("table %s: clean %s is already inflight (another writer)", self.table.name, instant)
+        report = delete_files(storage, stored.files, self.config.clean.parallelism, self._delete)
+        if report.failures:
+            first = sorted(report.failures.items())[:3]
+            raise HudiTableServiceError(
+                f"table {self.table.name!r}: clean {instant.timestamp} could not delete "
+                f"{len(report.failures)} file(s), e.g. {first}; the plan stays inflight and the next run "
+                "retries it"
+            )
+        self._delete_empty_partitions(stored)
+        metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))
+        completed_by_other = self._complete(instant, codecs.encode(metadata))
+        return self._result(stored, checked, report.outcomes, resumed, started, completed_by_other)
+
+    def _complete(self, instant: Instant, content: bytes) -> bool:
+        """Write `T.clean` under the lock; True when another writer had completed it already."""
+        completed = Instant(instant.timestamp, Action.CLEAN, State.COMPLETED)
+        with self.lock:
+            if self.table.storage.exists(instant_path(completed)):
+                log.info(
+                    "table %s: clean %s was completed by another writer", self.table.name, instant.timestamp
+                )
+                return True
+            self.lock.check_held()
+            try:
+                create_instant_file(self.table.storage, completed, content)
+            except InstantExistsError:
+                return True
+        log.info("table %s: completed clean %s", self.table.name, instant.timestamp)
+        return False
+
+    def _delete_empty_partitions(self, stored: StoredPlan) -> None:
+        """Java deletes each `partitionsToBeDeleted` directory recursively (partitioned tables only);
+        we delete it only when nothing but its partition metafile is left."""
+        if not self.table.config.partition_fields:
+            return
+        storage = self.table.storage
+        for partition in stored.partitions_to_be_deleted:
+            if not partition:
+                continue
+            stray = [
+                s.name for s in storage.list_dir(partition) if s.is_dir or not _is_partition_metafile(s.name)
+            ]
+            if stray:
+                log.warning(
+                    "table %s: partition %r is planned for deletion but still holds %s; kept",
+                    self.table.name,
+                    partition,
+                    stray[:5],
+                )
+                continue
+            storage.delete_dir(partition)
+
+    def _result(
+        self,
+        stored: StoredPlan,
+        checked: CheckedPlan,
+        outcomes: Mapping[str, PartitionOutcome] | None,
+        resumed: bool,
+        started: float,
+        completed_by_other: bool = False,
+    ) -> CleanInstantResult:
+        done = list((outcomes or {}).items())
+        return CleanInstantResult(
+            instant_time=stored.instant_time,
+            policy=stored.policy,
+            earliest_commit_to_retain=stored.earliest_commit_to_retain,
+            files_planned=stored.file_count,
+            files_deleted=sum(len(o.deleted) for _, o in done),
+            files_already_gone=sum(len(o.already_gone) for _, o in done),
+            bytes_deleted=sum(checked.present.get(_join(p, n), 0) for p, o in done for n in o.deleted),
+            partitions=_summaries(stored.files, checked.present, stored.partitions_to_be_deleted),
+            resumed=resumed,
+            completed_by_other_writer=completed_by_other,
+            dry_run=self.options.dry_run,
+            duration_seconds=time.monotonic() - started,
+        )
+
+
+def run_clean(
+    table: HudiTable,
+    config: HoodieConfig,
+    lock: TableLock,
+    zone: tzinfo,
+    options: CleanOptions | None = None,
+    now: Clock = _utc_now,
+) -> CleanRunResult:
+    """One cleaning pass over `table` (see the module docstring)."""
+    return Cleaner(table, config, lock, zone, options, now).run()
+
+
+def _pending_cleans(timeline: Timeline) -> list[Instant]:
+    return list(timeline.by_actions([Action.CLEAN]).pending())
+
+
+def _is_partition_metafile(name: str) -> bool:
+    """`.hoodie_partition_metadata[.parquet]` and its Hadoop checksum (`..hoodie_partition_metadata.crc`)."""
+    return name.startswith(PARTITION_METAFILE_PREFIX) or name.startswith("." + PARTITION_METAFILE_PREFIX)
+
+
+def _join(partition: str, name: str) -> str:
+    return posixpath.join(partition, name) if partition else name
+
+
+def _summaries(
+    files: Mapping[str, Sequence[str]], present: Mapping[str, int], deleted_partitions: Sequence[str]
+) -> tuple[PartitionSummary, ...]:
+    return tuple(
+        PartitionSummary(
+            partition_path=partition,
+            files=sum(1 for p in paths if p in present),
+            bytes=sum(present.get(p, 0) for p in paths),
+            partition_deleted=partition in deleted_partitions,
+        )
+        for partition, paths in sorted(files.items())
+    )

@@ -1,0 +1,138 @@
+"""Our `CleanPlan` as a HoodieCleanerPlan, a stored plan's files back as paths, and HoodieCleanMetadata."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from service.errors import CorruptTableError
+from service.table.codecs import (
+    LATEST_CLEAN_METADATA_VERSION,
+    LATEST_CLEAN_PLAN_VERSION,
+    ActionInstant,
+    CleanerPlan,
+    CleanFileInfo,
+    CleanMetadata,
+    CleanPartitionMetadata,
+)
+from service.table.instant import State
+from service.table.storage import Storage
+from strategies.clean import CleanPlan
+
+
+def to_cleaner_plan(plan: CleanPlan, storage: Storage) -> CleanerPlan:
+    """HoodieCleanerPlan v2 as Java writes it: qualified paths, `{}` for the v1 map, `[]` when no
+    partition is deleted. (Hudi 0.15's optional extraMetadata is not written: our schemas are 0.14.1's.)"""
+    ectr = plan.earliest_commit_to_retain
+    return CleanerPlan(
+        earliest_instant_to_retain=(
+            ActionInstant(timestamp=ectr.timestamp, action=ectr.action.value, state=State.COMPLETED.name)
+            if ectr is not None
+            else None
+        ),
+        last_completed_commit_timestamp=plan.last_completed_commit_timestamp,
+        policy=plan.policy.value,
+        files_to_be_deleted_per_partition={},
+        version=LATEST_CLEAN_PLAN_VERSION,
+        file_paths_to_be_deleted_per_partition={
+            partition: tuple(
+                CleanFileInfo(file_path=storage.qualify(t.path), is_bootstrap_base_file=False)
+                for t in targets
+            )
+            for partition, targets in plan.targets.items()
+        },
+        partitions_to_be_deleted=tuple(plan.partitions_to_be_deleted),
+    )
+
+
+@dataclass(frozen=True)
+class StoredPlan:
+    """A plan read back from `T.clean.requested`: file paths (base-relative) per partition."""
+
+    instant_time: str
+    policy: str
+    earliest_commit_to_retain: str  # "" when none
+    last_completed_commit_timestamp: str
+    files: Mapping[str, tuple[str, ...]]  # partition -> base-relative paths, as stored (validated later)
+    raw_paths: Mapping[str, tuple[str, ...]]  # partition -> the paths exactly as written in the plan
+    partitions_to_be_deleted: tuple[str, ...]
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(p) for p in self.files.values())
+
+
+def read_stored_plan(instant_time: str, plan: CleanerPlan, storage: Storage, source: str) -> StoredPlan:
+    """Paths of a stored plan, relativized (a path outside the table raises, aborting the clean).
+
+    Version-1 plans (only `filesToBeDeletedPerPartition`, file names) are migrated as Java's
+    CleanPlanV2MigrationHandler does: partition path joined with the name under the base path.
+    """
+    raw: dict[str, tuple[str, ...]] = {}
+    if plan.file_paths_to_be_deleted_per_partition is not None and (
+        plan.version != 1 or plan.file_paths_to_be_deleted_per_partition
+    ):
+        for partition, infos in plan.file_paths_to_be_deleted_per_partition.items():
+            if any(info.is_bootstrap_base_file for info in infos):
+                raise CorruptTableError(f"{source}: bootstrap base files are not supported by this cleaner")
+            raw[partition] = tuple(info.file_path or "" for info in infos)
+    else:
+        for partition, names in (plan.files_to_be_deleted_per_partition or {}).items():
+            raw[partition] = tuple(
+                storage.qualify(posixpath.join(partition, name) if partition else name) for name in names
+            )
+    files: dict[str, tuple[str, ...]] = {}
+    for partition, paths in raw.items():
+        if any(not p for p in paths):
+            raise CorruptTableError(f"{source}: partition {partition!r} lists a file with no path")
+        files[partition] = tuple(storage.relativize(p) for p in paths)
+    ectr = plan.earliest_instant_to_retain
+    return StoredPlan(
+        instant_time=instant_time,
+        policy=plan.policy,
+        earliest_commit_to_retain=ectr.timestamp if ectr is not None else "",
+        last_completed_commit_timestamp=plan.last_completed_commit_timestamp,
+        files=files,
+        raw_paths=raw,
+        partitions_to_be_deleted=tuple(plan.partitions_to_be_deleted or ()),
+    )
+
+
+@dataclass(frozen=True)
+class PartitionOutcome:
+    """File names deleted now, and names that were already gone when the delete ran."""
+
+    deleted: tuple[str, ...]
+    already_gone: tuple[str, ...]
+
+
+def to_clean_metadata(
+    plan: StoredPlan, outcomes: Mapping[str, PartitionOutcome], time_taken_ms: int
+) -> CleanMetadata:
+    """HoodieCleanMetadata v2, one entry per partition of the plan, lists of file names.
+
+    Files already gone go into `failedDeleteFiles`, as Java 0.15 records them (its delete returns
+    false for a missing file); they still count as deleted for this service (the clean completes).
+    """
+    partition_metadata = {}
+    for partition, paths in plan.files.items():
+        outcome = outcomes.get(partition, PartitionOutcome((), ()))
+        partition_metadata[partition] = CleanPartitionMetadata(
+            partition_path=partition,
+            policy=plan.policy,
+            delete_path_patterns=tuple(posixpath.basename(p) for p in paths),
+            success_delete_files=outcome.deleted,
+            failed_delete_files=outcome.already_gone,
+            is_partition_deleted=partition in plan.partitions_to_be_deleted,
+        )
+    return CleanMetadata(
+        start_clean_time=plan.instant_time,
+        time_taken_in_millis=time_taken_ms,
+        total_files_deleted=sum(len(o.deleted) for o in outcomes.values()),
+        earliest_commit_to_retain=plan.earliest_commit_to_retain,
+        last_completed_commit_timestamp=plan.last_completed_commit_timestamp,
+        partition_metadata=partition_metadata,
+        version=LATEST_CLEAN_METADATA_VERSION,
+        bootstrap_partition_metadata={},
+    )

@@ -1,0 +1,93 @@
+"""What a clean run did (or, dry, would do): counts and bytes per clean and per partition.
+
+The daemon exports metrics from `CleanRunResult`; the CLI prints `render_result`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    partition_path: str
+    files: int  # files the plan deletes that were present when it was checked
+    bytes: int
+    partition_deleted: bool = False
+
+
+@dataclass(frozen=True)
+class CleanInstantResult:
+    """One clean instant: finished (or, in a dry run, what it would delete)."""
+
+    instant_time: str  # "" for a dry run's not-yet-scheduled plan
+    policy: str
+    earliest_commit_to_retain: str
+    files_planned: int
+    files_deleted: int  # deleted by this run
+    files_already_gone: int  # listed by the plan but already missing (count as deleted)
+    bytes_deleted: int
+    partitions: tuple[PartitionSummary, ...]
+    resumed: bool = False  # the plan was pending when the run started (ours or another writer's)
+    completed_by_other_writer: bool = False  # `T.clean` appeared before we could write it
+    dry_run: bool = False
+    incremental: bool | None = None  # how partitions were chosen (None: plan not made by this run)
+    duration_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class CleanRunResult:
+    table: str
+    cleans: tuple[CleanInstantResult, ...]
+    skipped_reason: str | None = None  # why no new clean was scheduled
+    dry_run: bool = False
+    duration_seconds: float = 0.0
+
+    @property
+    def cleans_completed(self) -> int:
+        return 0 if self.dry_run else len(self.cleans)
+
+    @property
+    def files_deleted(self) -> int:
+        return sum(c.files_deleted for c in self.cleans)
+
+    @property
+    def files_already_gone(self) -> int:
+        return sum(c.files_already_gone for c in self.cleans)
+
+    @property
+    def bytes_deleted(self) -> int:
+        return sum(c.bytes_deleted for c in self.cleans)
+
+    @property
+    def files_planned(self) -> int:
+        return sum(c.files_planned for c in self.cleans)
+
+
+def render_result(result: CleanRunResult) -> str:
+    """Human-readable report; a dry run lists each plan per partition with counts and bytes."""
+    verb = "would delete" if result.dry_run else "deleted"
+    lines = [f"table {result.table}: {'dry run, nothing written' if result.dry_run else 'clean'}"]
+    for clean in result.cleans:
+        name = clean.instant_time or "(new plan)"
+        origin = " (pending plan)" if clean.resumed else ""
+        ectr = clean.earliest_commit_to_retain or "none"
+        lines.append(f"  clean {name}{origin}: policy {clean.policy}, earliest commit to retain {ectr}")
+        if result.dry_run:
+            total = sum(p.files for p in clean.partitions)
+            size = sum(p.bytes for p in clean.partitions)
+            lines.append(f"    {verb} {total} files, {size} bytes in {len(clean.partitions)} partitions")
+            for p in clean.partitions:
+                gone = " (partition removed)" if p.partition_deleted else ""
+                lines.append(
+                    f"      {p.partition_path or '(non-partitioned)'}: {p.files} files, {p.bytes} bytes{gone}"
+                )
+        else:
+            other = " (completed by another writer)" if clean.completed_by_other_writer else ""
+            lines.append(
+                f"    {verb} {clean.files_deleted} files, {clean.bytes_deleted} bytes; "
+                f"{clean.files_already_gone} already gone{other}"
+            )
+    if result.skipped_reason:
+        lines.append(f"  no new clean: {result.skipped_reason}")
+    return "\n".join(lines)

@@ -1,0 +1,109 @@
+"""Load what the clean planner reads: the last clean, commit partitions, a view of the partitions to scan."""
+
+from __future__ import annotations
+
+import io
+import posixpath
+from datetime import datetime, tzinfo
+
+import fastavro
+
+from service.config.cleaning import CleanConfig
+from service.errors import CorruptTableError
+from service.table.codecs import CleanMetadata, ReplaceCommitMetadata, RequestedReplaceMetadata
+from service.table.instant import Action
+from service.table.table import HudiTable
+from service.table.timeline import Timeline, instant_path
+from strategies.clean import CleanSnapshot, LastClean, earliest_commit_to_retain, partitions_to_scan
+
+SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # Hudi 0.15's extraMetadata key
+
+
+def read_last_clean(table: HudiTable, timeline: Timeline) -> LastClean | None:
+    """The latest completed clean's metadata; None when the active timeline has no completed clean."""
+    instant = timeline.by_actions([Action.CLEAN]).completed().last
+    if instant is None:
+        return None
+    path = instant_path(instant)
+    try:
+        data = table.storage.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptTableError(
+            f"{table.storage.qualify(path)} vanished while reading the timeline"
+        ) from None
+    if not data:
+        return LastClean(instant.timestamp, empty=True)
+    meta = table.facts_reader.metadata(instant, CleanMetadata)
+    return LastClean(
+        timestamp=instant.timestamp,
+        earliest_commit_to_retain=meta.earliest_commit_to_retain,
+        last_completed_commit_timestamp=meta.last_completed_commit_timestamp,
+        savepointed_timestamps=_savepointed_timestamps(data),
+    )
+
+
+def _savepointed_timestamps(data: bytes) -> tuple[str, ...] | None:
+    """Hudi 0.15 writes `extraMetadata.savepointed_timestamps`; our 0.14.1 codec reads past it."""
+    try:
+        record = next(iter(fastavro.reader(io.BytesIO(data))), None)
+    except Exception:  # already decoded once by the codec; a second reader failing means no extra field
+        return None
+    extra = record.get("extraMetadata") if isinstance(record, dict) else None
+    if not isinstance(extra, dict) or SAVEPOINTED_TIMESTAMPS not in extra:
+        return None
+    return tuple(t for t in str(extra[SAVEPOINTED_TIMESTAMPS]).split(",") if t)
+
+
+def commit_partitions(table: HudiTable, timeline: Timeline) -> dict[str, frozenset[str]]:
+    """Completed commit/deltacommit/replacecommit -> partitions written (and replaced in)."""
+    out: dict[str, frozenset[str]] = {}
+    for instant in timeline.commits().completed():
+        meta = table.facts_reader.commit_metadata(instant)
+        partitions = set(meta.partition_to_write_stats)
+        if isinstance(meta, ReplaceCommitMetadata):
+            partitions |= set(meta.partition_to_replace_file_ids)
+        out[instant.timestamp] = frozenset(partitions)
+    return out
+
+
+def pending_clustering_file_names(table: HudiTable, timeline: Timeline) -> frozenset[str]:
+    """Names of the base and log files the slices of every pending clustering plan read."""
+    names: set[str] = set()
+    for instant in timeline.by_actions([Action.REPLACE_COMMIT]).pending():
+        plan = table.facts_reader.requested_plan(instant, RequestedReplaceMetadata)
+        if plan is None or not plan.is_clustering or plan.clustering_plan is None:
+            continue
+        for group in plan.clustering_plan.input_groups or ():
+            for info in group.slices or ():
+                paths = [info.data_file_path or "", *(info.delta_file_paths or ())]
+                names.update(posixpath.basename(p) for p in paths if p)
+    return frozenset(names)
+
+
+def load_clean_snapshot(
+    table: HudiTable,
+    timeline: Timeline,
+    config: CleanConfig,
+    now: datetime,
+    zone: tzinfo,
+    full_listing: bool = False,
+) -> CleanSnapshot:
+    """Everything `plan_clean(snapshot, config, now)` reads; lists only the partitions it must scan
+    unless `full_listing` (the volume breaker's denominator then covers the whole table)."""
+    last_clean = read_last_clean(table, timeline)
+    partitions_of = commit_partitions(table, timeline)
+    partitioned = bool(table.config.partition_fields)
+    ectr = earliest_commit_to_retain(timeline, config, now, zone)
+    scope = partitions_to_scan(timeline, ectr, last_clean, partitions_of, config, partitioned)
+    listed = None if full_listing or scope.partitions is None else scope.partitions
+    view = table.load_view(timeline, partitions=listed)
+    return CleanSnapshot(
+        timeline=timeline,
+        view=view,
+        timeline_zone=zone,
+        commit_partitions=partitions_of,
+        last_clean=last_clean,
+        partitioned=partitioned,
+        listed_partitions=listed,
+        pending_clustering_file_names=pending_clustering_file_names(table, timeline),
+    )

@@ -1,0 +1,38 @@
+"""Cleaning policies: which old file versions a clean deletes, decided exactly as Hudi 0.15's cleaner.
+
+Pure: every function takes a loaded timeline, file-system view and decoded timeline facts
+(`CleanSnapshot`), the table's `CleanConfig` and an injected `now`; none touches storage or locks.
+"""
+
+from __future__ import annotations
+
+from strategies.clean.partitions import PartitionScope, partitions_to_scan
+from strategies.clean.plan import CleanPlan, CleanTarget
+from strategies.clean.planner import plan_clean
+from strategies.clean.retention import earliest_commit_to_retain, retention_actions
+from strategies.clean.safety import (
+    DEFAULT_MAX_DELETE_FRACTION,
+    latest_snapshot_paths,
+    refuse_latest_snapshot_targets,
+    refuse_volume,
+)
+from strategies.clean.snapshot import CleanSnapshot, LastClean
+from strategies.clean.trigger import clean_due, commits_since_last_clean
+
+__all__ = [
+    "DEFAULT_MAX_DELETE_FRACTION",
+    "CleanPlan",
+    "CleanSnapshot",
+    "CleanTarget",
+    "LastClean",
+    "PartitionScope",
+    "clean_due",
+    "commits_since_last_clean",
+    "earliest_commit_to_retain",
+    "latest_snapshot_paths",
+    "partitions_to_scan",
+    "plan_clean",
+    "refuse_latest_snapshot_targets",
+    "refuse_volume",
+    "retention_actions",
+]

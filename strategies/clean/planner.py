@@ -1,0 +1,203 @@
+"""`plan_clean`: the files a clean deletes, per partition, exactly as Hudi 0.15's `CleanPlanner`.
+
+Rules (HUDI_FORMAT.md §5.5, checked against the 0.15.0 bytecode):
+- KEEP_LATEST_COMMITS / KEEP_LATEST_BY_HOURS, once more completed commits exist than retained
+  (0 for hours): every slice of a file group replaced before the ECTR; in other file groups every
+  slice older than the ECTR except the latest slice and the newest slice before the ECTR.
+- KEEP_LATEST_FILE_VERSIONS: every slice of every replaced file group; in other file groups all but
+  the newest V slices (V-1 when a compaction is pending on the group).
+- Never: a slice with a file named by a savepoint, or a slice a pending compaction still needs
+  (base instant at or after the operation's). Beyond Hudi: never a file a pending clustering plan
+  reads (Hudi can delete those under KEEP_LATEST_BY_HOURS / FILE_VERSIONS when a writer updated the
+  group after the plan was made, which breaks the clustering).
+- A scanned partition with no file group left, no uncommitted file and (commit policies) no
+  replacecommit at or after the ECTR goes into `partitionsToBeDeleted`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from service.config.cleaning import CleanConfig, CleaningPolicy
+from service.table.data_files import parse_base_file, parse_log_file
+from service.table.fs_view import FileGroup, FileSlice, FileSystemView
+from service.table.instant import Instant
+from strategies.clean.partitions import partitions_to_scan
+from strategies.clean.plan import CleanPlan, CleanTarget
+from strategies.clean.retention import earliest_commit_to_retain
+from strategies.clean.snapshot import CleanSnapshot
+
+
+def plan_clean(snapshot: CleanSnapshot, config: CleanConfig, now: datetime) -> CleanPlan | None:
+    """The clean plan for `snapshot`, or None when it would delete no file (Hudi saves no plan then)."""
+    timeline = snapshot.timeline
+    ectr = earliest_commit_to_retain(timeline, config, now, snapshot.timeline_zone)
+    scope = partitions_to_scan(
+        timeline, ectr, snapshot.last_clean, snapshot.commit_partitions, config, snapshot.partitioned
+    )
+    if scope.partitions is None:
+        if snapshot.listed_partitions is not None:
+            raise ValueError("a full clean scan needs a view that lists every partition")
+        partitions: Iterable[str] = snapshot.view.partitions
+    else:
+        if snapshot.listed_partitions is not None and not scope.partitions <= snapshot.listed_partitions:
+            missing = sorted(scope.partitions - snapshot.listed_partitions)
+            raise ValueError(f"the view does not list partitions {missing[:5]} the clean must scan")
+        partitions = scope.partitions
+    completed_commits = len(timeline.commits().completed())
+    rules = _PartitionRules(snapshot, config, ectr, completed_commits)
+    targets: dict[str, tuple[CleanTarget, ...]] = {}
+    to_delete: list[str] = []
+    scanned = 0
+    for partition in sorted(partitions):
+        scanned += 1
+        files, delete_partition = rules.files_to_clean(partition)
+        if files:
+            targets[partition] = files
+        if delete_partition:
+            to_delete.append(partition)
+    if not targets:
+        return None
+    last_completed = timeline.commits().completed().last
+    return CleanPlan(
+        policy=config.policy,
+        earliest_commit_to_retain=ectr,
+        last_completed_commit_timestamp=last_completed.timestamp if last_completed else "",
+        targets=targets,
+        partitions_to_be_deleted=tuple(to_delete),
+        incremental=scope.incremental,
+        partitions_scanned=scanned,
+        savepointed_timestamps=snapshot.savepoint_timestamps,
+    )
+
+
+@dataclass
+class _PartitionRules:
+    snapshot: CleanSnapshot
+    config: CleanConfig
+    ectr: Instant | None
+    completed_commits: int
+
+    def __post_init__(self) -> None:
+        view = self.snapshot.view
+        self.view: FileSystemView = view
+        self.groups_by_partition: Mapping[str, list[FileGroup]] = _groups_by_partition(view)
+        self.uncommitted_by_partition: Mapping[str, list[str]] = _uncommitted_by_partition(view)
+        self.listed = frozenset(view.partitions)
+        self.savepointed = view.savepointed_file_names
+        self.pending_clustering = self.snapshot.pending_clustering_file_names
+
+    def files_to_clean(self, partition: str) -> tuple[tuple[CleanTarget, ...], bool]:
+        if self.config.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS:
+            return self._keep_latest_versions(partition)
+        return self._keep_latest_commits(partition)
+
+    # ------------------------------------------------------------------ policies
+    def _keep_latest_commits(self, partition: str) -> tuple[tuple[CleanTarget, ...], bool]:
+        retained = (
+            self.config.commits_retained if self.config.policy is CleaningPolicy.KEEP_LATEST_COMMITS else 0
+        )
+        if self.completed_commits <= retained or self.ectr is None:
+            return (), False
+        ectr = self.ectr.timestamp
+        groups = self.groups_by_partition.get(partition, [])
+        out: list[CleanTarget] = []
+        for fg in groups:
+            if fg.replaced_by is not None and fg.replaced_by < ectr:
+                out += self._slice_targets(fg.slices)
+        active = [fg for fg in groups if fg.replaced_by is None]
+        for fg in active:
+            latest = fg.slices[0].base_instant_time
+            newest_before_ectr = next(
+                (s.base_instant_time for s in fg.slices if s.base_instant_time < ectr), None
+            )
+            for fs in fg.slices:
+                if fs.base_instant_time in (latest, newest_before_ectr):
+                    continue
+                if fs.base_instant_time < ectr and not self._needed_for_pending_compaction(fs):
+                    out += self._slice_targets((fs,))
+        replaced_later = any(fg.replaced_by is not None and fg.replaced_by >= ectr for fg in groups)
+        delete_partition = not active and not self._has_pending_files(partition) and not replaced_later
+        return tuple(out), delete_partition
+
+    def _keep_latest_versions(self, partition: str) -> tuple[tuple[CleanTarget, ...], bool]:
+        groups = self.groups_by_partition.get(partition, [])
+        out: list[CleanTarget] = []
+        for fg in groups:
+            if fg.replaced_by is not None:
+                out += self._slice_targets(fg.slices)
+        active = [fg for fg in groups if fg.replaced_by is None]
+        for fg in active:
+            keep = self.config.file_versions_retained
+            if fg.file_group_id in self.view.facts.pending_compaction:
+                keep -= 1  # the pending compaction's slice is one of the versions kept
+            candidates = [fs for fs in fg.slices if not self._needed_for_pending_compaction(fs)]
+            out += self._slice_targets(candidates[max(keep, 0) :])
+        delete_partition = not active and not self._has_pending_files(partition)
+        return tuple(out), delete_partition
+
+    # ------------------------------------------------------------------ helpers
+    def _slice_targets(self, slices: Iterable[FileSlice]) -> list[CleanTarget]:
+        out: list[CleanTarget] = []
+        for fs in slices:
+            if self._protected(fs):
+                continue
+            if fs.base_file is not None:
+                out.append(
+                    CleanTarget(
+                        fs.partition_path,
+                        fs.base_file.path,
+                        fs.file_id,
+                        fs.base_instant_time,
+                        fs.base_file.size_bytes,
+                    )
+                )
+            out += [
+                CleanTarget(fs.partition_path, lf.path, fs.file_id, fs.base_instant_time, lf.size_bytes)
+                for lf in fs.log_files
+            ]
+        return out
+
+    def _protected(self, fs: FileSlice) -> bool:
+        """Savepointed (base or any log file named by a savepoint), or read by a pending clustering."""
+        return any(name in self.savepointed or name in self.pending_clustering for name in fs.file_names)
+
+    def _needed_for_pending_compaction(self, fs: FileSlice) -> bool:
+        op = self.view.facts.pending_compaction.get(fs.file_group_id)
+        return op is not None and fs.base_instant_time >= op[1]
+
+    def _has_pending_files(self, partition: str) -> bool:
+        """Java lists the partition with every instant visible: any file of a non-replaced group counts.
+
+        A partition that was not listed (it does not exist) counts as having pending files, as Java's
+        failed listing does.
+        """
+        if partition not in self.listed:
+            return True
+        replaced = self.view.facts.replaced
+        return any(
+            (partition, fid) not in replaced for fid in self.uncommitted_by_partition.get(partition, ())
+        )
+
+
+def _groups_by_partition(view: FileSystemView) -> dict[str, list[FileGroup]]:
+    out: dict[str, list[FileGroup]] = defaultdict(list)
+    for fg_id in sorted(view.file_groups):
+        fg = view.file_groups[fg_id]
+        if fg.slices:
+            out[fg.partition_path].append(fg)
+    return out
+
+
+def _uncommitted_by_partition(view: FileSystemView) -> dict[str, list[str]]:
+    """Partition -> file ids of files written by pending or failed instants."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for path in view.uncommitted_files:
+        partition, _, name = path.rpartition("/")
+        log = parse_log_file(partition, name)
+        file_id = log.file_id if log is not None else parse_base_file(partition, name).file_id
+        out[partition].append(file_id)
+    return out
