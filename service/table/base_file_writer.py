@@ -13,12 +13,16 @@ UTC when tz-aware, decimals FIXED_LEN_BYTE_ARRAY, no `ARROW:schema` key. Lists a
 3-level `list`/`element` layout: pyarrow cannot write parquet-avro's 2-level `array` layout at all
 (`use_compliant_nested_type=False` only renames `element` to `item`), and `list`/`element` is
 what Spark's own writer, hence Hudi's row-writer bulk insert, produces, so every Hudi reader
-handles it; parquet-avro reads it as well (tested with Hudi's `ParquetUtils.readAvroRecords`).
+handles it; parquet-avro reads it as well (tested with Hudi's merge-path reader,
+`HoodieAvroParquetReader`, given the table schema). `use_compliant_nested_type=False` would only
+carry the Arrow element name (`item`, or `array` for data read from parquet-avro files) into the
+same 3-level layout, so the compliant names are kept.
 
 `RollingBaseFileWriter` splits a stream of rows into files near a target size. Parquet sizes are
-only known once a row group is flushed, so rows are buffered and written as row groups sized from
-the compressed-bytes-per-Arrow-byte ratio measured on the row groups already written, aiming
-below the space left; a file is closed once less than a small margin remains.
+only known once a row group is flushed, so rows are buffered and written as row groups sized
+from the compressed-bytes-per-Arrow-byte ratio of the row groups already written, checked
+against a compressed sample of the candidate rows, aiming below the space left (footer
+included); a file is closed once less than a small margin remains.
 """
 
 from __future__ import annotations
@@ -62,14 +66,14 @@ MIN_RECORD_KEY = "hoodie_min_record_key"
 MAX_RECORD_KEY = "hoodie_max_record_key"
 BASE_FILE_EXTENSION = ".parquet"
 
-# Compression levels parquet-mr uses by default: zlib's default 6 (Arrow's own default is 9, slower
-# and not what Java writes) and zstd level 3.
+# Compression levels parquet-mr uses by default: zlib's default 6 (Arrow's own default is 9) and
+# zstd level 3, so files compress as Java-written ones do.
 _DEFAULT_LEVELS = {"gzip": 6, "zstd": 3}
 _SIGNIFICANT_ROW_GROUP_FRACTION = 0.01
 # Size check of a planned row group: compress this share of its rows, in this many contiguous slices.
 _SAMPLE_FRACTION = 0.02
 _SAMPLE_MIN_ROWS = 2048
-_SAMPLE_SLICES = 16
+_SAMPLE_SLICES = 64
 _MIN_SAMPLE_DICTIONARY_BYTES = 4096
 # Footer bytes per column chunk (chunk metadata and statistics): assumed before the first file
 # closes, then learned; never below the minimum.
@@ -341,8 +345,11 @@ def _leaf_count(dtype: pa.DataType) -> int:
 class RollOverPolicy:
     """How row groups are sized against the target file size."""
 
+    first_fill_fraction: float = 0.6
+    """While more than half the target is left, aim a row group at this fraction of the space
+    left: a file's first, largest row group tolerates a ~75% under-estimate of its size."""
     fill_fraction: float = 0.85
-    """Aim a row group at this fraction of the space left: tolerates ~20% ratio misestimates."""
+    """Later row groups aim at this fraction of the space left (tolerating ~20% and more)."""
     close_margin_fraction: float = 0.03
     """Close the file once less than this fraction of the target is left."""
     probe_fraction: float = 0.5
@@ -471,7 +478,8 @@ class RollingBaseFileWriter:
         empty = current.record_count == 0
         if not empty and remaining < policy.close_margin_fraction * self._target:
             return 0
-        budget = min(float(self._config.block_size_bytes), policy.fill_fraction * remaining)
+        fill = policy.first_fill_fraction if remaining > self._target / 2 else policy.fill_fraction
+        budget = min(float(self._config.block_size_bytes), fill * remaining)
         ratio = self._ratio()
         # Without history, assume no compression (Parquet rarely exceeds Arrow's size) and fill
         # at most a probe's worth; the sample below refines it.
@@ -507,23 +515,25 @@ class RollingBaseFileWriter:
         return min(self._pending_rows, int(room / bytes_per_row) + 1)
 
     def _sample_ratio(self, candidate: pa.Table) -> float:
-        """Compressed bytes per Arrow byte of `candidate`, from compressing contiguous slices of it.
+        """Compressed bytes per Arrow byte of `candidate`, from compressing slices of it.
 
-        The dictionary limit shrinks with the sample, so a column whose dictionary would overflow
-        in the full row group falls back to plain encoding in the sample too; that errs towards
-        over-estimating, the safe side.
+        Contiguous slices spread over the rows are compressed in two interleaved halves and the
+        worse ratio is kept: when rows differ (runs of random and of repetitive values), the two
+        halves disagree and the estimate leans to the costly side. The dictionary limit shrinks
+        with the sample, so a column whose dictionary would overflow in the full row group falls
+        back to plain encoding in the sample too. Both err towards over-estimating, the safe side.
         """
         n = candidate.num_rows
         sample_rows = max(_SAMPLE_MIN_ROWS, int(n * _SAMPLE_FRACTION))
         if sample_rows >= n:
-            sample, fraction = candidate, 1.0
-        else:
-            per_slice = max(1, sample_rows // _SAMPLE_SLICES)
-            step = n // _SAMPLE_SLICES
-            sample = pa.concat_tables(
-                [candidate.slice(i * step, per_slice) for i in range(_SAMPLE_SLICES)]
-            )
-            fraction = sample.num_rows / n
+            return self._compressed_ratio(candidate, 1.0)
+        per_slice = max(1, sample_rows // _SAMPLE_SLICES)
+        step = n // _SAMPLE_SLICES
+        slices = [candidate.slice(i * step, per_slice) for i in range(_SAMPLE_SLICES)]
+        halves = (pa.concat_tables(slices[0::2]), pa.concat_tables(slices[1::2]))
+        return max(self._compressed_ratio(half, half.num_rows / n) for half in halves)
+
+    def _compressed_ratio(self, sample: pa.Table, fraction: float) -> float:
         if sample.nbytes == 0:
             return 1.0
         limit = max(_MIN_SAMPLE_DICTIONARY_BYTES, int(self._config.page_size_bytes * fraction))

@@ -312,12 +312,15 @@ class HoodieBloomFilter:
     def might_contain_keys(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> npt.NDArray[np.bool_]:
         """For each key: True if some row has all its bits set (maybe present), else False."""
         kb = _key_bytes(keys)
-        positions, order = _hash_sorted(kb, self._vector_size, self._num_hashes)
-        hit_sorted = np.zeros(len(kb), dtype=np.bool_)
-        for row in self._rows:
-            hit_sorted |= row[positions].all(axis=0)
         out = np.empty(len(kb), dtype=np.bool_)
-        out[order] = hit_sorted
+        for start in range(0, len(kb), _CHUNK_KEYS):
+            stop = min(start + _CHUNK_KEYS, len(kb))
+            chunk = _KeyBytes(kb.data, kb.offsets[start : stop + 1])
+            positions, order = _hash_sorted(chunk, self._vector_size, self._num_hashes)
+            hit_sorted = np.zeros(stop - start, dtype=np.bool_)
+            for row in self._rows:
+                hit_sorted |= row[positions].all(axis=0)
+            out[start + order] = hit_sorted
         return out
 
     def might_contain(self, key: str) -> bool:

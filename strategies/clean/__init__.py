@@ -9,7 +9,7 @@ from __future__ import annotations
 from strategies.clean.partitions import PartitionScope, partitions_to_scan
 from strategies.clean.plan import CleanPlan, CleanTarget
 from strategies.clean.planner import plan_clean
-from strategies.clean.retention import earliest_commit_to_retain, retention_actions
+from strategies.clean.retention import RETENTION_ACTIONS, earliest_commit_to_retain
 from strategies.clean.safety import (
     DEFAULT_MAX_DELETE_FRACTION,
     latest_snapshot_paths,
@@ -21,6 +21,7 @@ from strategies.clean.trigger import clean_due, commits_since_last_clean
 
 __all__ = [
     "DEFAULT_MAX_DELETE_FRACTION",
+    "RETENTION_ACTIONS",
     "CleanPlan",
     "CleanSnapshot",
     "CleanTarget",
@@ -34,5 +35,4 @@ __all__ = [
     "plan_clean",
     "refuse_latest_snapshot_targets",
     "refuse_volume",
-    "retention_actions",
 ]

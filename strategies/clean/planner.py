@@ -7,9 +7,10 @@ Rules (HUDI_FORMAT.md §5.5, checked against the 0.15.0 bytecode):
 - KEEP_LATEST_FILE_VERSIONS: every slice of every replaced file group; in other file groups all but
   the newest V slices (V-1 when a compaction is pending on the group).
 - Never: a slice with a file named by a savepoint, or a slice a pending compaction still needs
-  (base instant at or after the operation's). Beyond Hudi: never a file a pending clustering plan
-  reads (Hudi can delete those under KEEP_LATEST_BY_HOURS / FILE_VERSIONS when a writer updated the
-  group after the plan was made, which breaks the clustering).
+  (base instant at or after the operation's). Beyond Hudi, which would break the pending operation:
+  never a file a pending clustering plan reads (Hudi can delete those under KEEP_LATEST_BY_HOURS /
+  FILE_VERSIONS when a writer updated the group after the plan was made), and the compaction rule
+  holds for replaced file groups too (Hudi applies it to groups that are not replaced only).
 - A scanned partition with no file group left, no uncommitted file and (commit policies) no
   replacecommit at or after the ECTR goes into `partitionsToBeDeleted`.
 """
@@ -162,7 +163,10 @@ class _PartitionRules:
         return out
 
     def _protected(self, fs: FileSlice) -> bool:
-        """Savepointed (base or any log file named by a savepoint), or read by a pending clustering."""
+        """Savepointed (any file named by a savepoint), read by a pending clustering, or needed by a
+        pending compaction (Hudi checks the last only for groups that are not replaced)."""
+        if self._needed_for_pending_compaction(fs):
+            return True
         return any(name in self.savepointed or name in self.pending_clustering for name in fs.file_names)
 
     def _needed_for_pending_compaction(self, fs: FileSlice) -> bool:

@@ -12,9 +12,7 @@ from service.config.cleaning import CleanConfig, CleaningPolicy
 from service.table.instant import Action, Instant
 from service.table.timeline import Timeline, format_instant_time
 
-
-def retention_actions() -> frozenset[Action]:
-    return frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION})
+RETENTION_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION})
 
 
 def earliest_commit_to_retain(
@@ -29,7 +27,7 @@ def earliest_commit_to_retain(
       formatted in the timeline's zone. Hudi does not hold this one back for pending instants.
     - KEEP_LATEST_FILE_VERSIONS: none.
     """
-    commits = timeline.by_actions(retention_actions())
+    commits = timeline.by_actions(RETENTION_ACTIONS)
     completed = commits.completed().instants
     if config.policy is CleaningPolicy.KEEP_LATEST_COMMITS:
         retained = config.commits_retained

@@ -241,7 +241,7 @@ def test_pending_plan_is_finished_before_a_new_one_is_scheduled(tmp_path: Path) 
                 ),
             )
         },
-        partitions_to_be_deleted=[],
+        partitions_to_be_deleted=(),
     )
     create_instant_file(t.storage, Instant(ts(5), Action.CLEAN, State.REQUESTED), codecs.encode(plan))
     result = _cleaner(tmp_path, {COMMITS: 1}).run()
@@ -251,6 +251,23 @@ def test_pending_plan_is_finished_before_a_new_one_is_scheduled(tmp_path: Path) 
     # The new plan (ECTR ts(4)) takes ts(1) and ts(2) of each group; a's ts(1) went with the first.
     assert not second.resumed and second.files_planned == 3 and second.files_deleted == 3
     assert _rel(t, "b", 2, 1) not in _data_files(tmp_path)
+
+
+def test_version_1_plan_is_migrated_and_finished(tmp_path: Path) -> None:
+    """Old writers stored file names per partition only; Java migrates them to full paths on read."""
+    t = FixtureTable(tmp_path)
+    _history(t)
+    plan = codecs.CleanerPlan(
+        earliest_instant_to_retain=None,
+        last_completed_commit_timestamp=ts(4),
+        policy="KEEP_LATEST_COMMITS",
+        files_to_be_deleted_per_partition={"a": (t.file_name("a", fid(1), ts(1)),)},
+        version=1,
+    )
+    create_instant_file(t.storage, Instant(ts(5), Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+    [clean] = _cleaner(tmp_path, {COMMITS: 10}).run().cleans
+    assert clean.resumed and clean.files_deleted == 1
+    assert _rel(t, "a", 1, 1) not in _data_files(tmp_path)
 
 
 # ------------------------------------------------------------------ safety
@@ -265,7 +282,7 @@ def _stored_plan(t: FixtureTable, instant: str, paths: dict[str, list[str]]) -> 
             p: tuple(codecs.CleanFileInfo(file_path=x, is_bootstrap_base_file=False) for x in xs)
             for p, xs in paths.items()
         },
-        partitions_to_be_deleted=[],
+        partitions_to_be_deleted=(),
     )
     create_instant_file(t.storage, Instant(instant, Action.CLEAN, State.REQUESTED), codecs.encode(plan))
 

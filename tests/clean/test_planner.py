@@ -206,6 +206,15 @@ def test_slices_needed_by_pending_compaction_are_kept(tmp_path: Path) -> None:
     assert plan_table(tmp_path, {VERSIONS: 1}) is None
 
 
+def test_replaced_group_slice_needed_by_pending_compaction_is_kept(tmp_path: Path) -> None:
+    """Beyond Hudi, which applies the compaction rule to groups that are not replaced only."""
+    t = FixtureTable(tmp_path, table_type="MERGE_ON_READ")
+    t.commit(ts(1), [FileSpec("a", fid(1)), FileSpec("a", fid(2))], action=Action.DELTA_COMMIT)
+    t.pending_compaction(ts(2), [("a", fid(1), ts(1))])
+    t.replace(ts(3), [FileSpec("a", fid(3))], {"a": [fid(1), fid(2)]})
+    assert planned_names(plan_table(tmp_path, {VERSIONS: 1})) == {_name(t, 1, n=2)}
+
+
 def test_log_files_are_deleted_with_their_slice(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path, table_type="MERGE_ON_READ")
     t.commit(ts(1), [FileSpec("a", fid(1))], action=Action.DELTA_COMMIT)

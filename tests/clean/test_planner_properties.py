@@ -108,10 +108,8 @@ def histories(draw: st.DrawFn) -> History:
             h.instants.append(Instant(now, Action.REPLACE_COMMIT, State.COMPLETED))
             h.commit_partitions[now] = frozenset({partition})
         elif kind == "savepoint":
-            completed = [
-                i.timestamp for i in h.instants if i.is_completed and i.action is not Action.SAVEPOINT
-            ]
-            free = [t for t in completed if t not in h.savepoints]
+            done = [i.timestamp for i in h.instants if i.is_completed and i.action is not Action.SAVEPOINT]
+            free = [t for t in done if t not in h.savepoints]
             if not free:
                 continue
             at = draw(st.sampled_from(free))
