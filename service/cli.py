@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     clean = sub.add_parser("clean", help="clean old file versions by the table's cleaning policy")
     _add_table_args(clean)
     add_clean_arguments(clean)
+
+    from service.clustering.command import add_cluster_arguments
+
+    cluster = sub.add_parser("cluster", help="schedule or execute clustering (modes of HoodieClusteringJob)")
+    _add_table_args(cluster)
+    add_cluster_arguments(cluster)
     return parser
 
 
@@ -67,7 +73,13 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return run(args, _storage_options(args.storage_option))
 
 
-COMMANDS = {"status": cmd_status, "clean": cmd_clean}
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from service.clustering.command import cmd_cluster as run
+
+    return run(args, _storage_options(args.storage_option))
+
+
+COMMANDS = {"status": cmd_status, "clean": cmd_clean, "cluster": cmd_cluster}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

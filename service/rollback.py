@@ -30,11 +30,10 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from typing import Any
 
 from service.errors import (
-    ConfigError,
     ConflictError,
     CorruptTableError,
     HudiTableServiceError,
@@ -47,7 +46,6 @@ from service.table import codecs
 from service.table.data_files import parse_base_file
 from service.table.instant import Action, Instant, State
 from service.table.markers import IOType, Marker, delete_marker_dir, list_markers
-from service.table.properties import TimelineTimezone
 from service.table.table import HudiTable
 from service.table.timeline import (
     METAFOLDER,
@@ -304,13 +302,7 @@ def _find_target(timeline: Timeline, instant_time: str) -> Instant | None:
 
 
 def _zone(table: HudiTable, tz: tzinfo | None) -> tzinfo:
-    if tz is not None:
-        return tz
-    if table.config.timeline_timezone is TimelineTimezone.UTC:
-        return UTC
-    raise ConfigError(
-        f"table '{table.name}': hoodie.table.timeline.timezone=LOCAL; the writers' time zone must be given"
-    )
+    return table.timeline_zone(tz)
 
 
 def _run(

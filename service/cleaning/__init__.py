@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.cleaning.orchestrator import Cleaner, CleanOptions, run_clean, timeline_zone
+from service.cleaning.orchestrator import Cleaner, CleanOptions, run_clean
 from service.cleaning.results import CleanInstantResult, CleanRunResult, PartitionSummary, render_result
 
 __all__ = [
@@ -13,5 +13,4 @@ __all__ = [
     "PartitionSummary",
     "render_result",
     "run_clean",
-    "timeline_zone",
 ]

@@ -38,7 +38,6 @@ from service.lock.base import TableLock
 from service.table import codecs
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.instant import Action, Instant, State
-from service.table.properties import TimelineTimezone
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.clean import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, clean_due, plan_clean
@@ -57,18 +56,6 @@ class CleanOptions:
     dry_run: bool = False  # report what would be deleted; write and delete nothing
     force: bool = False  # run a plan the volume breaker refuses (never one touching the latest snapshot)
     max_delete_fraction: float = DEFAULT_MAX_DELETE_FRACTION
-
-
-def timeline_zone(table: HudiTable, local_zone: tzinfo | None) -> tzinfo:
-    """The zone instant times are written in: UTC, or the writers' zone for a LOCAL timeline."""
-    if table.config.timeline_timezone is TimelineTimezone.UTC:
-        return UTC
-    if local_zone is None:
-        raise HudiTableServiceError(
-            f"table {table.name!r} uses hoodie.table.timeline.timezone=LOCAL: "
-            "the writers' time zone is needed"
-        )
-    return local_zone
 
 
 class Cleaner:

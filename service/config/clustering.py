@@ -163,11 +163,17 @@ class ClusteringConfig:
             ),
             begin_partition=r.get_optional_str("hoodie.clustering.plan.strategy.cluster.begin.partition"),
             end_partition=r.get_optional_str("hoodie.clustering.plan.strategy.cluster.end.partition"),
-            partition_regex_pattern=r.get_optional_str("hoodie.clustering.plan.strategy.partition.regex.pattern"),
-            selected_partitions=_split_list(r.get_optional_str("hoodie.clustering.plan.strategy.partition.selected")),
+            partition_regex_pattern=r.get_optional_str(
+                "hoodie.clustering.plan.strategy.partition.regex.pattern"
+            ),
+            selected_partitions=_split_list(
+                r.get_optional_str("hoodie.clustering.plan.strategy.partition.selected")
+            ),
             update_strategy_class=update_class,
             update_strategy=_update_strategy(r, update_class),
-            rollback_pending_on_conflict=r.get_bool("hoodie.clustering.rollback.pending.replacecommit.on.conflict"),
+            rollback_pending_on_conflict=r.get_bool(
+                "hoodie.clustering.rollback.pending.replacecommit.on.conflict"
+            ),
             layout_strategy=LayoutStrategy(r.get_str("hoodie.layout.optimize.strategy")),
             curve_build_method=CurveBuildMethod(r.get_str("hoodie.layout.optimize.curve.build.method")),
             sample_size=r.get_int("hoodie.layout.optimize.build.curve.sample.size"),

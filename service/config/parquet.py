@@ -51,8 +51,9 @@ class ParquetWriteConfig:
         codec = r.get_str(CODEC_KEY)
         if codec not in PYARROW_CODECS:
             raise r.error(
-                CODEC_KEY, f"is not supported by the product's Parquet writer (pyarrow); use one of "
-                f"{', '.join(name.lower() for name in PYARROW_CODECS)}"
+                CODEC_KEY,
+                f"is not supported by the product's Parquet writer (pyarrow); use one of "
+                f"{', '.join(name.lower() for name in PYARROW_CODECS)}",
             )
         fpp = r.get_float(FPP_KEY)
         if not 0.0 < fpp < 1.0:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 
+from service.errors import ConfigError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import FileSystemView
-from service.table.properties import TableConfig, load_table_config
+from service.table.properties import TableConfig, TimelineTimezone, load_table_config
 from service.table.storage import FileStatus, Storage
 from service.table.timeline import METAFOLDER, Timeline, load_timeline
 from service.table.timeline_facts import TimelineFactsReader
@@ -43,6 +45,21 @@ class HudiTable:
     @property
     def base_uri(self) -> str:
         return self.storage.base_uri
+
+    def timeline_zone(self, local_zone: tzinfo | None) -> tzinfo:
+        """The zone instant times are written in: UTC, or the writers' zone for a LOCAL timeline.
+
+        Java writers use their JVM's zone for LOCAL; guessing it would misorder instants, so the
+        caller must name it (the daemon config's per-table entry, or `--timezone`).
+        """
+        if self.config.timeline_timezone is TimelineTimezone.UTC:
+            return UTC
+        if local_zone is None:
+            raise ConfigError(
+                f"table {self.name!r} uses hoodie.table.timeline.timezone=LOCAL: the writers' time zone "
+                "must be configured (IANA name) so new instants sort after theirs"
+            )
+        return local_zone
 
     def reload_config(self) -> None:
         self.config = load_table_config(self.storage)

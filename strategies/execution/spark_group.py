@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from service.config.parquet import ParquetWriteConfig
 from service.table.base_file_writer import BaseFileSchema, BaseFileWriteResult, RollingBaseFileWriter
+from service.table.markers import marker_path
 from service.table.storage import Storage
 from strategies.execution.sort_and_size import (
     KEY_COLUMN,
@@ -37,8 +38,6 @@ from strategies.layout import CurveBuildMethod, LayoutStrategy, build_sample_bou
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-MARKERS_DIR = ".hoodie/.temp"
 
 _RESULT_SCHEMA = pa.schema(
     [
@@ -72,16 +71,12 @@ class GroupJob:
     target_file_bytes: int
     parquet: ParquetWriteConfig
     avro_schema_json: str | None
+    group_index: int = 0
     arrow_schema: pa.Schema | None = None
     pid_bounds: tuple[bytes, ...] = field(default=(), repr=False)
 
     def storage(self) -> Storage:
         return Storage.for_base_uri(self.base_uri, self.storage_options)
-
-
-def marker_path(instant_time: str, data_file_path: str) -> str:
-    """DIRECT marker of a new base file: Java's rollback and finalize find files through these."""
-    return f"{MARKERS_DIR}/{instant_time}/{data_file_path}.marker.CREATE"
 
 
 def unified_input_schema(storage: Storage, paths: tuple[str, ...]) -> pa.Schema:

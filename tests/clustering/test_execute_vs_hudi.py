@@ -1,25 +1,36 @@
-"""Clustering executed by the project on a table written by Hudi, read back by Hudi and hudi-rs."""
+"""Clustering by the project on tables written by Hudi, proven with Hudi's reader, writer and hudi-rs."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
-from service.clustering import execute_clustering
+from service.clustering import execute_clustering, schedule_clustering
+from service.clustering.orchestrator import group_jobs, read_clustering_plan, run_groups
 from service.config.hoodie import HoodieConfig
+from service.executor import SparkExecutor
 from service.lock.in_process import InProcessTableLock
-from service.table import codecs
+from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
-from service.table.timeline import create_instant_file, next_instant_time
-from strategies.execution.spark_group import run_group
+from service.table.timeline import create_instant_file
+from strategies.execution.spark_group import GroupJob
+from strategies.layout import LayoutStrategy, curve_sort_key
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
-META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path"]
+BLOOM = {"hoodie.index.type": "BLOOM"}
+ALLOW_UPDATES = {
+    "hoodie.clustering.updates.strategy": (
+        "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
+    )
+}
 
 
 def _rows(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -27,90 +38,168 @@ def _rows(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted(tuple(str(r.get(k)) for k in sorted(r) if k != "_hoodie_file_name") for r in rows)
 
 
-def _schedule_whole_partitions(table: HudiTable, sort_columns: str | None) -> str:
-    """A plan that clusters every live file group of each partition into one group (test scaffolding)."""
-    from datetime import UTC, datetime
+def _snapshots(spark: Any, base: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    return _rows(ht.read_snapshot(spark, base)), _rows(ht.hudi_rs_snapshot(base).to_pylist())
 
-    view = table.load_view()
-    groups = []
-    for partition in sorted({fg.partition_path for fg in view.live_file_groups}):
-        slices = tuple(
-            codecs.SliceInfo(
-                data_file_path=table.storage.qualify(s.base_file.path),
-                delta_file_paths=(),
-                file_id=s.file_id,
-                partition_path=s.partition_path,
-                bootstrap_file_path="",
-            )
-            for s in view.latest_file_slices(partition)
-            if s.base_file is not None
-        )
-        groups.append(codecs.ClusteringGroup(slices=slices, num_output_file_groups=1, metrics={}))
-    params = {"hoodie.clustering.plan.strategy.sort.columns": sort_columns} if sort_columns else {}
-    plan = codecs.RequestedReplaceMetadata(
-        operation_type=codecs.CLUSTER_OPERATION,
-        clustering_plan=codecs.ClusteringPlan(
-            input_groups=tuple(groups),
-            strategy=codecs.ClusteringStrategy(
-                strategy_class_name="org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
-                strategy_params=params,
-            ),
-            extra_metadata={},
-            preserve_hoodie_metadata=True,
-        ),
-        extra_metadata={},
+
+def _schedule(table: HudiTable, config: HoodieConfig) -> str:
+    outcome = schedule_clustering(
+        table, config, InProcessTableLock(table.name), now=datetime.now(UTC), zone=UTC
     )
-    instant_time = next_instant_time(view.timeline, datetime.now(UTC), UTC)
-    create_instant_file(
-        table.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED), codecs.encode(plan)
+    assert outcome.instant_time is not None, outcome.reason
+    return outcome.instant_time
+
+
+def _execute(table: HudiTable, instant: str, config: HoodieConfig, spark: Any) -> Any:
+    executor = SparkExecutor(session=spark)
+    return execute_clustering(
+        table, instant, config, executor.run_group, InProcessTableLock(table.name), zone=UTC
     )
-    return instant_time
 
 
 @pytest.mark.parametrize(
-    ("layout", "sort_columns"), [("LINEAR", "qty,id"), ("ZORDER", "qty,price"), ("HILBERT", "qty,price")]
+    ("layout", "method", "sort_columns"),
+    [("LINEAR", "DIRECT", "qty,id"), ("ZORDER", "SAMPLE", "qty,price"), ("HILBERT", "DIRECT", "qty,price")],
 )
-def test_clustering_keeps_every_record_for_hudi_and_hudi_rs(
-    history_many_commits: HudiHistory, spark: Any, layout: str, sort_columns: str
+def test_clustering_keeps_every_record_and_hudi_keeps_writing(
+    history_many_commits: HudiHistory, spark: Any, layout: str, method: str, sort_columns: str
 ) -> None:
     base = history_many_commits.base_path
-    before_hudi = _rows(ht.read_snapshot(spark, base))
-    before_rs = _rows(ht.hudi_rs_snapshot(base).to_pylist())
+    before = _snapshots(spark, base)
     table = HudiTable.open(str(base))
     groups_before = len(table.load_view().live_file_groups)
-    instant_time = _schedule_whole_partitions(table, sort_columns)
-    config = HoodieConfig.from_mapping({"hoodie.layout.optimize.strategy": layout}, table.name)
-
-    def no_attempt(_t: HudiTable, _i: str) -> None:
-        raise AssertionError("no previous attempt to roll back")
-
-    result = execute_clustering(
-        table,
-        instant_time,
-        config,
-        lambda job: run_group(spark, job),
-        InProcessTableLock(table.name),
-        no_attempt,
+    config = HoodieConfig.from_mapping(
+        {
+            "hoodie.layout.optimize.strategy": layout,
+            "hoodie.layout.optimize.curve.build.method": method,
+            "hoodie.clustering.plan.strategy.sort.columns": sort_columns,
+        },
+        table.name,
     )
-    assert result.committed
+    instant = _schedule(table, config)
+    result = _execute(table, instant, config, spark)
+    assert result.committed and not result.rolled_back
+
     view = HudiTable.open(str(base)).load_view()
     partitions = {fg.partition_path for fg in view.live_file_groups}
-    assert len(view.live_file_groups) == len(partitions) < groups_before  # one file per partition
-    assert _rows(ht.read_snapshot(spark, base)) == before_hudi
-    assert _rows(ht.hudi_rs_snapshot(base).to_pylist()) == before_rs
-    assert not (base / ".hoodie" / ".temp" / instant_time).exists()
-    # Linear output is globally ordered by the sort columns within each file.
-    if layout == "LINEAR":
-        for fg in view.live_file_groups:
-            import pyarrow.parquet as pq
-
-            assert fg.latest_slice is not None and fg.latest_slice.base_file is not None
-            data = pq.read_table(base / fg.latest_slice.base_file.path, columns=["qty", "id"]).to_pylist()
+    assert len(view.live_file_groups) == len(partitions) < groups_before  # one output file per partition
+    assert _snapshots(spark, base) == before
+    assert not (base / ".hoodie" / ".temp" / instant).exists()
+    for fg in view.live_file_groups:
+        assert fg.latest_slice is not None and fg.latest_slice.base_file is not None
+        data = pq.read_table(
+            base / fg.latest_slice.base_file.path, columns=["qty", "price", "id"]
+        ).to_pylist()
+        if layout == "LINEAR":  # globally ordered by the sort columns
             keys = [(r["qty"], r["id"]) for r in data]
             assert keys == sorted(keys)
-    # Hudi's writer keeps writing (upserts into clustered file groups, bloom index) without duplicates.
-    new_instant = history_many_commits.write(spark, ht.generate(spark, range(0, 90), batch=99), "upsert")
-    assert new_instant
+        else:  # curve order differs from plain sorting on the leading column
+            assert [r["qty"] for r in data] != sorted(r["qty"] for r in data)
+        if method == "DIRECT" and layout != "LINEAR":  # ordered by the curve value itself
+            table_data = pq.read_table(base / fg.latest_slice.base_file.path, columns=["qty", "price"])
+            batch = table_data.combine_chunks().to_batches()[0]
+            keys = curve_sort_key(batch, ["qty", "price"], LayoutStrategy(layout), None).to_pylist()
+            assert keys == sorted(keys)
+
+    # Hudi's writer with the BLOOM index (reads our bloom filters and min/max footers) updates and
+    # deletes keys that now live in our files: no duplicates, latest values, deleted keys gone.
+    history_many_commits.write(spark, ht.generate(spark, range(0, 90), batch=99), "upsert", BLOOM)
+    history_many_commits.write(spark, ht.generate(spark, range(90, 100), batch=99), "delete", BLOOM)
     rows = ht.read_snapshot(spark, base)
     ids = [r["id"] for r in rows]
     assert len(ids) == len(set(ids))
+    assert not set(range(90, 100)) & set(ids)
+    expected = {**history_many_commits.latest_batch, **dict.fromkeys(range(0, 90), 99)}
+    for k in range(90, 100):
+        expected.pop(k, None)
+    assert ht.normalise_rows(rows) == sorted(
+        (ht.expected_row(i, b) for i, b in expected.items()), key=lambda r: r["id"]
+    )
+
+
+def test_failed_group_leaves_table_unchanged_and_retry_completes(
+    history_many_commits: HudiHistory, spark: Any
+) -> None:
+    base = history_many_commits.base_path
+    before = _snapshots(spark, base)
+    table = HudiTable.open(str(base))
+    config = HoodieConfig.from_mapping({"hoodie.clustering.plan.strategy.sort.columns": "id"}, table.name)
+    instant = _schedule(table, config)
+    executor = SparkExecutor(session=spark)
+
+    def failing(job: GroupJob) -> list[BaseFileWriteResult]:
+        executor.run_group(job)  # files and markers are on disk...
+        raise RuntimeError("injected failure after writing")  # ...then the group fails
+
+    with pytest.raises(RuntimeError, match="injected"):
+        execute_clustering(table, instant, config, failing, InProcessTableLock(table.name), zone=UTC)
+    # Readers unchanged, the attempt's files are gone, the plan is still pending for a retry.
+    assert _snapshots(spark, base) == before
+    assert not list(base.glob(f"*/*_{instant}.parquet"))
+    timeline = table.load_timeline()
+    assert timeline.find(instant, Action.REPLACE_COMMIT) == Instant(
+        instant, Action.REPLACE_COMMIT, State.REQUESTED
+    )
+    assert any(i.action is Action.ROLLBACK and i.is_completed for i in timeline)
+
+    assert _execute(table, instant, config, spark).committed
+    assert _snapshots(spark, base) == before
+
+
+def test_crash_between_data_files_and_commit_is_rolled_back_then_retried(
+    history_many_commits: HudiHistory, spark: Any
+) -> None:
+    base = history_many_commits.base_path
+    before = _snapshots(spark, base)
+    table = HudiTable.open(str(base))
+    config = HoodieConfig.from_mapping({}, table.name)
+    instant = _schedule(table, config)
+    # What a killed process leaves: the inflight instant, data files and markers, no commit.
+    timeline = table.load_timeline()
+    plan = read_clustering_plan(table, timeline.find(instant, Action.REPLACE_COMMIT))  # type: ignore[arg-type]
+    create_instant_file(table.storage, Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT))
+    written = run_groups(
+        group_jobs(table, instant, plan, config, None), SparkExecutor(session=spark).run_group, 2
+    )
+    assert written and all((base / r.path).exists() for r in written)
+    assert _rows(ht.read_snapshot(spark, base)) == before[0]  # Hudi hides files of the pending instant
+
+    result = _execute(table, instant, config, spark)
+    assert result.committed
+    assert not any((base / r.path).exists() for r in written)  # the dead attempt's files were rolled back
+    assert _snapshots(spark, base) == before
+
+
+def test_commit_that_touched_an_input_rolls_the_clustering_back(
+    history_many_commits: HudiHistory, spark: Any
+) -> None:
+    base = history_many_commits.base_path
+    table = HudiTable.open(str(base))
+    config = HoodieConfig.from_mapping({}, table.name)
+    instant = _schedule(table, config)
+    # A writer allowed to update file groups under pending clustering commits after the plan.
+    history_many_commits.write(spark, ht.generate(spark, range(0, 30), batch=50), "upsert", ALLOW_UPDATES)
+    expected = _snapshots(spark, base)
+    result = _execute(table, instant, config, spark)
+    assert result.rolled_back and not result.committed
+    assert "would drop that update" in result.reason
+    assert _snapshots(spark, base) == expected  # the update survives
+    timeline = table.load_timeline()
+    assert timeline.find(instant, Action.REPLACE_COMMIT) is None
+    assert not list(base.glob(f"*/*_{instant}.parquet"))
+
+
+def test_plan_scheduled_by_hudi_is_executed_by_us(history_many_commits: HudiHistory, spark: Any) -> None:
+    base = history_many_commits.base_path
+    before = _snapshots(spark, base)
+    opts = "hoodie.clustering.plan.strategy.sort.columns=qty"
+    spark.sql(f"CALL run_clustering(path => '{base}', op => 'schedule', options => '{opts}')").collect()
+    table = HudiTable.open(str(base))
+    pending = [i for i in table.load_timeline().pending() if i.action is Action.REPLACE_COMMIT]
+    assert len(pending) == 1
+    result = _execute(table, pending[0].timestamp, HoodieConfig.from_mapping({}, table.name), spark)
+    assert result.committed
+    assert _snapshots(spark, base) == before
+    # Hudi's own timeline accepts our completion: it schedules and runs its next clustering over it.
+    spark.sql(f"CALL run_clustering(path => '{base}', op => 'scheduleAndExecute')").collect()
+    assert _snapshots(spark, base) == before

@@ -14,19 +14,25 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
 
 from service.config.hoodie import HoodieConfig
 from service.errors import ConflictError, CorruptTableError, HudiTableServiceError
 from service.lock.base import TableLock
+from service.rollback import rollback_instant
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.data_files import parse_base_file
 from service.table.instant import Action, Instant, State
+from service.table.markers import delete_marker_dir, list_markers
 from service.table.table import HudiTable
-from service.table.timeline import Timeline, create_instant_file, instant_path
+from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.execution.sort_and_size import OrderSpec
-from strategies.execution.spark_group import MARKERS_DIR, GroupJob
+from strategies.execution.spark_group import GroupJob
 from strategies.layout import CurveBuildMethod, LayoutStrategy
+from strategies.plan.model import PlannedClustering
+from strategies.plan.size_based import plan_clustering
+from strategies.plan.trigger import ClusteringStep, TriggerMode, clustering_due, pending_clustering_instants
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +89,7 @@ def group_jobs(
     sort_columns = tuple(c.strip() for c in sort_value.split(",") if c.strip()) if sort_value else ()
     order = OrderSpec(LayoutStrategy(clustering.layout_strategy.value), sort_columns)
     jobs = []
-    for group in plan.input_groups or ():
+    for group_index, group in enumerate(plan.input_groups or ()):
         slices = group.slices or ()
         if not slices:
             continue
@@ -114,6 +120,7 @@ def group_jobs(
                 target_file_bytes=clustering.target_file_max_bytes,
                 parquet=config.parquet,
                 avro_schema_json=schema,
+                group_index=group_index,
             )
         )
     return jobs
@@ -164,14 +171,7 @@ def check_no_conflict(table: HudiTable, instant_time: str, plan: codecs.Clusteri
 
 
 def _marker_files(table: HudiTable, instant_time: str) -> set[str]:
-    prefix = f"{MARKERS_DIR}/{instant_time}/"
-    found = set()
-    for status in table.storage.walk_files(f"{MARKERS_DIR}/{instant_time}"):
-        rel = status.path[len(prefix) :]
-        data_path, _, _kind = rel.rpartition(".marker.")
-        if data_path:
-            found.add(data_path)
-    return found
+    return {m.data_file_path for m in list_markers(table.storage, instant_time)}
 
 
 def write_stats(results: Sequence[BaseFileWriteResult]) -> dict[str, tuple[codecs.WriteStat, ...]]:
@@ -225,7 +225,7 @@ def commit_clustering(
             Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),
             codecs.encode(metadata),
         )
-    table.storage.delete_dir(f"{MARKERS_DIR}/{instant_time}")
+    delete_marker_dir(table.storage, instant_time)
 
 
 def run_groups(
@@ -239,15 +239,76 @@ def run_groups(
     return results
 
 
+@dataclass(frozen=True)
+class ScheduleOutcome:
+    """What scheduling did: the new instant (None if nothing was written) and why."""
+
+    instant_time: str | None
+    plan: PlannedClustering | None
+    reason: str
+
+
+def schedule_clustering(
+    table: HudiTable,
+    config: HoodieConfig,
+    lock: TableLock,
+    *,
+    now: datetime,
+    zone: tzinfo,
+    mode: TriggerMode = TriggerMode.MANUAL,
+    dry_run: bool = False,
+) -> ScheduleOutcome:
+    """Plan over a fresh snapshot under the lock and write `T.replacecommit.requested`.
+
+    Nothing is written when the trigger says wait, a plan is already pending (at most one pending
+    clustering per table: it runs first), nothing is eligible, or `dry_run` is set.
+    """
+    with lock:
+        timeline = table.load_timeline()
+        decision = clustering_due(timeline, config.clustering, mode, table.facts_reader)
+        if decision.step is not ClusteringStep.SCHEDULE:
+            return ScheduleOutcome(None, None, decision.reason)
+        view = table.load_view(timeline)
+        outcome = plan_clustering(
+            view, config.clustering, now.astimezone(zone), config.parquet.max_file_size_bytes
+        )
+        if outcome.plan is None:
+            log.info("table %s: no clustering scheduled: %s", table.name, outcome.reason)
+            return ScheduleOutcome(None, None, outcome.reason)
+        if dry_run:
+            return ScheduleOutcome(None, outcome.plan, "dry run: nothing written")
+        instant_time = next_instant_time(timeline, now, zone)
+        metadata = outcome.plan.to_requested_metadata(table.storage)
+        lock.check_held()
+        create_instant_file(
+            table.storage,
+            Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
+            codecs.encode(metadata),
+        )
+    log.info(
+        "table %s: scheduled clustering %s: %d groups, %d file slices",
+        table.name, instant_time, len(outcome.plan.groups), sum(len(g.slices) for g in outcome.plan.groups),
+    )  # fmt: skip
+    return ScheduleOutcome(instant_time, outcome.plan, outcome.reason)
+
+
 def execute_clustering(
     table: HudiTable,
     instant_time: str,
     config: HoodieConfig,
     runner: GroupRunner,
     lock: TableLock,
-    rollback_attempt: Callable[[HudiTable, str], None],
+    *,
+    zone: tzinfo,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> ClusteringResult:
-    """Execute a pending clustering plan (ours or Hudi's) and commit it."""
+    """Execute a pending clustering plan (ours or Hudi's) and commit it.
+
+    A previous failed attempt is rolled back first (its files, via markers; the plan stays). If a
+    group fails, this attempt is rolled back at once, so no partial file outlives the failure (hudi-rs
+    would show such files once a later commit completes). If committing would drop a concurrent
+    update, the whole clustering is rolled back and the result says so.
+    """
     started = time.monotonic()
     timeline = table.load_timeline()
     instant = timeline.find(instant_time, Action.REPLACE_COMMIT)
@@ -255,8 +316,10 @@ def execute_clustering(
         raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
     plan = read_clustering_plan(table, instant)
     if instant.state is State.INFLIGHT:
-        # A previous attempt died: remove its partial files (markers) before running again.
-        rollback_attempt(table, instant_time)
+        log.warning(
+            "table %s: clustering %s was interrupted; rolling back that attempt", table.name, instant_time
+        )
+        rollback_instant(table, instant_time, lock, now=now(), tz=zone, keep_requested=True)
     schema = latest_table_schema(table, timeline)
     jobs = group_jobs(table, instant_time, plan, config, schema)
     result = ClusteringResult(
@@ -265,25 +328,45 @@ def execute_clustering(
         input_files=sum(len(j.input_paths) for j in jobs),
         input_bytes=sum(sum(j.input_sizes) for j in jobs),
     )
-    inflight = Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
-    if not table.storage.exists(instant_path(inflight)):
-        create_instant_file(table.storage, inflight)
-    results = run_groups(jobs, runner, config.clustering.max_parallelism)
+    create_instant_file(table.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT))
+    try:
+        results = run_groups(jobs, runner, config.clustering.max_parallelism)
+    except BaseException:
+        log.error("table %s: clustering %s failed; rolling back this attempt", table.name, instant_time)
+        rollback_instant(table, instant_time, lock, now=now(), tz=zone, keep_requested=True)
+        raise
     result.written = results
     result.output_files = len(results)
     result.output_bytes = sum(r.file_size_bytes for r in results)
-    commit_clustering(table, instant_time, plan, results, schema, lock)
+    try:
+        commit_clustering(table, instant_time, plan, results, schema, lock)
+    except ConflictError as conflict:
+        # The lock is released by now (locks are not re-entrant; rollback takes it itself).
+        log.warning("table %s: %s; rolling back clustering %s", table.name, conflict, instant_time)
+        rollback_instant(table, instant_time, lock, now=now(), tz=zone, keep_requested=False)
+        result.rolled_back = True
+        result.reason = str(conflict)
+        result.duration_seconds = time.monotonic() - started
+        return result
     result.committed = True
     result.duration_seconds = time.monotonic() - started
     log.info(
         "table %s: clustering %s committed: %d groups, %d files (%d bytes) -> %d files (%d bytes) in %.1fs",
-        table.name,
-        instant_time,
-        result.groups,
-        result.input_files,
-        result.input_bytes,
-        result.output_files,
-        result.output_bytes,
-        result.duration_seconds,
-    )
+        table.name, instant_time, result.groups, result.input_files, result.input_bytes,
+        result.output_files, result.output_bytes, result.duration_seconds,
+    )  # fmt: skip
     return result
+
+
+def purge_pending_clustering(
+    table: HudiTable, lock: TableLock, *, zone: tzinfo, now: datetime, instant_time: str | None = None
+) -> list[str]:
+    """Roll back pending clustering plans (one, or all): their files and instant files go."""
+    timeline = table.load_timeline()
+    pending = [i.timestamp for i in pending_clustering_instants(timeline, table.facts_reader)]
+    targets = [t for t in pending if instant_time is None or t == instant_time]
+    if instant_time is not None and not targets:
+        raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
+    for target in targets:
+        rollback_instant(table, target, lock, now=now, tz=zone, keep_requested=False)
+    return targets

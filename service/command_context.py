@@ -1,0 +1,95 @@
+"""What every table-service command sets up: the table, its hoodie.* config, the lock, the zone."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from service.config.hoodie import HoodieConfig
+from service.config.locking import LockProviderKind, WriteConcurrencyMode
+from service.config.props import load_hoodie_props
+from service.errors import ConfigError
+from service.lock import create_lock
+from service.lock.base import TableLock
+from service.table.table import HudiTable
+
+
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--props", metavar="FILE", help="Hudi properties file (DFSPropertiesConfiguration syntax)"
+    )
+    parser.add_argument(
+        "--hoodie-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Hudi key, overriding --props (repeatable)",
+    )
+    parser.add_argument(
+        "--lock-provider",
+        choices=["in-process", "zookeeper"],
+        help="table lock; default: hoodie.write.lock.provider under optimistic concurrency, else in-process",
+    )
+    parser.add_argument(
+        "--timezone",
+        metavar="ZONE",
+        help="the writers' time zone (IANA name) for a table with hoodie.table.timeline.timezone=LOCAL; "
+        "default: this machine's zone, as Java's services use their JVM's",
+    )
+
+
+@dataclass
+class CommandContext:
+    table: HudiTable
+    config: HoodieConfig
+    lock: TableLock
+    zone: tzinfo
+
+
+def open_context(args: argparse.Namespace, storage_options: Mapping[str, str]) -> CommandContext:
+    table = HudiTable.open(args.base_path, storage_options)
+    props = load_hoodie_props([args.props] if args.props else [], args.hoodie_conf)
+    config = HoodieConfig.from_mapping(props, table.name)
+    zone = table.timeline_zone(parse_zone(args.timezone))
+    provider = args.lock_provider or default_lock_provider(config)
+    lock = create_lock(provider, table.name, {**config.effective(), "hoodie.base.path": table.base_uri})
+    return CommandContext(table, config, lock, zone)
+
+
+def default_lock_provider(config: HoodieConfig) -> str:
+    if config.write_concurrency_mode is WriteConcurrencyMode.OPTIMISTIC_CONCURRENCY_CONTROL:
+        return "zookeeper" if config.lock.provider is LockProviderKind.ZOOKEEPER else "in-process"
+    return "in-process"  # a single-writer Hudi table takes no lock; exclude this process's threads only
+
+
+def parse_zone(name: str | None) -> tzinfo:
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"--timezone {name!r} is not a known IANA time zone") from None
+    return local_zone()
+
+
+def local_zone() -> tzinfo:
+    """This machine's zone: $TZ, else /etc/localtime's zone name, else the current UTC offset."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    localtime = Path("/etc/localtime")
+    if localtime.is_symlink():
+        target = str(localtime.resolve())
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    for key in candidates:
+        if key:
+            try:
+                return ZoneInfo(key)
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    offset = datetime.now().astimezone().tzinfo
+    assert offset is not None
+    return offset
