@@ -24,6 +24,8 @@ DEFAULT_SPARK_CONF = {
     "spark.app.name": "hudi-table-service",
     "spark.scheduler.mode": "FAIR",
     "spark.sql.session.timeZone": "UTC",
+    # Range partitions of a clustering group are its writer tasks; adaptive coalescing would merge them.
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }
 

@@ -3,9 +3,9 @@
 A clustering group runs as two passes over its input files, both inside Spark's Python workers:
 
 1. *profile*: read each input file, count rows and bytes, and keep a sample of the order key;
-2. *rewrite*: read again, attach the order key and an output-file id (`pid`) derived from the
-   sample so that every output file gets about the target size, let Spark range-partition and sort,
-   then write each pid's rows as one Hudi base file.
+2. *rewrite*: read again, attach the order key and a writer-task id (`pid`, from weighted key
+   quantiles of the sample when a group has more than one writer task), let Spark range-partition
+   and sort, then write each task's sorted rows into Hudi base files cut by their actual size.
 
 Order keys are unsigned-byte-ordered binaries (Spark and Arrow compare binary that way):
 no sort columns → input order (file index, row index); LINEAR → the first sort column's rank
@@ -28,9 +28,6 @@ from strategies.layout import Bounds, LayoutStrategy, column_rank_keys, curve_so
 
 KEY_COLUMN = "_hts_key"
 PID_COLUMN = "_hts_pid"
-# Aim each output file a little under the target: the size estimate errs both ways, and a file the
-# writer had to roll over would leave a small remainder file behind it.
-FILL_FRACTION = 0.9
 MAX_SAMPLE_PER_FILE = 20_000
 
 
@@ -132,9 +129,9 @@ def pid_bounds(
     samples: Sequence[WeightedKeys],
     total_bytes: int,
     target_file_bytes: int,
-    fill_fraction: float = FILL_FRACTION,
+    fill_fraction: float = 1.0,
 ) -> list[bytes]:
-    """Key boundaries that cut the sorted group into files of about `fill_fraction x target` bytes.
+    """Key boundaries that cut the sorted group into parts of about `fill_fraction x target` bytes.
 
     Boundaries are weighted quantiles of the sampled keys: each sample stands for its file's bytes
     divided by the file's sample count.
@@ -159,7 +156,7 @@ def pid_bounds(
 
 
 def assign_pids(keys: pa.Array, bounds: Sequence[bytes]) -> pa.Array:
-    """Output-file id per row: the number of boundaries ≤ its key (monotone in the key)."""
+    """Writer-task id per row: the number of boundaries <= its key (monotone in the key)."""
     if not bounds:
         return pa.array(np.zeros(len(keys), dtype=np.int32))
     return pa.array(

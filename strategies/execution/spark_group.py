@@ -27,6 +27,7 @@ from strategies.execution.sort_and_size import (
     FileProfile,
     OrderSpec,
     assign_pids,
+    conform_batch,
     order_keys,
     pid_bounds,
     profile_file,
@@ -72,6 +73,9 @@ class GroupJob:
     parquet: ParquetWriteConfig
     avro_schema_json: str | None
     group_index: int = 0
+    # Spark tasks that write the group. Each task's last file is a remainder, so only 1 guarantees
+    # every file but the group's last is >= 0.8x the target; more trade that for write parallelism.
+    writer_tasks: int = 1
     arrow_schema: pa.Schema | None = None
     pid_bounds: tuple[bytes, ...] = field(default=(), repr=False)
 
@@ -97,8 +101,20 @@ def _profile_partition(job: GroupJob, rows: Iterable[tuple[int, str]]) -> Iterat
     per_file = max(1, job.curve_sample_size // max(1, len(job.input_paths)))
     for index, path in rows:
         with storage.open_input(path) as f:
-            batches = list(read_input_batches(f, job.arrow_schema))
-        yield profile_file(batches, path, job.input_sizes[index], job.order, index, per_file)
+            parquet = pq.ParquetFile(f)
+            batches = [conform_batch(b, job.arrow_schema) for b in parquet.iter_batches(batch_size=65_536)]
+            data_bytes = compressed_data_bytes(parquet.metadata)
+        yield profile_file(batches, path, data_bytes, job.order, index, per_file)
+
+
+def compressed_data_bytes(metadata: pq.FileMetaData) -> int:
+    """Compressed bytes of a file's column data: its size without footers (a small Hudi file is
+    mostly its ~430 KB bloom-filter footer, which says nothing about how big its rows are)."""
+    return sum(
+        metadata.row_group(g).column(c).total_compressed_size
+        for g in range(metadata.num_row_groups)
+        for c in range(metadata.num_columns)
+    )
 
 
 def _read_with_keys(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -127,40 +143,27 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
     schema = BaseFileSchema.create(job.arrow_schema, job.avro_schema_json, table_name=job.table_name)
     results: list[BaseFileWriteResult] = []
     writer: RollingBaseFileWriter | None = None
-    current_pid: int | None = None
-    created: list[str] = []
 
     def on_create(path: str) -> None:
         storage.write_bytes(marker_path(job.instant_time, path), b"")
-        created.append(path)
 
     try:
+        # Rows arrive range-partitioned and sorted; files are cut by actual size only, never by an
+        # estimate, so within a task every file but the last is nearly full.
         for batch in batches:
-            pids = batch.column(batch.schema.get_field_index(PID_COLUMN)).to_numpy()
-            data = batch.select(job.arrow_schema.names)
-            start = 0
-            # Rows arrive sorted by pid: each pid's rows become one new file group.
-            cut_points = [i for i in range(1, len(pids)) if pids[i] != pids[i - 1]] + [len(pids)]
-            for end in cut_points:
-                pid = int(pids[start]) if len(pids) else 0
-                if pid != current_pid:
-                    if writer is not None:
-                        results.extend(writer.close())
-                    writer = RollingBaseFileWriter(
-                        storage,
-                        schema,
-                        job.parquet,
-                        partition_path=job.partition_path,
-                        instant_time=job.instant_time,
-                        target_file_size_bytes=job.target_file_bytes,
-                        write_token=token,
-                        file_id_prefix=str(uuid.uuid4()),
-                        on_create=on_create,
-                    )
-                    current_pid = pid
-                assert writer is not None
-                writer.write(data.slice(start, end - start))
-                start = end
+            if writer is None:
+                writer = RollingBaseFileWriter(
+                    storage,
+                    schema,
+                    job.parquet,
+                    partition_path=job.partition_path,
+                    instant_time=job.instant_time,
+                    target_file_size_bytes=job.target_file_bytes,
+                    write_token=token,
+                    file_id_prefix=str(uuid.uuid4()),
+                    on_create=on_create,
+                )
+            writer.write(batch.select(job.arrow_schema.names))
         if writer is not None:
             results.extend(writer.close())
     except BaseException:
@@ -217,14 +220,18 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     index_of = {path: i for i, path in indexed}
     weighted = [sample_keys(p, order, index_of[p.path]) for p in profiles]
     total_bytes = sum(p.size_bytes for p in profiles)
-    cuts = pid_bounds(weighted, total_bytes, job.target_file_bytes)
+    tasks = max(1, job.writer_tasks)
+    cuts = pid_bounds(weighted, total_bytes, -(-total_bytes // tasks), fill_fraction=1.0) if tasks > 1 else []
     job = replace(job, order=order, pid_bounds=tuple(cuts))
-    num_files = len(cuts) + 1
+    num_tasks = len(cuts) + 1
 
+    if num_tasks > 1:
+        # Each range partition is a writer task: adaptive execution must not merge them.
+        spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
     keyed_schema = schema.append(pa.field(KEY_COLUMN, pa.binary())).append(pa.field(PID_COLUMN, pa.int32()))
     paths_df = spark.createDataFrame(indexed, "idx int, path string").repartition(slices)
     keyed = paths_df.mapInArrow(lambda it: _read_with_keys(job, it), from_arrow_schema(keyed_schema))
-    keyed = keyed.repartitionByRange(num_files, PID_COLUMN) if num_files > 1 else keyed.repartition(1)
+    keyed = keyed.repartitionByRange(num_tasks, PID_COLUMN) if num_tasks > 1 else keyed.repartition(1)
     # LINEAR (and any single column) sorts by the real columns, exactly; curves by their key.
     exact = order.sort_columns and (order.layout is LayoutStrategy.LINEAR or len(order.sort_columns) == 1)
     sort_columns = [PID_COLUMN, *(order.sort_columns if exact else [KEY_COLUMN])]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from strategies.execution.spark_group import GroupJob
+from strategies.execution.spark_group import GroupJob, run_group
 from strategies.layout import LayoutStrategy, curve_sort_key
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
@@ -203,3 +204,62 @@ def test_plan_scheduled_by_hudi_is_executed_by_us(history_many_commits: HudiHist
     # Hudi's own timeline accepts our completion: it schedules and runs its next clustering over it.
     spark.sql(f"CALL run_clustering(path => '{base}', op => 'scheduleAndExecute')").collect()
     assert _snapshots(spark, base) == before
+
+
+def test_output_files_respect_the_target_size(spark: Any, tmp_path: Path) -> None:
+    base = tmp_path / "sized"
+    for batch in range(3):
+        ids = range(batch * 40_000, (batch + 1) * 40_000)
+        ht.write(
+            spark, base, ht.generate(spark, ids, batch=batch), "insert", "sized", partition_fields=["region"]
+        )
+    before = _snapshots(spark, base)
+    table = HudiTable.open(str(base))
+    target = 256 * 1024
+    config = HoodieConfig.from_mapping(
+        {
+            "hoodie.clustering.plan.strategy.target.file.max.bytes": target,
+            "hoodie.clustering.plan.strategy.sort.columns": "price",
+            "hoodie.bloom.index.filter.type": "SIMPLE",
+            "hoodie.index.bloom.num_entries": 20_000,
+        },
+        table.name,
+    )
+    instant = _schedule(table, config)
+    result = _execute(table, instant, config, spark)
+    assert result.committed
+    assert _snapshots(spark, base) == before
+    by_partition: dict[str, list[int]] = {}
+    for r in result.written:
+        by_partition.setdefault(r.partition_path, []).append(r.file_size_bytes)
+    assert len(by_partition) == 3
+    for partition, sizes in by_partition.items():
+        assert len(sizes) >= 3, (partition, sizes)
+        assert max(sizes) <= 1.05 * target, (partition, sizes)
+        assert sum(size < 0.8 * target for size in sizes) <= 1, (partition, sizes)
+
+
+def test_several_writer_tasks_keep_a_global_linear_order(
+    history_many_commits: HudiHistory, spark: Any
+) -> None:
+    base = history_many_commits.base_path
+    before = _snapshots(spark, base)
+    table = HudiTable.open(str(base))
+    config = HoodieConfig.from_mapping({"hoodie.clustering.plan.strategy.sort.columns": "qty,id"}, table.name)
+    instant = _schedule(table, config)
+
+    def two_tasks(job: GroupJob) -> list[BaseFileWriteResult]:
+        return run_group(spark, replace(job, writer_tasks=2))
+
+    result = execute_clustering(table, instant, config, two_tasks, InProcessTableLock(table.name), zone=UTC)
+    assert result.committed
+    assert _snapshots(spark, base) == before
+    by_partition: dict[str, list[list[tuple[int, int]]]] = {}
+    for r in result.written:
+        rows = pq.read_table(base / r.path, columns=["qty", "id"]).to_pylist()
+        by_partition.setdefault(r.partition_path, []).append([(x["qty"], x["id"]) for x in rows])
+    assert any(len(files) == 2 for files in by_partition.values())
+    for files in by_partition.values():
+        files.sort(key=lambda keys: keys[0])
+        stitched = [k for keys in files for k in keys]
+        assert stitched == sorted(stitched)  # each file sorted, and the files' ranges do not overlap
