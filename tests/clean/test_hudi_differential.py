@@ -11,8 +11,7 @@ hours apart, so it is compared on a fixture table (DECISIONS.md, tests with real
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -61,22 +60,8 @@ def _write(
     return ht.write(spark, base, df, op, NAME, ht.RECORD_KEY, ht.PRECOMBINE, PARTITION_FIELDS, extra)
 
 
-@contextmanager
-def _catalog_table(spark: SparkSession, base: Path) -> Iterator[str]:
-    """`registered_table`, minus the Hadoop checksum CREATE TABLE leaves beside the restored
-    `hoodie.properties` when the table had none (it would fail every later Hadoop read)."""
-    crc = base / ".hoodie" / ".hoodie.properties.crc"
-    had_crc = crc.exists()
-    with ht.registered_table(spark, base) as name:
-        if not had_crc:
-            crc.unlink(missing_ok=True)
-        yield name
-    if not had_crc:
-        crc.unlink(missing_ok=True)
-
-
 def _call(spark: SparkSession, base: Path, procedure: str, args: str) -> list[Any]:
-    with _catalog_table(spark, base) as name:
+    with ht.registered_table(spark, base) as name:
         return spark.sql(f"CALL {procedure}(table => '{name}', {args})").collect()
 
 

@@ -336,13 +336,16 @@ def registered_table(spark: SparkSession, base_path: str | Path) -> Iterator[str
     `.crc` beside them) are restored at once, so the table stays exactly as its writer left it.
     """
     meta = Path(base_path) / ".hoodie"
-    saved = {
-        p: p.read_bytes() for p in (meta / "hoodie.properties", meta / ".hoodie.properties.crc") if p.exists()
-    }
+    files = (meta / "hoodie.properties", meta / ".hoodie.properties.crc")
+    saved = {p: p.read_bytes() if p.exists() else None for p in files}
 
     def restore() -> None:
+        # A checksum left beside bytes it was not computed for fails every later Hadoop read.
         for path, content in saved.items():
-            path.write_bytes(content)
+            if content is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_bytes(content)
         (meta / "hoodie.properties.backup").unlink(missing_ok=True)
 
     name = f"hts_registered_{next(_table_ids)}"
