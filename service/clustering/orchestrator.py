@@ -29,7 +29,6 @@ from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.execution.sort_and_size import OrderSpec
 from strategies.execution.spark_group import GroupJob
-from strategies.layout import CurveBuildMethod, LayoutStrategy
 from strategies.plan.model import PlannedClustering
 from strategies.plan.size_based import plan_clustering
 from strategies.plan.trigger import ClusteringStep, TriggerMode, clustering_due, pending_clustering_instants
@@ -87,7 +86,7 @@ def group_jobs(
     params = (plan.strategy.strategy_params if plan.strategy else None) or {}
     sort_value = params.get("hoodie.clustering.plan.strategy.sort.columns")
     sort_columns = tuple(c.strip() for c in sort_value.split(",") if c.strip()) if sort_value else ()
-    order = OrderSpec(LayoutStrategy(clustering.layout_strategy.value), sort_columns)
+    order = OrderSpec(clustering.layout_strategy, sort_columns)
     jobs = []
     for group_index, group in enumerate(plan.input_groups or ()):
         slices = group.slices or ()
@@ -115,7 +114,7 @@ def group_jobs(
                 input_paths=paths,
                 input_sizes=sizes,
                 order=order,
-                curve_build_method=CurveBuildMethod(clustering.curve_build_method.value),
+                curve_build_method=clustering.curve_build_method,
                 curve_sample_size=clustering.sample_size,
                 target_file_bytes=clustering.target_file_max_bytes,
                 parquet=config.parquet,

@@ -32,14 +32,22 @@ class PartitionFilterMode(StrEnum):
 
 
 class LayoutStrategy(StrEnum):
-    LINEAR = "LINEAR"
-    ZORDER = "ZORDER"
-    HILBERT = "HILBERT"
+    """How clustering orders the rows of each output group (`hoodie.layout.optimize.strategy`)."""
+
+    LINEAR = "LINEAR"  # lexicographic by the sort columns
+    ZORDER = "ZORDER"  # along the Z-order (Morton) curve of the sort columns
+    HILBERT = "HILBERT"  # along the Hilbert curve of the sort columns
+
+    @property
+    def is_curve(self) -> bool:
+        return self is not LayoutStrategy.LINEAR
 
 
 class CurveBuildMethod(StrEnum):
-    DIRECT = "DIRECT"
-    SAMPLE = "SAMPLE"
+    """How each sort column becomes a curve coordinate (`hoodie.layout.optimize.curve.build.method`)."""
+
+    DIRECT = "DIRECT"  # the value's own order-preserving bits (no pass over the data)
+    SAMPLE = "SAMPLE"  # the value's range bucket, from quantiles of a sample (balanced dimensions)
 
 
 class UpdateStrategy(StrEnum):

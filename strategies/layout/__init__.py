@@ -14,20 +14,9 @@ from strategies.layout.sample import (
     build_sample_bounds,
     default_num_buckets,
 )
-from strategies.layout.strategy import (
-    CURVE_BUILD_METHOD_KEY,
-    CURVE_SAMPLE_SIZE_KEY,
-    DEFAULT_CURVE_SAMPLE_SIZE,
-    LAYOUT_STRATEGY_KEY,
-    CurveBuildMethod,
-    LayoutStrategy,
-)
+from strategies.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 __all__ = [
-    "CURVE_BUILD_METHOD_KEY",
-    "CURVE_SAMPLE_SIZE_KEY",
-    "DEFAULT_CURVE_SAMPLE_SIZE",
-    "LAYOUT_STRATEGY_KEY",
     "NULL_RANK",
     "Bounds",
     "CurveBuildMethod",

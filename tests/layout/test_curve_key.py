@@ -141,22 +141,3 @@ def test_curve_empty_batch() -> None:
     assert sort_indices(table, ["a", "b"], LayoutStrategy.ZORDER, None).size == 0
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("linear", LayoutStrategy.LINEAR),
-        ("ZORDER", LayoutStrategy.ZORDER),
-        ("z-order", LayoutStrategy.ZORDER),
-        ("Hilbert", LayoutStrategy.HILBERT),
-    ],
-)
-def test_layout_strategy_parses_like_hudi(text: str, expected: LayoutStrategy) -> None:
-    assert LayoutStrategy.parse(text) is expected
-
-
-def test_layout_config_errors_name_the_key() -> None:
-    with pytest.raises(ConfigError, match=r"hoodie\.layout\.optimize\.strategy='spiral'"):
-        LayoutStrategy.parse("spiral")
-    with pytest.raises(ConfigError, match=r"hoodie\.layout\.optimize\.curve\.build\.method"):
-        CurveBuildMethod.parse("guess")
-    assert CurveBuildMethod.parse("sample") is CurveBuildMethod.SAMPLE
