@@ -229,6 +229,9 @@ def test_output_files_respect_the_target_size(spark: Any, tmp_path: Path) -> Non
     result = _execute(table, instant, config, spark)
     assert result.committed
     assert _snapshots(spark, base) == before
+    # Every group's Spark jobs carry a job group naming table, instant and group (the Spark UI shows it).
+    tracker = spark.sparkContext.statusTracker()
+    assert all(tracker.getJobIdsForGroup(f"sized-{instant}-{g}") for g in range(result.groups))
     by_partition: dict[str, list[int]] = {}
     for r in result.written:
         by_partition.setdefault(r.partition_path, []).append(r.file_size_bytes)
