@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     cluster = sub.add_parser("cluster", help="schedule or execute clustering (modes of HoodieClusteringJob)")
     _add_table_args(cluster)
     add_cluster_arguments(cluster)
+
+    run = sub.add_parser("run", help="run the daemon (clustering and cleaning of every configured table)")
+    run.add_argument("--config", required=True, metavar="FILE", help="the daemon's YAML config")
     return parser
 
 
@@ -79,7 +82,13 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     return run(args, _storage_options(args.storage_option))
 
 
-COMMANDS = {"status": cmd_status, "clean": cmd_clean, "cluster": cmd_cluster}
+def cmd_run(args: argparse.Namespace) -> int:
+    from service.daemon import run_daemon
+
+    return run_daemon(args.config)
+
+
+COMMANDS = {"status": cmd_status, "clean": cmd_clean, "cluster": cmd_cluster, "run": cmd_run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

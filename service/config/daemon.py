@@ -1,0 +1,221 @@
+"""The daemon's YAML file: daemon settings, `hoodie.*` defaults, and the tables it serves.
+
+The file is validated in two layers. pydantic checks the structure (unknown fields are errors, so a
+typo never silently falls back to a default). Each table's `hoodie.*` settings — the `defaults`
+section under the table's own overrides, over the daemon's `hoodie.write.lock.*` keys — are then
+resolved once through `HoodieConfig.from_mapping`, which names table, key and value on a bad value
+and warns about unknown keys with the closest known one. Every failure is a ConfigError naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from service.config.hoodie import HoodieConfig
+from service.errors import ConfigError
+from service.lock.settings import ZookeeperLockSettings
+from strategies.clean import DEFAULT_MAX_DELETE_FRACTION
+
+HoodieValue = str | int | float | bool
+LOCK_KEY_PREFIX = "hoodie.write.lock."
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SparkSettings(_Model):
+    master: str = "local[*]"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class LockSettings(_Model):
+    """`in-process` excludes this process's threads only: safe solely when no other writer commits."""
+
+    provider: Literal["in-process", "zookeeper"] = "in-process"
+    properties: dict[str, HoodieValue] = Field(default_factory=dict)  # Hudi's hoodie.write.lock.* keys
+
+    @field_validator("properties")
+    @classmethod
+    def _lock_keys_only(cls, value: dict[str, HoodieValue]) -> dict[str, HoodieValue]:
+        stray = sorted(k for k in value if not k.startswith(LOCK_KEY_PREFIX))
+        if stray:
+            raise ValueError(f"only {LOCK_KEY_PREFIX}* keys belong here, got {', '.join(stray)}")
+        return value
+
+
+class MetricsSettings(_Model):
+    host: str = "127.0.0.1"
+    port: int = Field(default=9464, ge=0, le=65535)  # 0: an ephemeral port (tests)
+
+
+class LoggingSettings(_Model):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class DeletionSettings(_Model):
+    # The cleaner's volume breaker: refuse a plan deleting more than this fraction of a table's files.
+    max_delete_fraction: float = Field(default=DEFAULT_MAX_DELETE_FRACTION, gt=0, le=1)
+
+
+class FailureSettings(_Model):
+    backoff_initial_seconds: float = Field(default=30.0, ge=0)
+    backoff_max_seconds: float = Field(default=900.0, ge=0)
+    quarantine_after: int = Field(default=5, ge=1)  # consecutive failed ticks of one table
+    history_size: int = Field(default=10, ge=1)
+
+
+class DaemonSettings(_Model):
+    poll_interval_seconds: float = Field(default=60.0, gt=0)
+    max_concurrent_clusterings: int = Field(default=1, ge=1)
+    max_concurrent_cleans: int = Field(default=2, ge=1)
+    shutdown_grace_seconds: float = Field(default=60.0, ge=0)
+    # How often the config file is checked for changes (hot reload; SIGHUP reloads at once). 0: never.
+    config_watch_seconds: float = Field(default=5.0, ge=0)
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    lock: LockSettings = Field(default_factory=LockSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    deletion: DeletionSettings = Field(default_factory=DeletionSettings)
+    failures: FailureSettings = Field(default_factory=FailureSettings)
+
+
+class ServiceToggle(_Model):
+    enabled: bool = True
+
+
+class TableSettings(_Model):
+    name: str = Field(min_length=1)
+    base_path: str = Field(min_length=1)
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    # The writers' zone; required (checked when the table is opened) for a LOCAL timeline zone.
+    timezone: str | None = None
+    hoodie: dict[str, HoodieValue] = Field(default_factory=dict)
+    clustering: ServiceToggle = Field(default_factory=ServiceToggle)
+    cleaning: ServiceToggle = Field(default_factory=ServiceToggle)
+
+    @field_validator("timezone")
+    @classmethod
+    def _iana_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"{value!r} is not a known IANA time zone") from None
+        return value
+
+
+class DaemonFile(_Model):
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    defaults: dict[str, HoodieValue] = Field(default_factory=dict)
+    tables: list[TableSettings] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_tables(self) -> DaemonFile:
+        _check_unique("table name", [t.name for t in self.tables])
+        _check_unique("base_path", [t.base_path.rstrip("/") for t in self.tables])
+        return self
+
+
+def _check_unique(what: str, values: list[str]) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{what} {value!r} appears more than once in tables")
+        seen.add(value)
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    settings: TableSettings
+    hoodie: HoodieConfig
+    fingerprint: str  # changes whenever the table's entry (or what it inherits) changes
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
+
+    @property
+    def zone(self) -> ZoneInfo | None:
+        return ZoneInfo(self.settings.timezone) if self.settings.timezone else None
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    path: str
+    daemon: DaemonSettings
+    tables: tuple[TableEntry, ...]
+
+    def table(self, name: str) -> TableEntry:
+        for entry in self.tables:
+            if entry.name == name:
+                return entry
+        raise KeyError(name)
+
+
+def load_daemon_config(path: str | Path) -> DaemonConfig:
+    """Read and validate the daemon's YAML file; ConfigError names the file (and line, for YAML errors)."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read the daemon config: {exc}") from exc
+    return parse_daemon_config(text, source)
+
+
+def parse_daemon_config(text: str, source: str = "<config>") -> DaemonConfig:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{source}:{where}: invalid YAML: {problem}") from None
+    if document is None:
+        document = {}
+    if not isinstance(document, Mapping):
+        raise ConfigError(f"{source}: the daemon config must be a mapping, got {type(document).__name__}")
+    try:
+        model = DaemonFile.model_validate(document)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: invalid daemon config: {_describe(exc, document)}") from None
+    lock = model.daemon.lock
+    entries = []
+    for table in model.tables:
+        mapping = {**lock.properties, **model.defaults, **table.hoodie}
+        try:
+            hoodie = HoodieConfig.from_mapping(mapping, table.name)
+            if lock.provider == "zookeeper":
+                ZookeeperLockSettings.from_hoodie_props(hoodie.effective(), table.name)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+        fingerprint = hashlib.sha256(
+            json.dumps([table.model_dump(), mapping, lock.provider], sort_keys=True).encode()
+        ).hexdigest()
+        entries.append(TableEntry(table, hoodie, fingerprint))
+    return DaemonConfig(source, model.daemon, tuple(entries))
+
+
+def _describe(exc: ValidationError, document: Mapping[str, object]) -> str:
+    parts = []
+    tables = document.get("tables")
+    for error in exc.errors():
+        location = ".".join(str(p) for p in error["loc"])
+        loc = error["loc"]
+        if len(loc) > 1 and loc[0] == "tables" and isinstance(loc[1], int) and isinstance(tables, list):
+            entry = tables[loc[1]] if loc[1] < len(tables) else None
+            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+                location = f"table {entry['name']!r}: " + ".".join(str(p) for p in loc[2:])
+        value = error.get("input")
+        shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
+        parts.append(f"{location}: {error['msg']}{shown}")
+    return "; ".join(parts)

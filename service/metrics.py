@@ -1,0 +1,169 @@
+"""Prometheus metrics of the daemon, and the HTTP endpoint serving them with `/healthz` and `/readyz`.
+
+Every metric is defined once, in `ServiceMetrics`, on a registry the caller passes (tests use their
+own). Names follow Prometheus conventions: prefix `hudi_table_service_`, base units in the name,
+`_total` on counters (prometheus-client appends it), labels `table` and `service` (clustering|cleaning).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
+from typing import TYPE_CHECKING, Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+
+from service.errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+log = logging.getLogger(__name__)
+
+PREFIX = "hudi_table_service_"
+# Table-service runs range from sub-second cleans to hour-long clusterings.
+RUN_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200, float("inf"))
+LOCK_BUCKETS = (0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, float("inf"))
+
+
+class ServiceMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        table = ["table"]
+        per_service = ["table", "service"]
+
+        def gauge(name: str, doc: str, labels: Iterable[str] = ()) -> Gauge:
+            return Gauge(PREFIX + name, doc, list(labels), registry=registry)
+
+        def counter(name: str, doc: str, labels: Iterable[str] = ()) -> Counter:
+            return Counter(PREFIX + name, doc, list(labels), registry=registry)
+
+        self.commits_since_last_clustering = gauge(
+            "commits_since_last_clustering", "Completed commits after the last clustering", table
+        )
+        self.commits_since_last_clean = gauge(
+            "commits_since_last_clean", "Completed commits after the last clean's latest commit", table
+        )
+        self.pending_clustering_plans = gauge(
+            "pending_clustering_plans", "Clustering plans requested or inflight", table
+        )
+        self.oldest_pending_clustering_age_seconds = gauge(
+            "oldest_pending_clustering_age_seconds", "Age of the oldest pending clustering plan", table
+        )
+        self.run_duration_seconds = Histogram(
+            PREFIX + "run_duration_seconds",
+            "Duration of table-service runs that did work",
+            per_service,
+            buckets=RUN_BUCKETS,
+            registry=registry,
+        )
+        self.rewritten_files = counter("rewritten_files", "Files written by clustering", table)
+        self.rewritten_bytes = counter("rewritten_bytes", "Bytes written by clustering", table)
+        self.deleted_files = counter("deleted_files", "Files deleted by cleaning", table)
+        self.deleted_bytes = counter("deleted_bytes", "Bytes deleted by cleaning", table)
+        self.failures = counter("failures", "Failed ticks by exception type", ["table", "service", "reason"])
+        self.lock_wait_seconds = Histogram(
+            PREFIX + "lock_wait_seconds", "Time waited for the table lock", table,
+            buckets=LOCK_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.lock_hold_seconds = Histogram(
+            PREFIX + "lock_hold_seconds", "Time the table lock was held", table,
+            buckets=LOCK_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.last_success_timestamp_seconds = gauge(
+            "last_success_timestamp_seconds", "Unix time of the last successful tick", per_service
+        )
+        self.config_reload_success = gauge(
+            "config_reload_success", "1 if the last config (re)load succeeded, else 0"
+        )
+        self.config_reload_failures = counter("config_reload_failures", "Config reloads that failed")
+        self.tables_quarantined = gauge("tables_quarantined", "Tables quarantined after repeated failures")
+        self.scheduler_lag_seconds = gauge(
+            "scheduler_lag_seconds", "Delay between a job's scheduled time and its submission"
+        )
+
+    def forget_table(self, table: str) -> None:
+        """Drop a removed table's series so dashboards do not show stale values."""
+        for metric in (
+            self.commits_since_last_clustering, self.commits_since_last_clean, self.pending_clustering_plans,
+            self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
+            self.deleted_files, self.deleted_bytes, self.lock_wait_seconds, self.lock_hold_seconds,
+        ):  # fmt: skip
+            with contextlib.suppress(KeyError):
+                metric.remove(table)
+        for service in ("clustering", "cleaning"):
+            for per_service in (self.run_duration_seconds, self.last_success_timestamp_seconds):
+                with contextlib.suppress(KeyError):
+                    per_service.remove(table, service)
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a hung scrape must not block shutdown
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("http %s", format % args)
+
+
+class MetricsServer:
+    """`/metrics`, `/healthz` (the process answers) and `/readyz` (`ready()` is true) on host:port."""
+
+    def __init__(self, registry: CollectorRegistry, host: str, port: int, ready: Callable[[], bool]) -> None:
+        self._metrics_app = make_wsgi_app(registry)
+        self._ready = ready
+        try:
+            self._server = make_server(
+                host, port, self._app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
+            )
+        except OSError as exc:
+            raise ConfigError(f"daemon.metrics: cannot listen on {host}:{port}: {exc}") from exc
+        self._server.timeout = 0.5
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._server.server_address[0]!s}:{self.port}"
+
+    def start(self) -> MetricsServer:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="metrics-http", daemon=True
+        )
+        self._thread.start()
+        log.info("metrics and health on %s (/metrics, /healthz, /readyz)", self.url)
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        if self._thread is not None:
+            self._server.shutdown()  # returns once serve_forever's poll loop has exited
+            self._thread.join(timeout_s)
+            self._thread = None
+        self._server.server_close()
+
+    def _app(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "/")
+        if path == "/metrics":
+            return self._metrics_app(environ, start_response)
+        if path == "/healthz":
+            return _text(start_response, "200 OK", "ok\n")
+        if path == "/readyz":
+            if self._ready():
+                return _text(start_response, "200 OK", "ready\n")
+            return _text(start_response, "503 Service Unavailable", "not ready\n")
+        return _text(start_response, "404 Not Found", "not found\n")
+
+
+def _text(start_response: StartResponse, status: str, body: str) -> list[bytes]:
+    data = body.encode()
+    start_response(
+        status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(data)))]
+    )
+    return [data]

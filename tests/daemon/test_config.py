@@ -1,0 +1,144 @@
+"""The daemon's YAML config: structure, per-table hoodie.* resolution, messages naming file/table/key."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from pydantic import ValidationError
+
+from service.config.daemon import load_daemon_config, parse_daemon_config
+from service.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+TWO_TABLES = """
+daemon:
+  poll_interval_seconds: 5
+  lock:
+    provider: in-process
+    properties:
+      hoodie.write.lock.wait_time_ms: 2000
+defaults:
+  hoodie.cleaner.commits.retained: 7
+  hoodie.clustering.async.max.commits: 3
+tables:
+  - name: orders
+    base_path: /data/orders
+    timezone: Europe/Berlin
+    hoodie:
+      hoodie.cleaner.commits.retained: 2
+  - name: users
+    base_path: s3a://bucket/users/
+    storage_options: {endpoint_override: "localhost:9000"}
+    clustering: {enabled: false}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "daemon.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_config_repo_example_loads() -> None:
+    config = load_daemon_config(REPO_ROOT / "config.yaml")
+    assert config.daemon.metrics.host == "127.0.0.1"
+    assert config.daemon.deletion.max_delete_fraction == 0.75
+    [demo] = config.tables
+    assert demo.hoodie.clean.commits_retained == 5
+    assert demo.hoodie.clustering.async_max_commits == 4
+
+
+def test_config_defaults_under_table_overrides(tmp_path: Path) -> None:
+    config = load_daemon_config(_write(tmp_path, TWO_TABLES))
+    orders, users = config.tables
+    assert (orders.hoodie.clean.commits_retained, users.hoodie.clean.commits_retained) == (2, 7)
+    assert orders.hoodie.clustering.async_max_commits == users.hoodie.clustering.async_max_commits == 3
+    assert orders.hoodie.effective()["hoodie.write.lock.wait_time_ms"] == "2000"
+    assert orders.zone == ZoneInfo("Europe/Berlin") and users.zone is None
+    assert (orders.settings.clustering.enabled, users.settings.clustering.enabled) == (True, False)
+    assert users.settings.storage_options == {"endpoint_override": "localhost:9000"}
+    assert config.daemon.poll_interval_seconds == 5 and config.daemon.max_concurrent_clusterings == 1
+    assert orders.fingerprint != users.fingerprint
+
+
+def test_config_fingerprint_follows_inherited_defaults() -> None:
+    before = parse_daemon_config(TWO_TABLES).table("users").fingerprint
+    after = parse_daemon_config(TWO_TABLES.replace("commits.retained: 7", "commits.retained: 8"))
+    assert after.table("users").fingerprint != before
+    assert parse_daemon_config(TWO_TABLES).table("users").fingerprint == before
+
+
+def test_config_bad_hoodie_value_names_file_table_key_value(tmp_path: Path) -> None:
+    path = _write(tmp_path, TWO_TABLES.replace("commits.retained: 2", "commits.retained: many"))
+    with pytest.raises(ConfigError) as info:
+        load_daemon_config(path)
+    message = str(info.value)
+    assert str(path) in message and "'orders'" in message
+    assert "hoodie.cleaner.commits.retained" in message and "many" in message
+
+
+def test_config_bad_default_names_the_table_it_breaks() -> None:
+    text = TWO_TABLES.replace("hoodie.clustering.async.max.commits: 3", "hoodie.cleaner.policy: KEEP_SOME")
+    with pytest.raises(ConfigError, match=r"'orders'.*hoodie.cleaner.policy.*KEEP_SOME"):
+        parse_daemon_config(text, "x.yaml")
+
+
+def test_config_unknown_hoodie_key_warns_with_closest(caplog: pytest.LogCaptureFixture) -> None:
+    text = TWO_TABLES.replace("hoodie.cleaner.commits.retained: 2", "hoodie.cleaner.commits.retain: 2")
+    with caplog.at_level(logging.WARNING):
+        config = parse_daemon_config(text)
+    warnings = config.table("orders").hoodie.warnings
+    assert any(
+        "hoodie.cleaner.commits.retain " in w and "hoodie.cleaner.commits.retained" in w for w in warnings
+    )
+    assert any("hoodie.cleaner.commits.retain " in r.getMessage() for r in caplog.records)
+
+
+def test_config_yaml_error_names_file_and_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "daemon:\n  poll_interval_seconds: 5\n tables: [\n")
+    with pytest.raises(ConfigError, match=rf"{path}: line 3"):
+        load_daemon_config(path)
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("poll_interval_seconds: 5", "poll_interval_secs: 5"), r"daemon.poll_interval_secs: Extra inputs"),
+        (("poll_interval_seconds: 5", "poll_interval_seconds: -1"), r"daemon.poll_interval_seconds.*-1"),
+        (("provider: in-process", "provider: etcd"), r"daemon.lock.provider.*'etcd'"),
+        (("timezone: Europe/Berlin", "timezone: Mars/Olympus"), r"table 'orders': timezone.*Mars/Olympus"),
+        (("name: users", "name: orders"), r"table name 'orders' appears more than once"),
+        (("base_path: s3a://bucket/users/", "base_path: /data/orders/"), r"base_path '/data/orders'"),
+        (("hoodie.write.lock.wait_time_ms: 2000", "hoodie.cleaner.policy: X"), r"hoodie.write.lock.\* keys"),
+    ],
+)
+def test_config_structure_errors(edit: tuple[str, str], expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected) as info:
+        parse_daemon_config(TWO_TABLES.replace(*edit), "cfg.yaml")
+    assert str(info.value).startswith("cfg.yaml: ")
+
+
+def test_config_zookeeper_provider_requires_url() -> None:
+    text = TWO_TABLES.replace("provider: in-process", "provider: zookeeper")
+    with pytest.raises(ConfigError, match=r"hoodie.write.lock.zookeeper.url"):
+        parse_daemon_config(text)
+    ok = text.replace(
+        "hoodie.write.lock.wait_time_ms: 2000",
+        "hoodie.write.lock.zookeeper.url: zk:2181\n      hoodie.write.lock.zookeeper.base_path: /hudi/locks",
+    )
+    assert parse_daemon_config(ok).daemon.lock.provider == "zookeeper"
+
+
+def test_config_empty_file_is_an_idle_daemon() -> None:
+    config = parse_daemon_config("")
+    assert config.tables == () and config.daemon.metrics.port == 9464
+
+
+def test_config_models_are_frozen() -> None:
+    config = parse_daemon_config(TWO_TABLES)
+    with pytest.raises(ValidationError, match="frozen"):
+        config.daemon.poll_interval_seconds = 1

@@ -1,0 +1,187 @@
+"""The daemon over fast fixture tables with the in-process lock: cleaning ticks, failures, quarantine."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from service.config.daemon import parse_daemon_config
+from service.daemon import Daemon, Outcome, TableService
+from tests.clean.helpers import fid
+from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+NOW = datetime(2024, 1, 2, tzinfo=UTC)
+
+
+def _config_text(
+    tables: dict[str, Path], poll: float = 0.05, backoff: float = 0.0, clustering: bool = False
+) -> str:
+    entries = "".join(
+        f"""
+  - name: {name}
+    base_path: {base}
+    clustering: {{enabled: {str(clustering).lower()}}}"""
+        for name, base in tables.items()
+    )
+    return f"""
+daemon:
+  poll_interval_seconds: {poll}
+  shutdown_grace_seconds: 10
+  metrics: {{host: 127.0.0.1, port: 0}}
+  lock: {{provider: in-process, properties: {{hoodie.write.lock.wait_time_ms: 5000}}}}
+  failures: {{backoff_initial_seconds: {backoff}, backoff_max_seconds: 120, quarantine_after: 2}}
+defaults:
+  hoodie.cleaner.commits.retained: 1
+  hoodie.clustering.async.max.commits: 100
+tables:{entries}
+"""
+
+
+def _history(t: FixtureTable, start: int = 1) -> None:
+    """Three versions of one file group; with one commit retained, the newest two are kept."""
+    for i in range(start, start + 3):
+        t.commit(ts(i), [FileSpec("a", fid(1))])
+
+
+def _break(t: FixtureTable, n: int) -> Path:
+    garbage = t.base / ".hoodie" / f"{ts(n)}.commit"
+    garbage.write_bytes(b"garbage")
+    return garbage
+
+
+def _a_files(base: Path) -> list[str]:
+    return sorted(p.name for p in (base / "a").glob("*.parquet"))
+
+
+def _cleans(base: Path) -> list[str]:
+    return sorted(p.name for p in (base / ".hoodie").iterdir() if p.name.endswith(".clean"))
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+def _value(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return registry.get_sample_value("hudi_table_service_" + name, labels) or 0.0
+
+
+def test_daemon_iteration_backs_off_then_quarantines_until_timeline_changes(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    broken = FixtureTable(tmp_path / "broken", name="broken")
+    _history(broken)
+    garbage = _break(broken, 4)
+    config = parse_daemon_config(_config_text({"broken": broken.base}, backoff=30))
+    daemon = Daemon(config, registry=registry, clock=lambda: NOW, serve_http=False)
+    runtime = daemon.runtimes["broken"]
+    clean = TableService.CLEANING
+
+    assert daemon.run_iteration(runtime, clean, NOW) is Outcome.FAILED
+    assert daemon.run_iteration(runtime, clean, NOW + timedelta(seconds=29)) is Outcome.BACKING_OFF
+    assert daemon.run_iteration(runtime, clean, NOW + timedelta(seconds=31)) is Outcome.FAILED
+    assert runtime.quarantined and _value(registry, "tables_quarantined") == 1
+    # The second backoff doubles (60 s), and quarantine holds regardless of time while nothing changes.
+    assert runtime.retry_at[clean] == NOW + timedelta(seconds=91)
+    assert daemon.run_iteration(runtime, clean, NOW + timedelta(days=1)) is Outcome.QUARANTINED
+    assert (
+        _value(registry, "failures_total", table="broken", service="cleaning", reason="CorruptTableError")
+        == 2
+    )
+    assert [r.service for r in runtime.errors] == [clean, clean]
+    assert "not JSON commit metadata" in runtime.errors[-1].error
+
+    garbage.unlink()  # the timeline changed: the table is served again, with no backoff carried over
+    assert daemon.run_iteration(runtime, clean, NOW + timedelta(days=1)) is Outcome.DONE
+    assert not runtime.quarantined and _value(registry, "tables_quarantined") == 0
+    assert len(_a_files(broken.base)) == 2 and len(_cleans(broken.base)) == 1
+    assert _value(registry, "deleted_files_total", table="broken") == 1
+    assert _value(registry, "last_success_timestamp_seconds", table="broken", service="cleaning") > 0
+
+
+def test_daemon_clustering_tick_waits_below_threshold(tmp_path: Path, registry: CollectorRegistry) -> None:
+    t = FixtureTable(tmp_path / "t", name="t")
+    _history(t)
+    config = parse_daemon_config(_config_text({"t": t.base}, clustering=True))
+    daemon = Daemon(config, registry=registry, clock=lambda: NOW, serve_http=False)
+    assert daemon.run_iteration(daemon.runtimes["t"], TableService.CLUSTERING, NOW) is Outcome.DONE
+    assert _value(registry, "commits_since_last_clustering", table="t") == 3
+    assert _value(registry, "pending_clustering_plans", table="t") == 0
+    assert not [p for p in (t.base / ".hoodie").iterdir() if "replacecommit" in p.name]
+
+
+@pytest.fixture
+def running(
+    tmp_path: Path, registry: CollectorRegistry
+) -> Iterator[tuple[Daemon, FixtureTable, FixtureTable]]:
+    healthy = FixtureTable(tmp_path / "healthy", name="healthy")
+    broken = FixtureTable(tmp_path / "broken", name="broken")
+    _history(healthy)
+    _history(broken)
+    _break(broken, 4)
+    config = parse_daemon_config(_config_text({"healthy": healthy.base, "broken": broken.base}))
+    daemon = Daemon(config, registry=registry)
+    daemon.start()
+    try:
+        yield daemon, healthy, broken
+    finally:
+        assert daemon.stop(grace_seconds=10)
+
+
+def test_daemon_cleans_healthy_table_while_broken_one_is_quarantined(
+    running: tuple[Daemon, FixtureTable, FixtureTable], registry: CollectorRegistry
+) -> None:
+    daemon, healthy, broken = running
+    _wait_until(lambda: len(_cleans(healthy.base)) == 1 and daemon.runtimes["broken"].quarantined)
+    assert len(_a_files(healthy.base)) == 2
+    assert _value(registry, "tables_quarantined") == 1
+    assert _value(registry, "deleted_files_total", table="healthy") == 1
+    assert (
+        _value(registry, "failures_total", table="healthy", service="cleaning", reason="CorruptTableError")
+        == 0
+    )
+
+    # New commits on the healthy table: cleaned again by a later tick, the broken table stays out.
+    _history(healthy, start=10)  # a tick may clean between these commits: count deletions, not cleans
+    _wait_until(lambda: _value(registry, "deleted_files_total", table="healthy") == 4)
+    assert [n.split("_")[-1] for n in _a_files(healthy.base)] == [f"{ts(11)}.parquet", f"{ts(12)}.parquet"]
+    assert len(_cleans(healthy.base)) >= 2
+    assert daemon.runtimes["broken"].quarantined and len(_cleans(broken.base)) == 0
+    failures = _value(
+        registry, "failures_total", table="broken", service="cleaning", reason="CorruptTableError"
+    )
+    assert failures == 2  # quarantined ticks do not retry
+
+    assert daemon.http is not None
+    body = urllib.request.urlopen(daemon.http.url + "/metrics", timeout=5).read().decode()
+    assert 'hudi_table_service_deleted_files_total{table="healthy"} 4.0' in body
+    assert urllib.request.urlopen(daemon.http.url + "/readyz", timeout=5).status == 200
+    assert _value(registry, "scheduler_lag_seconds") >= 0
+    assert _value(registry, "lock_hold_seconds_count", table="healthy") >= 1
+
+
+def test_daemon_stop_is_bounded_and_not_ready_after(tmp_path: Path, registry: CollectorRegistry) -> None:
+    t = FixtureTable(tmp_path / "t", name="t")
+    _history(t)
+    daemon = Daemon(parse_daemon_config(_config_text({"t": t.base})), registry=registry)
+    daemon.start()
+    assert daemon.is_ready()
+    _wait_until(lambda: len(_cleans(t.base)) == 1)
+    started = time.monotonic()
+    assert daemon.stop(grace_seconds=5)
+    assert time.monotonic() - started < 5
+    assert not daemon.is_ready()

@@ -1,0 +1,76 @@
+"""The daemon clusters a table written by Hudi's Spark writer once the async max commits are reached."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from service.config.daemon import parse_daemon_config
+from service.daemon import Daemon
+from service.executor import SparkExecutor
+from tests.support import hudi_tables as ht
+from tests.support.histories import HudiHistory
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        time.sleep(0.1)
+
+
+def test_daemon_schedules_and_executes_clustering_at_threshold(
+    history_many_commits: HudiHistory, spark: Any
+) -> None:
+    history = history_many_commits
+    base = history.base_path
+    assert len(ht.completed_instants(base)) == 6
+    config = parse_daemon_config(
+        f"""
+daemon:
+  poll_interval_seconds: 0.2
+  shutdown_grace_seconds: 60
+  metrics: {{port: 0}}
+defaults:
+  hoodie.clustering.async.max.commits: 7
+tables:
+  - name: {history.table_name}
+    base_path: {base}
+    timezone: UTC  # Hudi wrote a LOCAL timeline in the JVM's zone, UTC here (as tests/clustering assume)
+    cleaning: {{enabled: false}}
+"""
+    )
+    registry = CollectorRegistry()
+    daemon = Daemon(config, registry=registry, executor=SparkExecutor(session=spark))
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value("hudi_table_service_" + name, {"table": history.table_name})
+
+    daemon.start()
+    try:
+        # Six commits: below the threshold, the daemon only reports.
+        _wait_until(lambda: value("commits_since_last_clustering") == 6, 30)
+        assert ht.instants_with_action(base, "replacecommit") == []
+        assert not [n for n in ht.timeline_files(base) if "replacecommit" in n]
+
+        latest = dict(history.latest_batch)
+        ids = list(range(0, 60, 4))
+        history.write(spark, ht.generate(spark, ids, 6), "upsert")
+        latest.update(dict.fromkeys(ids, 6))
+
+        _wait_until(lambda: len(ht.instants_with_action(base, "replacecommit")) == 1, 240)
+        _wait_until(lambda: value("commits_since_last_clustering") == 0, 30)
+    finally:
+        assert daemon.stop(grace_seconds=60)
+
+    assert (value("rewritten_files_total") or 0) > 0 and (value("rewritten_bytes_total") or 0) > 0
+    assert value("pending_clustering_plans") == 0
+    rows = ht.normalise_rows(ht.read_snapshot(spark, base))
+    assert rows == [ht.expected_row(i, b) for i, b in sorted(latest.items())]

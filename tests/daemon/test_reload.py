@@ -1,0 +1,115 @@
+"""Hot reload: tables added, removed and re-tuned from the file; an invalid file keeps the old config."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from service.config.daemon import load_daemon_config, parse_daemon_config
+from service.daemon import Daemon, Outcome, TableService
+from tests.clean.helpers import fid
+from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+NOW = datetime(2024, 1, 2, tzinfo=UTC)
+
+
+def _config(tables: dict[str, Path], retained: int = 1, poll: float = 0.05) -> str:
+    entries = "".join(
+        f"\n  - {{name: {name}, base_path: '{base}', clustering: {{enabled: false}}}}"
+        for name, base in tables.items()
+    )
+    return f"""
+daemon:
+  poll_interval_seconds: {poll}
+  config_watch_seconds: 0.05
+  metrics: {{port: 0}}
+  failures: {{backoff_initial_seconds: 0, quarantine_after: 1}}
+defaults:
+  hoodie.cleaner.commits.retained: {retained}
+tables:{entries}
+"""
+
+
+def _table(root: Path, name: str) -> FixtureTable:
+    t = FixtureTable(root / name, name=name)
+    for i in (1, 2, 3):
+        t.commit(ts(i), [FileSpec("a", fid(1))])
+    return t
+
+
+def _cleans(t: FixtureTable) -> int:
+    return len(list((t.base / ".hoodie").glob("*.clean")))
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        time.sleep(0.05)
+
+
+def test_reload_adds_removes_tables_and_survives_invalid_file(tmp_path: Path) -> None:
+    one, two = _table(tmp_path, "one"), _table(tmp_path, "two")
+    path = tmp_path / "daemon.yaml"
+    path.write_text(_config({"one": one.base}))
+    registry = CollectorRegistry()
+    daemon = Daemon(load_daemon_config(path), registry=registry, serve_http=False)
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value("hudi_table_service_" + name, {})
+
+    daemon.start()
+    try:
+        _wait_until(lambda: _cleans(one) == 1)
+        assert _cleans(two) == 0
+
+        path.write_text(_config({"one": one.base, "two": two.base}))
+        _wait_until(lambda: _cleans(two) == 1)
+        assert value("config_reload_success") == 1
+
+        path.write_text(_config({"one": one.base}) + "  - [unbalanced\n")
+        _wait_until(lambda: value("config_reload_failures_total") == 1)
+        assert value("config_reload_success") == 0
+        assert set(daemon.runtimes) == {"one", "two"}  # the running config is kept
+        two.commit(ts(10), [FileSpec("a", fid(1))])
+        two.commit(ts(11), [FileSpec("a", fid(1))])
+        _wait_until(lambda: _cleans(two) >= 2)  # and still served (one clean per commit, or one for both)
+
+        path.write_text(_config({"two": two.base}))
+        _wait_until(lambda: set(daemon.runtimes) == {"two"})
+        assert value("config_reload_success") == 1
+        assert daemon._scheduler.get_job("one:cleaning") is None
+        assert daemon._scheduler.get_job("two:cleaning") is not None
+        one.commit(ts(10), [FileSpec("a", fid(1))])
+        cleans_before = _cleans(two)
+        two.commit(ts(12), [FileSpec("a", fid(1))])
+        _wait_until(lambda: _cleans(two) > cleans_before)
+        assert _cleans(one) == 1  # removed: no longer cleaned
+    finally:
+        assert daemon.stop(grace_seconds=10)
+
+
+def test_reload_changed_entry_lifts_quarantine(tmp_path: Path) -> None:
+    broken = _table(tmp_path, "broken")
+    (broken.base / ".hoodie" / f"{ts(4)}.commit").write_bytes(b"garbage")
+    daemon = Daemon(
+        parse_daemon_config(_config({"broken": broken.base})), registry=CollectorRegistry(), serve_http=False
+    )
+    clean = TableService.CLEANING
+    assert daemon.run_iteration(daemon.runtimes["broken"], clean, NOW) is Outcome.FAILED
+    assert daemon.runtimes["broken"].quarantined
+    assert daemon.run_iteration(daemon.runtimes["broken"], clean, NOW) is Outcome.QUARANTINED
+
+    daemon.apply_config(parse_daemon_config(_config({"broken": broken.base})))  # same entry: still out
+    assert daemon.run_iteration(daemon.runtimes["broken"], clean, NOW) is Outcome.QUARANTINED
+
+    daemon.apply_config(parse_daemon_config(_config({"broken": broken.base}, retained=2)))
+    runtime = daemon.runtimes["broken"]
+    assert not runtime.quarantined and runtime.entry.hoodie.clean.commits_retained == 2
+    assert daemon.run_iteration(runtime, clean, NOW) is Outcome.FAILED  # tried again (still broken)
+    assert daemon.metrics.registry.get_sample_value("hudi_table_service_tables_quarantined") == 1
