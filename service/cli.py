@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the daemon (clustering and cleaning of every configured table)")
     run.add_argument("--config", required=True, metavar="FILE", help="the daemon's YAML config")
+
+    from service.demo.live import add_demo_arguments
+
+    demo = sub.add_parser("demo", help="the daemon beside Hudi's writer on a fresh local demo table")
+    add_demo_arguments(demo)
     return parser
 
 
@@ -88,7 +93,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_daemon(args.config)
 
 
-COMMANDS = {"status": cmd_status, "clean": cmd_clean, "cluster": cmd_cluster, "run": cmd_run}
+def cmd_demo(args: argparse.Namespace) -> int:
+    from service.demo.live import run_demo
+
+    return run_demo(args)
+
+
+COMMANDS = {
+    "demo": cmd_demo,
+    "status": cmd_status,
+    "clean": cmd_clean,
+    "cluster": cmd_cluster,
+    "run": cmd_run,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
