@@ -216,6 +216,8 @@ def decode_commit(model_type: type[M], data: bytes, source: str) -> M:
 
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+# JSON name -> attribute, resolved once (RuntimeStats.model_fields is rebuilt on every access).
+_RUNTIME_STAT_NAMES = {info.serialization_alias: name for name, info in RuntimeStats.model_fields.items()}
 
 
 class _Reader:
@@ -314,7 +316,7 @@ class _Reader:
 
     def as_runtime_stats(self, value: object, where: str) -> RuntimeStats:
         raw = self.as_object(value, where)
-        names = {info.serialization_alias: name for name, info in RuntimeStats.model_fields.items()}
+        names = _RUNTIME_STAT_NAMES
         values: dict[str, Any] = {
             names[k]: self.as_long(v, f"{where}.{k}") or 0 for k, v in raw.items() if k in names
         }
