@@ -1,0 +1,591 @@
+"""Cleaning benchmark: clean planning, incremental versus full scan, and delete throughput.
+
+The synthetic table (Hudi's on-disk format, built without Spark): P partitions of G file groups, every
+file group written by one bulk insert and then V-1 full-table upserts (V versions), plus K small
+commits in between that rewrite a few partitions each. Base files are empty placeholders: the view
+and the planner read only names and sizes from the listing, never the Parquet content.
+
+Timeline, with R = V-1 commits retained (KEEP_LATEST_COMMITS):
+    bulk insert, s1..sR, [previous clean: ECTR s1], s(R+1)..sK, upsert 1..R
+The new clean's ECTR is upsert 1, so incremental mode scans only the partitions of s1..sK; a full
+scan lists every partition. Both must plan the same deletes (each rewritten file group's bulk-insert
+version): the previous clean left nothing behind elsewhere. Delete throughput is measured on a fresh
+copy with one commit retained, which deletes about half of the table's files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.common import print_table, stopwatch, write_results
+from service.cleaning import Cleaner, CleanOptions
+from service.cleaning.snapshot import commit_partitions, load_clean_snapshot
+from service.config.hoodie import HoodieConfig
+from service.lock import create_lock
+from service.table import codecs
+from service.table.data_files import base_file_name
+from service.table.instant import Action, Instant, State
+from service.table.properties import TableConfig
+from service.table.storage import Storage
+from service.table.table import HudiTable
+from service.table.timeline import create_instant_file, format_instant_time, instant_path
+from strategies.clean import CleanPlan, plan_clean
+
+NAME = "cleaning"
+TABLE_NAME = "bench_cleaning"
+WRITE_TOKEN = "0-0-0"
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+NOW = datetime(2024, 1, 8, tzinfo=UTC)  # after every instant of the synthetic timeline
+TARGET_SPEEDUP = 10.0
+
+
+@dataclass(frozen=True)
+class TableShape:
+    partitions: int
+    file_groups_per_partition: int
+    versions: int  # bulk insert + (versions - 1) full-table upserts
+    small_commits: int  # commits rewriting a few partitions between the two cleans' ECTRs
+    partitions_per_small_commit: int
+
+    def __post_init__(self) -> None:
+        if self.versions < 2 or self.small_commits < self.versions - 1:
+            raise ValueError(f"{self}: needs versions >= 2 and small_commits >= versions - 1")
+        if self.small_commits * self.partitions_per_small_commit > self.partitions:
+            raise ValueError(f"{self}: the small commits must touch distinct partitions")
+
+    @property
+    def touched_partitions(self) -> int:
+        return self.small_commits * self.partitions_per_small_commit
+
+    @property
+    def file_groups(self) -> int:
+        return self.partitions * self.file_groups_per_partition
+
+    @property
+    def data_files(self) -> int:
+        return self.file_groups * self.versions + self.touched_partitions * self.file_groups_per_partition
+
+    @property
+    def commits_retained(self) -> int:
+        return self.versions - 1
+
+    @property
+    def files_deleted_retaining_one_commit(self) -> int:
+        """Keeping the last two slices of every file group (the latest and the newest before the ECTR)."""
+        touched_groups = self.touched_partitions * self.file_groups_per_partition
+        return self.file_groups * (self.versions - 2) + touched_groups
+
+
+FULL = TableShape(1000, 25, 4, 10, 2)  # 100,500 data files
+QUICK = TableShape(100, 25, 4, 10, 1)  # 10,250 data files
+TINY = TableShape(12, 3, 3, 4, 1)  # for the smoke test
+
+
+# ---------------------------------------------------------------------------------------------- table
+def _instant_time(minute: int) -> str:
+    return format_instant_time(EPOCH + timedelta(minutes=minute))
+
+
+def _file_id(partition: int, group: int) -> str:
+    return f"{partition:08x}-{group:04x}-4000-8000-{partition * 10_000 + group:012x}-0"
+
+
+def _partition_path(partition: int) -> str:
+    return f"p={partition:04d}"
+
+
+class _Builder:
+    """Writes the synthetic table directly: empty base files, codec-encoded timeline files."""
+
+    def __init__(self, base: Path, shape: TableShape) -> None:
+        self.base = base
+        self.shape = shape
+        self.storage = Storage.for_base_uri(str(base))
+        self.minute = 0
+        self.latest: dict[tuple[int, int], str] = {}
+        self._last = ""
+
+    def build(self) -> None:
+        shape = self.shape
+        (self.base / ".hoodie").mkdir(parents=True)
+        self._properties()
+        everything = range(shape.partitions)
+        self._commit(everything, codecs.WriteOperationType.BULK_INSERT)
+        step = shape.partitions // shape.touched_partitions
+        small = [
+            [
+                (i * shape.partitions_per_small_commit + j) * step
+                for j in range(shape.partitions_per_small_commit)
+            ]
+            for i in range(shape.small_commits)
+        ]
+        first_small = self._instant_time_next()
+        for i, partitions in enumerate(small):
+            self._commit(partitions, codecs.WriteOperationType.UPSERT)
+            if i + 1 == shape.commits_retained:
+                # completed = bulk insert + s1..sR: Hudi's ECTR was s1, and it had nothing to delete.
+                self._clean(earliest_commit_to_retain=first_small, last_completed=self._last)
+        for _ in range(shape.versions - 1):
+            self._commit(everything, codecs.WriteOperationType.UPSERT)
+
+    def _properties(self) -> None:
+        raw = {
+            "hoodie.table.name": TABLE_NAME,
+            "hoodie.table.type": "COPY_ON_WRITE",
+            "hoodie.table.version": "6",
+            "hoodie.timeline.layout.version": "1",
+            "hoodie.table.recordkey.fields": "id",
+            "hoodie.table.precombine.field": "ts",
+            "hoodie.table.partition.fields": "p",
+            "hoodie.table.timeline.timezone": "UTC",
+            "hoodie.archivelog.folder": "archived",
+        }
+        self.storage.write_bytes(".hoodie/hoodie.properties", TableConfig(raw).to_text().encode("latin-1"))
+
+    def _instant_time_next(self) -> str:
+        return _instant_time(self.minute + 1)
+
+    def _next(self) -> str:
+        self.minute += 1
+        self._last = _instant_time(self.minute)
+        return self._last
+
+    def _commit(self, partitions: Sequence[int], operation: codecs.WriteOperationType) -> None:
+        instant_time = self._next()
+        stats: dict[str, tuple[codecs.WriteStat, ...]] = {}
+        for p in partitions:
+            partition = _partition_path(p)
+            directory = self.base / partition
+            if not directory.exists():
+                directory.mkdir()
+                depth = f"#partition metadata\ncommitTime={instant_time}\npartitionDepth=1\n"
+                (directory / ".hoodie_partition_metadata").write_text(depth, encoding="ascii")
+            out = []
+            for g in range(self.shape.file_groups_per_partition):
+                file_id = _file_id(p, g)
+                name = base_file_name(file_id, WRITE_TOKEN, instant_time)
+                os.close(os.open(directory / name, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644))
+                previous = self.latest.get((p, g))
+                self.latest[(p, g)] = instant_time
+                out.append(
+                    codecs.WriteStat(
+                        file_id=file_id,
+                        path=f"{partition}/{name}",
+                        prev_commit=previous or codecs.NULL_COMMIT,
+                        num_writes=100,
+                        num_inserts=0 if previous else 100,
+                        num_update_writes=100 if previous else 0,
+                        partition_path=partition,
+                    )
+                )
+            stats[partition] = tuple(out)
+        meta = codecs.CommitMetadata(partition_to_write_stats=stats, operation_type=operation)
+        requested = Instant(instant_time, Action.COMMIT, State.REQUESTED)
+        create_instant_file(self.storage, requested)
+        create_instant_file(self.storage, requested.with_state(State.INFLIGHT))
+        create_instant_file(self.storage, requested.with_state(State.COMPLETED), codecs.encode(meta))
+
+    def _clean(self, earliest_commit_to_retain: str, last_completed: str) -> None:
+        instant_time = self._next()
+        plan = codecs.CleanerPlan(
+            earliest_instant_to_retain=codecs.ActionInstant(
+                timestamp=earliest_commit_to_retain, action="commit", state="COMPLETED"
+            ),
+            last_completed_commit_timestamp=last_completed,
+            policy="KEEP_LATEST_COMMITS",
+            files_to_be_deleted_per_partition={},
+            file_paths_to_be_deleted_per_partition={},
+            partitions_to_be_deleted=(),
+        )
+        meta = codecs.CleanMetadata(
+            start_clean_time=instant_time,
+            time_taken_in_millis=1,
+            total_files_deleted=0,
+            earliest_commit_to_retain=earliest_commit_to_retain,
+            last_completed_commit_timestamp=last_completed,
+            partition_metadata={},
+        )
+        requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
+        create_instant_file(self.storage, requested, codecs.encode(plan))
+        create_instant_file(self.storage, requested.with_state(State.INFLIGHT), codecs.encode(plan))
+        create_instant_file(self.storage, requested.with_state(State.COMPLETED), codecs.encode(meta))
+
+
+def build_table(base: Path, shape: TableShape) -> None:
+    """The synthetic table at `base` (which must not exist yet)."""
+    _Builder(base, shape).build()
+
+
+# ---------------------------------------------------------------------------------------------- planning
+def _config(shape: TableShape, incremental: bool, commits_retained: int | None = None) -> HoodieConfig:
+    return HoodieConfig.from_mapping(
+        {
+            "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
+            "hoodie.cleaner.commits.retained": str(commits_retained or shape.commits_retained),
+            "hoodie.cleaner.incremental.mode": str(incremental).lower(),
+        },
+        TABLE_NAME,
+    )
+
+
+@dataclass(frozen=True)
+class PlanningRun:
+    """One cold planning pass (fresh HudiTable, nothing cached) split into its phases, in seconds."""
+
+    timeline: float  # list .hoodie, decode every completed commit's metadata
+    listing: float  # load_clean_snapshot with decoded commits cached: partition listing + view
+    plan: float  # plan_clean on the snapshot (pure)
+    warm_listing: float  # again on the same table object (a daemon's tick: decoded metadata cached)
+    warm_plan: float
+    partitions_listed: int
+    partitions_scanned: int
+    files_in_view: int
+    plan_paths: frozenset[str]
+
+    @property
+    def cold_total(self) -> float:
+        return self.timeline + self.listing + self.plan
+
+    @property
+    def warm_total(self) -> float:
+        return self.warm_listing + self.warm_plan
+
+
+def _plan_once(base: Path, config: HoodieConfig) -> PlanningRun:
+    clean = config.clean
+    table = HudiTable.open(str(base))
+    gc.collect()  # each phase starts without the previous phase's garbage
+    with stopwatch() as t_timeline:
+        timeline = table.load_timeline()
+        commit_partitions(table, timeline)
+    gc.collect()
+    with stopwatch() as t_listing:
+        snapshot = load_clean_snapshot(table, timeline, clean, NOW, UTC)
+    gc.collect()
+    with stopwatch() as t_plan:
+        plan = plan_clean(snapshot, clean, NOW)
+    partitions_listed = len(snapshot.view.partitions)
+    files_in_view = sum(len(s.file_names) for fg in snapshot.view.file_groups.values() for s in fg.slices)
+    partitions_scanned = plan.partitions_scanned if plan else 0
+    plan_paths = _paths(plan)
+    del snapshot, plan  # a daemon's tick holds no previous view; only the decoded-metadata cache stays
+    gc.collect()
+    with stopwatch() as t_warm_listing:
+        warm = load_clean_snapshot(table, table.load_timeline(), clean, NOW, UTC)
+    gc.collect()
+    with stopwatch() as t_warm_plan:
+        plan_clean(warm, clean, NOW)
+    return PlanningRun(
+        timeline=t_timeline.seconds,
+        listing=t_listing.seconds,
+        plan=t_plan.seconds,
+        warm_listing=t_warm_listing.seconds,
+        warm_plan=t_warm_plan.seconds,
+        partitions_listed=partitions_listed,
+        partitions_scanned=partitions_scanned,
+        files_in_view=files_in_view,
+        plan_paths=plan_paths,
+    )
+
+
+def _commit_json_seconds(base: Path) -> float:
+    """Reading and `json.loads` of every completed commit file, nothing else: what finding the
+    partitions each commit wrote would cost without building write-stat models."""
+    table = HudiTable.open(str(base))
+    timeline = table.load_timeline()
+    gc.collect()
+    with stopwatch() as sw:
+        for instant in timeline.commits().completed():
+            json.loads(table.storage.read_bytes(instant_path(instant)))
+    return sw.seconds
+
+
+def _paths(plan: CleanPlan | None) -> frozenset[str]:
+    return frozenset(t.path for t in plan.all_targets) if plan else frozenset()
+
+
+def _dry_run_seconds(base: Path, config: HoodieConfig) -> tuple[float, int]:
+    """The product's own entry point, `Cleaner(dry_run=True).run()`, cold: seconds and files planned."""
+    table = HudiTable.open(str(base))
+    lock = create_lock("in-process", TABLE_NAME, {"hoodie.base.path": str(base)})
+    cleaner = Cleaner(table, config, lock, UTC, CleanOptions(dry_run=True), now=lambda: NOW)
+    gc.collect()
+    with stopwatch() as sw:
+        result = cleaner.run()
+    return sw.seconds, sum(c.files_planned for c in result.cleans)
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def measure_planning(base: Path, shape: TableShape, repeat: int) -> dict[str, Any]:
+    """Incremental versus full scan, `repeat` alternating cold runs of each; medians in seconds."""
+    configs = {"incremental": _config(shape, True), "full": _config(shape, False)}
+    runs: dict[str, list[PlanningRun]] = {mode: [] for mode in configs}
+    dry: dict[str, list[float]] = {mode: [] for mode in configs}
+    dry_files: dict[str, int] = {}
+    json_only: list[float] = []
+    for _ in range(repeat):
+        json_only.append(_commit_json_seconds(base))
+        for mode, config in configs.items():
+            runs[mode].append(_plan_once(base, config))
+            seconds, files = _dry_run_seconds(base, config)
+            dry[mode].append(seconds)
+            dry_files[mode] = files
+    out: dict[str, Any] = {}
+    for mode, mode_runs in runs.items():
+        first = mode_runs[0]
+        out[mode] = {
+            "timeline_s": _median([r.timeline for r in mode_runs]),
+            "listing_s": _median([r.listing for r in mode_runs]),
+            "plan_s": _median([r.plan for r in mode_runs]),
+            "cold_total_s": _median([r.cold_total for r in mode_runs]),
+            "warm_listing_s": _median([r.warm_listing for r in mode_runs]),
+            "warm_plan_s": _median([r.warm_plan for r in mode_runs]),
+            "warm_total_s": _median([r.warm_total for r in mode_runs]),
+            "dry_run_s": _median(dry[mode]),
+            "partitions_listed": first.partitions_listed,
+            "partitions_scanned": first.partitions_scanned,
+            "files_in_view": first.files_in_view,
+            "files_planned": len(first.plan_paths),
+            "dry_run_files_planned": dry_files[mode],
+            "runs": [
+                {k: v for k, v in asdict(r).items() if k != "plan_paths"} | {"cold_total": r.cold_total}
+                for r in mode_runs
+            ],
+        }
+    incremental, full = runs["incremental"][0], runs["full"][0]
+    out["commit_json_parse_s"] = _median(json_only)
+    out["plans_equal"] = all(r.plan_paths == full.plan_paths for r in runs["incremental"] + runs["full"])
+    out["expected_files_planned"] = shape.touched_partitions * shape.file_groups_per_partition
+    out["plans_match_expected"] = len(incremental.plan_paths) == out["expected_files_planned"]
+    speedup: dict[str, float | None] = {}
+    for key in ("listing_s", "plan_s", "cold_total_s", "warm_total_s", "dry_run_s"):
+        numerator, denominator = out["full"][key], out["incremental"][key]
+        speedup[key.removesuffix("_s")] = numerator / denominator if denominator > 0 else None
+    out["speedup_full_over_incremental"] = speedup
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- deletes
+class _TimedDelete:
+    """Wraps Storage.delete_file to time the delete phase alone (first start to last finish)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+        self._lock = threading.Lock()
+        self.first: float | None = None
+        self.last = 0.0
+        self.calls = 0
+
+    def __call__(self, path: str) -> bool:
+        started = time.perf_counter()
+        removed = self._storage.delete_file(path)
+        finished = time.perf_counter()
+        with self._lock:
+            self.first = started if self.first is None else min(self.first, started)
+            self.last = max(self.last, finished)
+            self.calls += 1
+        return removed
+
+
+def measure_deletes(work: Path, shape: TableShape, parallelisms: Sequence[int]) -> list[dict[str, Any]]:
+    """A real clean (one commit retained) on a fresh copy per `hoodie.cleaner.parallelism` value."""
+    results = []
+    for parallelism in parallelisms:
+        base = work / f"delete-p{parallelism}"
+        with stopwatch() as build:
+            build_table(base, shape)
+        config = HoodieConfig.from_mapping(
+            {
+                "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
+                "hoodie.cleaner.commits.retained": "1",
+                "hoodie.cleaner.parallelism": str(parallelism),
+            },
+            TABLE_NAME,
+        )
+        table = HudiTable.open(str(base))
+        lock = create_lock("in-process", TABLE_NAME, {"hoodie.base.path": str(base)})
+        timed = _TimedDelete(table.storage)
+        cleaner = Cleaner(table, config, lock, UTC, CleanOptions(), now=lambda: NOW, delete=timed)
+        with stopwatch() as run:
+            result = cleaner.run()
+        deleted = sum(c.files_deleted for c in result.cleans)
+        delete_seconds = (timed.last - timed.first) if timed.first is not None else 0.0
+        results.append(
+            {
+                "parallelism": parallelism,
+                "files_deleted": deleted,
+                "expected_files_deleted": shape.files_deleted_retaining_one_commit,
+                "delete_calls": timed.calls,
+                "delete_phase_s": delete_seconds,
+                "files_per_s": deleted / delete_seconds if delete_seconds > 0 else None,
+                "clean_run_s": run.seconds,
+                "end_to_end_files_per_s": deleted / run.seconds if run.seconds > 0 else None,
+                "build_s": build.seconds,
+            }
+        )
+        shutil.rmtree(base)
+    return results
+
+
+# ---------------------------------------------------------------------------------------------- entry
+@contextmanager
+def _work_dir(given: Path | None) -> Iterator[Path]:
+    if given is not None:
+        given.mkdir(parents=True, exist_ok=True)
+        yield Path(tempfile.mkdtemp(prefix="bench-cleaning-", dir=given))
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-cleaning-") as tmp:
+        yield Path(tmp)
+
+
+def run(
+    quick: bool,
+    *,
+    shape: TableShape | None = None,
+    repeat: int | None = None,
+    parallelisms: Sequence[int] | None = None,
+    work_dir: Path | None = None,
+    results_dir: Path | None = None,
+    report: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Build the table, measure, print the tables, write `<results_dir>/cleaning.json`; the payload."""
+    shape = shape or (QUICK if quick else FULL)
+    repeat = repeat or (3 if quick else 5)
+    parallelisms = tuple(parallelisms or ((1, 200) if quick else (1, 8, 200)))
+    with _work_dir(work_dir) as work:
+        base = work / "table"
+        with stopwatch() as build:
+            build_table(base, shape)
+        report(f"built {shape.data_files:,} files, {shape.partitions:,} partitions ({build.seconds:.1f}s)")
+        planning = measure_planning(base, shape, repeat)
+        deletes = measure_deletes(work, shape, parallelisms)
+        if work_dir is not None:
+            shutil.rmtree(work)
+    payload: dict[str, Any] = {
+        "quick": quick,
+        "command": "python -m bench cleaning" + (" --quick" if quick else ""),
+        "shape": asdict(shape)
+        | {
+            "data_files": shape.data_files,
+            "file_groups": shape.file_groups,
+            "touched_partitions": shape.touched_partitions,
+        },
+        "policy": {
+            "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
+            "commits_retained": shape.commits_retained,
+        },
+        "repeat": repeat,
+        "build_s": build.seconds,
+        "planning": planning,
+        "deletes": deletes,
+        "target": {
+            "speedup": TARGET_SPEEDUP,
+            "met_cold": (planning["speedup_full_over_incremental"]["cold_total"] or 0) >= TARGET_SPEEDUP,
+            "met_warm": (planning["speedup_full_over_incremental"]["warm_total"] or 0) >= TARGET_SPEEDUP,
+        },
+    }
+    path = write_results(NAME, payload, results_dir)
+    _print(payload)
+    report(f"results: {path}")
+    return payload
+
+
+def _print(payload: dict[str, Any]) -> None:
+    planning = payload["planning"]
+    shape = payload["shape"]
+    rows = []
+    for mode in ("incremental", "full"):
+        m = planning[mode]
+        rows.append(
+            [
+                mode,
+                m["partitions_listed"],
+                m["files_in_view"],
+                m["files_planned"],
+                m["timeline_s"] * 1000,
+                m["listing_s"] * 1000,
+                m["plan_s"] * 1000,
+                m["cold_total_s"] * 1000,
+                m["warm_total_s"] * 1000,
+                m["dry_run_s"] * 1000,
+            ]
+        )
+    speedup = planning["speedup_full_over_incremental"]
+    rows.append(
+        [
+            "full / incremental",
+            None,
+            None,
+            None,
+            None,
+            speedup["listing"],
+            speedup["plan"],
+            speedup["cold_total"],
+            speedup["warm_total"],
+            speedup["dry_run"],
+        ]
+    )
+    print_table(
+        f"Clean planning, {shape['data_files']:,} files in {shape['partitions']:,} partitions "
+        f"(median of {payload['repeat']}, ms; plans equal: {planning['plans_equal']})",
+        [
+            "mode",
+            "partitions listed",
+            "files in view",
+            "files planned",
+            "timeline",
+            "listing",
+            "plan",
+            "cold total",
+            "warm total",
+            "dry run",
+        ],
+        rows,
+    )
+    print(
+        f"timeline = list .hoodie + decode every completed commit; reading and json.loads of those files "
+        f"alone: {planning['commit_json_parse_s'] * 1000:,.0f} ms"
+    )
+    print_table(
+        "Clean execution (one commit retained, fresh copy each)",
+        ["parallelism", "files deleted", "delete phase s", "files/s", "clean run s", "end-to-end files/s"],
+        [
+            [
+                d["parallelism"],
+                d["files_deleted"],
+                d["delete_phase_s"],
+                d["files_per_s"],
+                d["clean_run_s"],
+                d["end_to_end_files_per_s"],
+            ]
+            for d in payload["deletes"]
+        ],
+    )
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench cleaning", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100 partitions, ~10k files")
+    parser.add_argument("--repeat", type=int, default=None, help="planning repetitions (median)")
+    parser.add_argument("--work-dir", type=Path, default=None, help="where the synthetic tables go")
+    parser.add_argument("--results-dir", type=Path, default=None, help="instead of bench/results")
+    args = parser.parse_args(list(argv))
+    payload = run(args.quick, repeat=args.repeat, work_dir=args.work_dir, results_dir=args.results_dir)
+    return 0 if payload["planning"]["plans_equal"] else 1

@@ -1,0 +1,142 @@
+"""What every benchmark shares: the machine it ran on, a plain-text table, the JSON result file."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def _memory_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _java_version() -> str | None:
+    try:
+        done = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return lines[0] if lines else None
+
+
+def _module_version(name: str) -> str | None:
+    try:
+        module = __import__(name)
+    except ImportError:
+        return None
+    version: str | None = getattr(module, "__version__", None)
+    return version
+
+
+def machine_info() -> dict[str, Any]:
+    """Cores, memory and the versions of everything on the measured path."""
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "memory_bytes": _memory_bytes(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "java": _java_version(),
+        "spark": _module_version("pyspark"),
+        "pyarrow": _module_version("pyarrow"),
+        "numpy": _module_version("numpy"),
+        # Load from other processes skews timings on a small machine; recorded so readers can tell.
+        "load_average_1_5_15m": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+@dataclass
+class Stopwatch:
+    seconds: float = 0.0
+
+
+@contextmanager
+def stopwatch() -> Iterator[Stopwatch]:
+    """`with stopwatch() as sw: ...` then `sw.seconds` (monotonic wall time)."""
+    sw = Stopwatch()
+    started = time.perf_counter()
+    try:
+        yield sw
+    finally:
+        sw.seconds = time.perf_counter() - started
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown-compatible table: text columns left-aligned, numbers right-aligned."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    numeric = [
+        all(isinstance(row[i], int | float) or row[i] is None for row in rows) for i in range(len(headers))
+    ]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)]
+        return "| " + " | ".join(parts) + " |"
+
+    rule = (
+        "|"
+        + "|".join(
+            ("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(widths, numeric, strict=True)
+        )
+        + "|"
+    )
+    return "\n".join([line(headers), rule, *(line(r) for r in cells)])
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    print(f"\n{title}\n{format_table(headers, rows)}", flush=True)
+
+
+def write_results(name: str, payload: Mapping[str, Any], results_dir: Path | None = None) -> Path:
+    """`<results_dir>/<name>.json` with the machine, when it ran, and `payload`."""
+    directory = results_dir or RESULTS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
+    document = {
+        "benchmark": name,
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        **payload,
+    }
+    path.write_text(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,251 @@
+"""End to end (issue 5): Hudi's Spark writer and the daemon share one real ZooKeeper lock on one table.
+
+The writer commits small batches with optimistic concurrency (ZookeeperBasedLockProvider, LAZY failed
+writes, updates allowed into file groups under a pending clustering plan) and retries a batch Hudi
+rejects with a write conflict (rolling back the rejected attempt, see `Writer.roll_back`); meanwhile
+the daemon schedules and executes clustering and cleans.
+Whatever interleaving happens, Hudi and hudi-rs must read every record exactly once with its latest value.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from service.config.daemon import parse_daemon_config
+from service.daemon import Daemon
+from service.executor import SparkExecutor
+from service.lock import create_lock
+from service.rollback import rollback_instant
+from service.table import codecs
+from service.table.table import HudiTable
+from tests.support import hudi_tables as ht
+from tests.support.zookeeper import ZookeeperServer
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
+
+TABLE = "e2e_zk"
+ALLOW_UPDATES = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
+NEW_IDS_PER_BATCH = 12
+COMPLETED_ACTIONS = ("commit", "replacecommit", "clean", "rollback")
+
+
+@pytest.fixture
+def zookeeper(tmp_path: Path) -> Iterator[ZookeeperServer]:
+    """A ZooKeeper of this test alone (the outage test stops it)."""
+    server = ZookeeperServer(tmp_path / "zookeeper")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+class Writer:
+    """Hudi's Spark writer under OCC on the ZooKeeper lock; remembers each id's latest batch."""
+
+    def __init__(self, spark: Any, base: Path, zk_connect: str, lock_base_path: str) -> None:
+        self.spark = spark
+        self.base = base
+        self.opts = {
+            **ht.occ_zookeeper_options(zk_connect, lock_base_path, TABLE),
+            "hoodie.clustering.updates.strategy": ALLOW_UPDATES,
+            "hoodie.write.lock.wait_time_ms": "60000",
+        }
+        self.lock = create_lock("zookeeper", TABLE, self.opts)
+        self.latest: dict[int, int] = {}
+        self.retries = 0
+
+    def batch_ids(self, batch: int) -> list[int]:
+        """New ids plus an update of every third earlier id (a different third each batch)."""
+        new = range(batch * NEW_IDS_PER_BATCH, (batch + 1) * NEW_IDS_PER_BATCH)
+        updates = [i for i in self.latest if i % 3 == batch % 3]
+        return sorted([*new, *updates])
+
+    def write_batch(self, batch: int, timeout_s: float = 120.0) -> None:
+        from py4j.protocol import Py4JJavaError
+
+        ids = self.batch_ids(batch)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            before = _pending_commits(self.base)
+            try:
+                ht.write(self.spark, self.base, ht.generate(self.spark, ids, batch), "upsert", TABLE,
+                         partition_fields=[ht.PARTITION_FIELD], extra_opts=self.opts)  # fmt: skip
+            except Py4JJavaError as err:
+                if not _retryable(str(err)) or time.monotonic() > deadline:
+                    raise
+                self.retries += 1
+                for instant in _pending_commits(self.base) - before:
+                    self.roll_back(instant)
+                time.sleep(1.0)  # let the clustering that conflicted finish before trying again
+                continue
+            break
+        self.latest.update(dict.fromkeys(ids, batch))
+
+    def roll_back(self, instant: str) -> None:
+        """Roll back an attempt Hudi rejected, under the shared lock.
+
+        With LAZY failed writes Hudi leaves the attempt pending for a later clean to roll back once its
+        heartbeat expires; our writers run with Hudi's clean off and the daemon does not roll back other
+        writers' failed writes, so the attempt would pin the cleaner's earliest commit to retain.
+        """
+        table = HudiTable.open(str(self.base), {})
+        rollback_instant(table, instant, self.lock, now=datetime.now(UTC), tz=UTC)
+
+    def expected_rows(self) -> list[dict[str, Any]]:
+        return [ht.expected_row(i, b) for i, b in sorted(self.latest.items())]
+
+
+def _daemon(base: Path, zk_connect: str, lock_base_path: str, spark: Any, extra_lock: str = "") -> Daemon:
+    config = parse_daemon_config(
+        f"""
+daemon:
+  poll_interval_seconds: 1
+  shutdown_grace_seconds: 120
+  config_watch_seconds: 0
+  metrics: {{port: 0}}
+  failures: {{backoff_initial_seconds: 0.5, backoff_max_seconds: 2, quarantine_after: 1000}}
+  lock:
+    provider: zookeeper
+    properties:
+      hoodie.write.lock.zookeeper.url: "{zk_connect}"
+      hoodie.write.lock.zookeeper.base_path: "{lock_base_path}"
+      hoodie.write.lock.zookeeper.lock_key: {TABLE}{extra_lock}
+defaults:
+  hoodie.clustering.async.max.commits: 2
+  hoodie.cleaner.commits.retained: 2
+tables:
+  - name: {TABLE}
+    base_path: {base}
+    timezone: UTC  # Hudi wrote a LOCAL timeline in the JVM's zone, UTC on this machine
+"""
+    )
+    return Daemon(
+        config, registry=CollectorRegistry(), executor=SparkExecutor(session=spark), serve_http=False
+    )
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {timeout_s} s")
+        time.sleep(0.5)
+
+
+def _instant_states(base: Path) -> dict[str, set[str]]:
+    """Instant time -> the suffixes of its files (`commit.requested`, `inflight`, `replacecommit`, ...)."""
+    states: dict[str, set[str]] = {}
+    if not (base / ".hoodie").is_dir():
+        return states
+    for name in ht.timeline_files(base):
+        time_part, _, suffix = name.partition(".")
+        states.setdefault(time_part, set()).add(suffix)
+    return states
+
+
+def _pending_instants(base: Path) -> list[str]:
+    return sorted(t for t, s in _instant_states(base).items() if not s & set(COMPLETED_ACTIONS))
+
+
+def _pending_commits(base: Path) -> set[str]:
+    """Pending instants of the commit action: only the writer makes them (the daemon's are replacecommits)."""
+    return {t for t, s in _instant_states(base).items() if s <= {"commit.requested", "inflight"}}
+
+
+def _retryable(error: str) -> bool:
+    """A write Hudi rejected for a concurrent table service: a conflict, or a clustering plan the daemon
+    rolled back (after a conflict of its own) between the writer listing and reading the timeline."""
+    return "HoodieWriteConflictException" in error or ("replacecommit.requested does not exist" in error)
+
+
+def _clusterings(base: Path) -> list[str]:
+    """Completed replacecommits whose commit metadata says CLUSTER."""
+    out = []
+    for instant in ht.instants_with_action(base, "replacecommit"):
+        name = f"{instant}.replacecommit"
+        metadata = codecs.decode(codecs.ReplaceCommitMetadata, (base / ".hoodie" / name).read_bytes(), name)
+        if metadata.operation_type is codecs.WriteOperationType.CLUSTER:
+            out.append(instant)
+    return out
+
+
+def _assert_readers_see(base: Path, spark: Any, writer: Writer) -> None:
+    expected = writer.expected_rows()
+    assert ht.normalise_rows(ht.read_snapshot(spark, base)) == expected
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist()) == expected
+
+
+def _assert_only_a_plan_pending(base: Path) -> None:
+    states = _instant_states(base)
+    for instant in _pending_instants(base):
+        assert states[instant] == {"replacecommit.requested"}, f"unexpected pending instant {instant}"
+
+
+def test_e2e_writer_and_daemon_share_zookeeper_lock(
+    tmp_path: Path, spark: Any, zookeeper: ZookeeperServer
+) -> None:
+    base = tmp_path / TABLE
+    lock_base_path = f"/hudi/locks/{uuid.uuid4().hex[:12]}"
+    writer = Writer(spark, base, zookeeper.connect_string, lock_base_path)
+    writer.write_batch(0)  # creates the table before the daemon opens it
+    daemon = _daemon(base, zookeeper.connect_string, lock_base_path, spark)
+    daemon.start()
+    try:
+        for batch in range(1, 9):
+            writer.write_batch(batch)
+        _wait_until(lambda: bool(_clusterings(base)), 150, "a completed clustering")
+        _wait_until(lambda: bool(ht.instants_with_action(base, "clean")), 60, "a completed clean")
+    finally:
+        assert daemon.stop(grace_seconds=120)
+
+    clusterings = _clusterings(base)
+    assert clusterings and ht.instants_with_action(base, "clean")
+    commits = ht.instants_with_action(base, "commit")
+    assert len(commits) == 9  # every batch committed exactly once
+    assert commits[-1] > clusterings[0]  # the writer went on committing around the clusterings
+    _assert_only_a_plan_pending(base)
+    _assert_readers_see(base, spark, writer)
+
+
+def test_e2e_zookeeper_outage_commits_nothing_then_recovers(
+    tmp_path: Path, spark: Any, zookeeper: ZookeeperServer
+) -> None:
+    base = tmp_path / TABLE
+    lock_base_path = f"/hudi/locks/{uuid.uuid4().hex[:12]}"
+    writer = Writer(spark, base, zookeeper.connect_string, lock_base_path)
+    for batch in range(3):  # clustering (2 commits) and cleaning (upserts) are both due
+        writer.write_batch(batch)
+    daemon = _daemon(
+        base, zookeeper.connect_string, lock_base_path, spark,
+        extra_lock="\n      hoodie.write.lock.zookeeper.connection_timeout_ms: 2000"
+        "\n      hoodie.write.lock.wait_time_ms: 3000",
+    )  # fmt: skip
+    zookeeper.stop()
+    before = ht.timeline_files(base)
+    daemon.start()
+    try:
+        runtime = daemon.runtimes[TABLE]
+        _wait_until(lambda: len(runtime.errors) >= 2, 60, "failed ticks while ZooKeeper is down")
+        time.sleep(3)
+        # Without the lock nothing is planned or committed.
+        assert ht.timeline_files(base) == before
+        zookeeper.restart()
+        _wait_until(lambda: bool(_clusterings(base)), 150, "a completed clustering after the restart")
+        # The writer goes on; once the clustering's replaced file groups fall out of the retained
+        # commits (hoodie.cleaner.commits.retained=2) the daemon cleans them.
+        for batch in range(3, 6):
+            writer.write_batch(batch)
+        _wait_until(lambda: bool(ht.instants_with_action(base, "clean")), 90, "a clean after the restart")
+    finally:
+        assert daemon.stop(grace_seconds=120)
+    _assert_only_a_plan_pending(base)
+    _assert_readers_see(base, spark, writer)
