@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 
 from service.cleaning.deleter import DeleteFn, delete_files
+from service.cleaning.failed_writes import rollback_failed_writes
 from service.cleaning.guard import CheckedPlan, check_plan
 from service.cleaning.records import (
     PartitionOutcome,
@@ -82,6 +83,9 @@ class Cleaner:
     # ------------------------------------------------------------------ one pass
     def run(self) -> CleanRunResult:
         started = time.monotonic()
+        if not self.options.dry_run:
+            # A failed writer's pending attempt would hold the earliest commit to retain back forever.
+            rollback_failed_writes(self.table, self.config, self.lock, self.zone, self.now)
         timeline = self.table.load_timeline()
         results = [self._finish(instant, timeline, resumed=True) for instant in _pending_cleans(timeline)]
         if self.options.dry_run:
