@@ -25,13 +25,9 @@ def _add_table_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _storage_options(pairs: Sequence[str]) -> dict[str, str]:
-    options: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise HudiTableServiceError(f"--storage-option {pair!r} is not KEY=VALUE")
-        options[key.strip()] = value.strip()
-    return options
+    from service.command_context import parse_key_values
+
+    return parse_key_values(pairs, "--storage-option")
 
 
 def build_parser() -> argparse.ArgumentParser:

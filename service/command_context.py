@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -13,10 +13,21 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from service.config.hoodie import HoodieConfig
 from service.config.locking import LockProviderKind, WriteConcurrencyMode
 from service.config.props import load_hoodie_props
-from service.errors import ConfigError
+from service.errors import ConfigError, HudiTableServiceError
 from service.lock import create_lock
 from service.lock.base import TableLock
 from service.table.table import HudiTable
+
+
+def parse_key_values(pairs: Sequence[str], option: str) -> dict[str, str]:
+    """Repeated `--option KEY=VALUE` arguments (a later pair wins)."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise HudiTableServiceError(f"{option} {pair!r} is not KEY=VALUE")
+        values[key.strip()] = value.strip()
+    return values
 
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from service.clustering.orchestrator import (
     purge_pending_clustering,
     schedule_clustering,
 )
-from service.command_context import CommandContext, add_service_arguments, open_context
+from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
 from strategies.plan.model import PlannedClustering
@@ -70,16 +70,6 @@ def _pending(ctx: CommandContext) -> list[str]:
     return [i.timestamp for i in pending_clustering_instants(timeline, ctx.table.facts_reader)]
 
 
-def _spark_conf(pairs: list[str]) -> dict[str, str]:
-    conf = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise HudiTableServiceError(f"--spark-conf {pair!r} is not KEY=VALUE")
-        conf[key.strip()] = value.strip()
-    return conf
-
-
 def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
     ctx = open_context(args, storage_options)
     now = datetime.now(UTC)
@@ -125,7 +115,7 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
         plan = PlannedClustering.from_requested_metadata(meta, ctx.table.storage, instant.file_name)
         print(render_plan(plan, instant_time))
         return 0
-    executor = SparkExecutor(args.spark_master, _spark_conf(args.spark_conf))
+    executor = SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
     try:
         result = execute_clustering(
             ctx.table, instant_time, ctx.config, executor.run_group, ctx.lock, zone=ctx.zone

@@ -7,8 +7,6 @@ picklable `GroupJob`; workers open storage from the base URI themselves.
 
 from __future__ import annotations
 
-import math
-import posixpath
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -252,14 +250,3 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
         )
         for r in rows
     ]
-
-
-def expected_output_files(total_bytes: int, target_file_bytes: int) -> int:
-    return max(1, math.ceil(total_bytes / target_file_bytes))
-
-
-def relative_input_path(storage: Storage, data_file_path: str) -> str:
-    rel = storage.relativize(data_file_path)
-    if posixpath.isabs(rel) or rel.startswith(".."):
-        raise ValueError(data_file_path)
-    return rel

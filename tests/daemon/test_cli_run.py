@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,12 +13,7 @@ from pathlib import Path
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 from tests.support.paths import REPO_ROOT
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.ports import free_port
 
 
 def _status(url: str) -> int | None:
@@ -71,7 +65,7 @@ def _cleaned(table: FixtureTable) -> bool:
 
 def test_cli_run_cleans_and_stops_on_sigterm(tmp_path: Path) -> None:
     table = _table(tmp_path, "t")
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "config.yaml"
     config.write_text(_config(port, [table]))
     process = _start(config)
@@ -98,7 +92,7 @@ def test_cli_run_cleans_and_stops_on_sigterm(tmp_path: Path) -> None:
 
 def test_cli_run_reloads_on_sighup(tmp_path: Path) -> None:
     first, second = _table(tmp_path, "first"), _table(tmp_path, "second")
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "config.yaml"
     config.write_text(_config(port, [first]))
     process = _start(config)

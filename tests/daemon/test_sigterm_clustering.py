@@ -17,7 +17,7 @@ from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
 from tests.support.paths import REPO_ROOT
-from tests.support.s3 import free_port
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 

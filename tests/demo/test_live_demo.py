@@ -11,7 +11,7 @@ import pytest
 from service.demo.live import add_demo_arguments, run_demo
 from service.table.instant import Action
 from service.table.table import HudiTable
-from tests.support.s3 import free_port
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tests.support.zookeeper import free_port
+from tests.support.ports import free_port
 
 PROMETHEUS_BIN = Path("/usr/bin/prometheus")
 SCRAPE_INTERVAL = "1s"

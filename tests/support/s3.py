@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -10,11 +9,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.ports import free_port
 
 
 @contextmanager

@@ -32,6 +32,8 @@ from types import TracebackType
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
+from tests.support.ports import free_port
+
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_BINDING = Path("/usr/share/java/slf4j-simple.jar")
 SERVER_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -45,13 +47,6 @@ def zookeeper_classpath() -> str:
     if not ZOOKEEPER_JAR.exists():
         raise RuntimeError(f"ZooKeeper missing at {ZOOKEEPER_JAR}; run ./run setup (Debian's zookeeper)")
     return ":".join(str(p) for p in (ZOOKEEPER_JAR, SLF4J_BINDING) if p.exists())
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def four_letter_word(port: int, word: str, timeout_s: float = 1.0) -> str:
