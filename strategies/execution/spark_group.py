@@ -224,12 +224,17 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     num_tasks = len(cuts) + 1
 
     if num_tasks > 1:
-        # Each range partition is a writer task: adaptive execution must not merge them.
+        # Each range partition is a writer task: adaptive execution must not merge them. Ranging on
+        # (pid, key), not pid alone: Spark's sampled bounds over two or three distinct values can put
+        # every row in one task; (pid, key) follows the sort order, so the global order still holds.
         spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
     keyed_schema = schema.append(pa.field(KEY_COLUMN, pa.binary())).append(pa.field(PID_COLUMN, pa.int32()))
     paths_df = spark.createDataFrame(indexed, "idx int, path string").repartition(slices)
     keyed = paths_df.mapInArrow(lambda it: _read_with_keys(job, it), from_arrow_schema(keyed_schema))
-    keyed = keyed.repartitionByRange(num_tasks, PID_COLUMN) if num_tasks > 1 else keyed.repartition(1)
+    if num_tasks > 1:
+        keyed = keyed.repartitionByRange(num_tasks, PID_COLUMN, KEY_COLUMN)
+    else:
+        keyed = keyed.repartition(1)
     # LINEAR (and any single column) sorts by the real columns, exactly; curves by their key.
     exact = order.sort_columns and (order.layout is LayoutStrategy.LINEAR or len(order.sort_columns) == 1)
     sort_columns = [PID_COLUMN, *(order.sort_columns if exact else [KEY_COLUMN])]
