@@ -367,9 +367,9 @@ class Daemon:
     def _clean(self, runtime: TableRuntime) -> None:
         table, lock, zone = runtime.open()
         options = CleanOptions(max_delete_fraction=self.config.daemon.deletion.max_delete_fraction)
+        self._observe_lock(runtime.name, lock)
         with self._slot(TableService.CLEANING):
             result = Cleaner(table, runtime.entry.hoodie, lock, zone, options, now=self.clock).run()
-        self._observe_lock(runtime.name, lock)
         name = runtime.name
         if result.cleans:
             self.metrics.run_duration_seconds.labels(name, TableService.CLEANING).observe(
@@ -383,6 +383,7 @@ class Daemon:
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> None:
         table, lock, zone = runtime.open()
+        self._observe_lock(runtime.name, lock)
         hoodie = runtime.entry.hoodie
         timeline = table.load_timeline()
         decision = clustering_due(timeline, hoodie.clustering, TriggerMode.ASYNC, table.facts_reader)
@@ -402,7 +403,6 @@ class Daemon:
             result = execute_clustering(
                 table, instant_time, hoodie, self.executor.run_group, lock, zone=zone, now=self.clock
             )
-        self._observe_lock(runtime.name, lock)
         name = runtime.name
         self.metrics.run_duration_seconds.labels(name, TableService.CLUSTERING).observe(
             result.duration_seconds
@@ -436,13 +436,9 @@ class Daemon:
             slots.release()
 
     def _observe_lock(self, name: str, lock: TableLock) -> None:
-        # The lock keeps its latest wait and hold; each is observed once, then cleared.
-        if lock.last_wait_seconds is not None:
-            self.metrics.lock_wait_seconds.labels(name).observe(lock.last_wait_seconds)
-            lock.last_wait_seconds = None
-        if lock.last_hold_seconds is not None:
-            self.metrics.lock_hold_seconds.labels(name).observe(lock.last_hold_seconds)
-            lock.last_hold_seconds = None
+        # Every acquisition is observed: a tick may lock several times (rollback, schedule, commit).
+        lock.on_wait = self.metrics.lock_wait_seconds.labels(name).observe
+        lock.on_hold = self.metrics.lock_hold_seconds.labels(name).observe
 
     # ------------------------------------------------------------------ failures
     def _record_failure(

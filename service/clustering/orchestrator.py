@@ -341,6 +341,9 @@ def execute_clustering(
         commit_clustering(table, instant_time, plan, results, schema, lock)
     except ConflictError as conflict:
         # The lock is released by now (locks are not re-entrant; rollback takes it itself).
+        # The plan goes too (its `.requested` file), as when Hudi 0.15's writer gives up a clustering
+        # its update conflicts with (a rollback with deleteInstants): kept, it would conflict on every
+        # retry. A writer that listed the plan just before may fail once reading it; it retries.
         log.warning("table %s: %s; rolling back clustering %s", table.name, conflict, instant_time)
         rollback_instant(table, instant_time, lock, now=now(), tz=zone, keep_requested=False)
         result.rolled_back = True

@@ -14,7 +14,8 @@ Contract shared by every provider:
   (Hudi's providers refuse re-entry too); other threads sharing the object wait for it.
 - `release()` is idempotent and never raises for connectivity reasons: a lock whose backing state is
   unreachable is cleaned up by the provider later.
-- `last_wait_seconds` / `last_hold_seconds` report the latest acquire wait and hold, for metrics.
+- `last_wait_seconds` / `last_hold_seconds` report the latest acquire wait and hold; `on_wait` /
+  `on_hold`, when set, are called with every wait (a failed acquire's too) and every hold, for metrics.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class TableLock(ABC):
         self._acquired_at: float | None = None
         self.last_wait_seconds: float | None = None
         self.last_hold_seconds: float | None = None
+        self.on_wait: Callable[[float], None] | None = None
+        self.on_hold: Callable[[float], None] | None = None
 
     def describe(self) -> str:
         """`table 'x' at <lock path>`: how errors and logs name this lock."""
@@ -59,17 +62,22 @@ class TableLock(ABC):
             raise LockError(f"lock of {self.describe()} is already held by this thread (not re-entrant)")
         started = self._clock()
         if not self._gate.acquire(timeout=min(timeout, threading.TIMEOUT_MAX)):
-            self.last_wait_seconds = self._clock() - started
+            self._waited(self._clock() - started)
             raise self.timeout_error(timeout, "another thread of this process holds it")
         try:
             self._acquire_backend(max(0.0, timeout - (self._clock() - started)), timeout)
         except BaseException:
-            self.last_wait_seconds = self._clock() - started
             self._gate.release()
+            self._waited(self._clock() - started)
             raise
         self._owner_thread = threading.get_ident()
         self._acquired_at = self._clock()
-        self.last_wait_seconds = self._acquired_at - started
+        self._waited(self._acquired_at - started)
+
+    def _waited(self, seconds: float) -> None:
+        self.last_wait_seconds = seconds
+        if self.on_wait is not None:
+            self.on_wait(seconds)
 
     def release(self) -> None:
         """Release if held (from any thread); a no-op otherwise."""
@@ -78,10 +86,12 @@ class TableLock(ABC):
         try:
             self._release_backend()
         finally:
-            self.last_hold_seconds = self._clock() - self._acquired_at
+            held = self.last_hold_seconds = self._clock() - self._acquired_at
             self._acquired_at = None
             self._owner_thread = None
             self._gate.release()
+            if self.on_hold is not None:
+                self.on_hold(held)
 
     @property
     def is_held(self) -> bool:

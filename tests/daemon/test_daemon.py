@@ -13,6 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
+from service.lock.in_process import InProcessTableLock
+from service.table.instant import State
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -185,3 +187,29 @@ def test_daemon_stop_is_bounded_and_not_ready_after(tmp_path: Path, registry: Co
     assert daemon.stop(grace_seconds=5)
     assert time.monotonic() - started < 5
     assert not daemon.is_ready()
+
+
+def test_daemon_observes_every_lock_acquisition_of_a_tick(
+    tmp_path: Path, registry: CollectorRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = FixtureTable(tmp_path / "t", name="t")
+    _history(t)
+    t.commit(ts(4), [FileSpec("a", fid(2))], state=State.INFLIGHT)  # a dead writer's attempt (no heartbeat)
+    lazy = "defaults:\n  hoodie.cleaner.policy.failed.writes: LAZY\n"
+    text = _config_text({"t": t.base}).replace("defaults:\n", lazy)
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    acquisitions = []
+    acquire_backend = InProcessTableLock._acquire_backend
+
+    def counted(lock: InProcessTableLock, remaining_s: float, timeout_s: float) -> None:
+        acquisitions.append(lock.key)
+        acquire_backend(lock, remaining_s, timeout_s)
+
+    monkeypatch.setattr(InProcessTableLock, "_acquire_backend", counted)
+    assert daemon.run_iteration(daemon.runtimes["t"], TableService.CLEANING, NOW) is Outcome.DONE
+    # One tick locked for the rollback of the failed write, for the clean's plan and for its commit.
+    assert any(p.name.endswith(".rollback") for p in (t.base / ".hoodie").iterdir())
+    assert len(_cleans(t.base)) == 1
+    assert len(acquisitions) >= 3
+    assert _value(registry, "lock_wait_seconds_count", table="t") == len(acquisitions)
+    assert _value(registry, "lock_hold_seconds_count", table="t") == len(acquisitions)

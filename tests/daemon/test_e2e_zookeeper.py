@@ -2,17 +2,16 @@
 
 The writer commits small batches with optimistic concurrency (ZookeeperBasedLockProvider, LAZY failed
 writes, updates allowed into file groups under a pending clustering plan) and retries a batch Hudi
-rejects with a write conflict (rolling back the rejected attempt, see `Writer.roll_back`); meanwhile
-the daemon schedules and executes clustering and cleans.
+rejects with a write conflict, leaving the rejected attempt pending as Hudi does under LAZY; one batch
+fails outright after writing its files. Meanwhile the daemon schedules and executes clustering, cleans,
+and rolls back the writer's failed attempts once their heartbeats expire (nobody else does).
 Whatever interleaving happens, Hudi and hudi-rs must read every record exactly once with its latest value.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,7 @@ from prometheus_client import CollectorRegistry
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon
 from service.executor import SparkExecutor
-from service.lock import create_lock
-from service.rollback import rollback_instant
+from service.rollback import find_completed_rollback
 from service.table import codecs
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
@@ -35,17 +33,11 @@ TABLE = "e2e_zk"
 ALLOW_UPDATES = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
 NEW_IDS_PER_BATCH = 12
 COMPLETED_ACTIONS = ("commit", "replacecommit", "clean", "rollback")
-
-
-@pytest.fixture
-def zookeeper(tmp_path: Path) -> Iterator[ZookeeperServer]:
-    """A ZooKeeper of this test alone (the outage test stops it)."""
-    server = ZookeeperServer(tmp_path / "zookeeper")
-    try:
-        server.start()
-        yield server
-    finally:
-        server.close()
+# Short heartbeats, the same for the writer and the daemon: a dead attempt counts as failed after 10 s.
+HEARTBEAT = {
+    "hoodie.client.heartbeat.interval_in_ms": "2000",
+    "hoodie.client.heartbeat.tolerable.misses": "5",
+}
 
 
 class Writer:
@@ -58,10 +50,10 @@ class Writer:
             **ht.occ_zookeeper_options(zk_connect, lock_base_path, TABLE),
             "hoodie.clustering.updates.strategy": ALLOW_UPDATES,
             "hoodie.write.lock.wait_time_ms": "60000",
+            **HEARTBEAT,
         }
-        self.lock = create_lock("zookeeper", TABLE, self.opts)
         self.latest: dict[int, int] = {}
-        self.retries = 0
+        self.failed: list[str] = []  # attempts Hudi rejected or that failed, left pending (LAZY)
 
     def batch_ids(self, batch: int) -> list[int]:
         """New ids plus an update of every third earlier id (a different third each batch)."""
@@ -82,23 +74,20 @@ class Writer:
             except Py4JJavaError as err:
                 if not _retryable(str(err)) or time.monotonic() > deadline:
                     raise
-                self.retries += 1
-                for instant in _pending_commits(self.base) - before:
-                    self.roll_back(instant)
+                # Hudi leaves the rejected attempt pending (LAZY): the daemon's cleaning rolls it back.
+                self.failed.extend(sorted(_pending_commits(self.base) - before))
                 time.sleep(1.0)  # let the clustering that conflicted finish before trying again
                 continue
             break
         self.latest.update(dict.fromkeys(ids, batch))
 
-    def roll_back(self, instant: str) -> None:
-        """Roll back an attempt Hudi rejected, under the shared lock.
-
-        With LAZY failed writes Hudi leaves the attempt pending for a later clean to roll back once its
-        heartbeat expires; our writers run with Hudi's clean off and the daemon does not roll back other
-        writers' failed writes, so the attempt would pin the cleaner's earliest commit to retain.
-        """
-        table = HudiTable.open(str(self.base), {})
-        rollback_instant(table, instant, self.lock, now=datetime.now(UTC), tz=UTC)
+    def write_failing_batch(self, batch: int) -> str:
+        """A batch that fails after writing its data files; its records must never become visible."""
+        df = ht.generate(self.spark, self.batch_ids(batch), batch)
+        instant = ht.write_failing(self.spark, self.base, df, "upsert", TABLE,
+                                   partition_fields=[ht.PARTITION_FIELD], extra_opts=self.opts)  # fmt: skip
+        self.failed.append(instant)
+        return instant
 
     def expected_rows(self) -> list[dict[str, Any]]:
         return [ht.expected_row(i, b) for i, b in sorted(self.latest.items())]
@@ -122,6 +111,9 @@ daemon:
 defaults:
   hoodie.clustering.async.max.commits: 2
   hoodie.cleaner.commits.retained: 2
+  hoodie.cleaner.policy.failed.writes: LAZY
+  hoodie.client.heartbeat.interval_in_ms: {HEARTBEAT["hoodie.client.heartbeat.interval_in_ms"]}
+  hoodie.client.heartbeat.tolerable.misses: {HEARTBEAT["hoodie.client.heartbeat.tolerable.misses"]}
 tables:
   - name: {TABLE}
     base_path: {base}
@@ -163,7 +155,8 @@ def _pending_commits(base: Path) -> set[str]:
 
 def _retryable(error: str) -> bool:
     """A write Hudi rejected for a concurrent table service: a conflict, or a clustering plan the daemon
-    rolled back (after a conflict of its own) between the writer listing and reading the timeline."""
+    rolled back (after a conflict of its own) between the writer listing and reading the timeline; Hudi's
+    own writers delete a plan they give up on the same way (docs/operations.md)."""
     return "HoodieWriteConflictException" in error or ("replacecommit.requested does not exist" in error)
 
 
@@ -190,20 +183,36 @@ def _assert_only_a_plan_pending(base: Path) -> None:
         assert states[instant] == {"replacecommit.requested"}, f"unexpected pending instant {instant}"
 
 
+def _assert_rolled_back_by_the_daemon(base: Path, instants: list[str]) -> None:
+    """Each failed attempt is gone: a completed rollback names it and none of its data files remain."""
+    table = HudiTable.open(str(base))
+    timeline = table.load_timeline()
+    for instant in instants:
+        assert find_completed_rollback(table, timeline, instant) is not None, f"{instant} not rolled back"
+        assert not list(base.glob(f"*/*_{instant}.parquet")), f"files of failed write {instant} remain"
+
+
 def test_e2e_writer_and_daemon_share_zookeeper_lock(
-    tmp_path: Path, spark: Any, zookeeper: ZookeeperServer
+    tmp_path: Path, spark: Any, private_zookeeper: ZookeeperServer, lock_base_path: str
 ) -> None:
     base = tmp_path / TABLE
-    lock_base_path = f"/hudi/locks/{uuid.uuid4().hex[:12]}"
-    writer = Writer(spark, base, zookeeper.connect_string, lock_base_path)
+    zk_connect = private_zookeeper.connect_string
+    writer = Writer(spark, base, zk_connect, lock_base_path)
     writer.write_batch(0)  # creates the table before the daemon opens it
-    daemon = _daemon(base, zookeeper.connect_string, lock_base_path, spark)
+    daemon = _daemon(base, zk_connect, lock_base_path, spark)
     daemon.start()
     try:
-        for batch in range(1, 9):
+        for batch in range(1, 5):
+            writer.write_batch(batch)
+        dead = writer.write_failing_batch(99)  # a writer dies after writing its files
+        dead_files = list(base.glob(f"*/*_{dead}.parquet"))
+        assert dead_files
+        for batch in range(5, 9):
             writer.write_batch(batch)
         _wait_until(lambda: bool(_clusterings(base)), 150, "a completed clustering")
         _wait_until(lambda: bool(ht.instants_with_action(base, "clean")), 60, "a completed clean")
+        # Nobody but the daemon rolls back the writer's failed attempts (LAZY, heartbeats expired).
+        _wait_until(lambda: not _pending_commits(base), 90, "the writer's failed attempts rolled back")
     finally:
         assert daemon.stop(grace_seconds=120)
 
@@ -212,15 +221,18 @@ def test_e2e_writer_and_daemon_share_zookeeper_lock(
     commits = ht.instants_with_action(base, "commit")
     assert len(commits) == 9  # every batch committed exactly once
     assert commits[-1] > clusterings[0]  # the writer went on committing around the clusterings
+    assert dead in writer.failed
+    _assert_rolled_back_by_the_daemon(base, writer.failed)
+    assert not any(p.exists() for p in dead_files)
     _assert_only_a_plan_pending(base)
     _assert_readers_see(base, spark, writer)
 
 
 def test_e2e_zookeeper_outage_commits_nothing_then_recovers(
-    tmp_path: Path, spark: Any, zookeeper: ZookeeperServer
+    tmp_path: Path, spark: Any, private_zookeeper: ZookeeperServer, lock_base_path: str
 ) -> None:
     base = tmp_path / TABLE
-    lock_base_path = f"/hudi/locks/{uuid.uuid4().hex[:12]}"
+    zookeeper = private_zookeeper
     writer = Writer(spark, base, zookeeper.connect_string, lock_base_path)
     for batch in range(3):  # clustering (2 commits) and cleaning (upserts) are both due
         writer.write_batch(batch)
@@ -245,6 +257,7 @@ def test_e2e_zookeeper_outage_commits_nothing_then_recovers(
         for batch in range(3, 6):
             writer.write_batch(batch)
         _wait_until(lambda: bool(ht.instants_with_action(base, "clean")), 90, "a clean after the restart")
+        _wait_until(lambda: not _pending_commits(base), 90, "the writer's failed attempts rolled back")
     finally:
         assert daemon.stop(grace_seconds=120)
     _assert_only_a_plan_pending(base)

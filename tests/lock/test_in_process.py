@@ -158,3 +158,27 @@ def test_in_process_lock_object_shared_by_threads_excludes_them() -> None:
         threading_acquire(lock, 0.1)
     lock.release()
     threading_acquire(lock, 1)
+
+
+def test_in_process_lock_reports_every_wait_and_hold_to_its_observers() -> None:
+    clock = FakeClock()
+    table = _table()
+    lock = InProcessTableLock(table, clock=clock)
+    waits: list[float] = []
+    holds: list[float] = []
+    lock.on_wait, lock.on_hold = waits.append, holds.append
+    for held in (1.0, 2.0):
+        lock.acquire(1)
+        clock.now += held
+        lock.release()
+    other = InProcessTableLock(table)
+    holder = threading.Thread(target=other.acquire, args=(1,))
+    holder.start()
+    holder.join(10)
+    try:
+        with pytest.raises(LockError, match="timed out"):
+            lock.acquire(0)  # a failed acquire's wait is reported too; it held nothing
+    finally:
+        other.release()
+    assert holds == [1.0, 2.0]
+    assert waits == [0.0, 0.0, 0.0]

@@ -1,0 +1,216 @@
+"""ZooKeeper stopped and restarted in the middle of a clustering run (issue 5).
+
+Between the plan and the commit a clustering writes its files for minutes; ZooKeeper may go away
+meanwhile. Whether it is down when the commit asks for the lock, or goes down while the commit holds
+it, no replacecommit may complete: a Java writer may hold the lock by then. The attempt stays
+inflight, readers see the table as before, and once ZooKeeper is back the attempt is rolled back and
+the plan executed again; Hudi and hudi-rs then read every record exactly once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from service.clustering import execute_clustering, orchestrator, schedule_clustering
+from service.config.daemon import parse_daemon_config
+from service.config.hoodie import HoodieConfig
+from service.daemon import Daemon
+from service.errors import LockError
+from service.executor import SparkExecutor
+from service.lock.kazoo_pool import KazooClientPool
+from service.lock.zookeeper import ZookeeperTableLock
+from service.table import codecs
+from service.table.base_file_writer import BaseFileWriteResult
+from service.table.instant import Action, State
+from service.table.table import HudiTable
+from strategies.execution.spark_group import GroupJob
+from tests.lock.zk_helpers import zk_settings
+from tests.support import hudi_tables as ht
+from tests.support.histories import HudiHistory
+from tests.support.zookeeper import ZookeeperServer
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {timeout_s} s")
+        time.sleep(0.1)
+
+
+def _assert_readers_see(history: HudiHistory, spark: Any) -> None:
+    """Hudi's reader and hudi-rs return every record exactly once, with its latest value."""
+    expected = history.expected_rows()
+    assert ht.normalise_rows(ht.read_snapshot(spark, history.base_path)) == expected
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(history.base_path).to_pylist()) == expected
+
+
+def _clustering_state(table: HudiTable, instant_time: str) -> State | None:
+    instant = table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
+    return None if instant is None else instant.state
+
+
+def _rollbacks_of(table: HudiTable, instant_time: str) -> list[str]:
+    """Completed rollbacks whose metadata names `instant_time`."""
+    out = []
+    for instant in table.load_timeline().by_actions([Action.ROLLBACK]).completed():
+        metadata = table.facts_reader.metadata(instant, codecs.RollbackMetadata)
+        if instant_time in metadata.commits_rollback:
+            out.append(instant.timestamp)
+    return out
+
+
+def _live_outputs(base: Path, instant_time: str) -> tuple[list[str], list[str]]:
+    """(files of `instant_time` on disk, those the file-system view serves as latest base files)."""
+    on_disk = sorted(p.name for p in base.glob(f"*/*_{instant_time}.parquet"))
+    view = HudiTable.open(str(base)).load_view()
+    live = sorted(
+        fg.latest_slice.base_file.file_name
+        for fg in view.live_file_groups
+        if fg.latest_slice and fg.latest_slice.base_file and fg.latest_slice.base_instant_time == instant_time
+    )
+    return on_disk, live
+
+
+def test_zookeeper_lost_while_the_commit_holds_the_lock_aborts_it_then_the_retry_commits(
+    history_many_commits: HudiHistory,
+    spark: Any,
+    private_zookeeper: ZookeeperServer,
+    new_pool: Callable[[], KazooClientPool],
+    lock_base_path: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base = history_many_commits.base_path
+    table = HudiTable.open(str(base))
+    config = HoodieConfig.from_mapping({}, table.name)
+    settings = zk_settings(private_zookeeper, lock_base_path, lock_key=table.name)
+    lock = ZookeeperTableLock(settings, table.name, pool=new_pool())
+    run_group = SparkExecutor(session=spark).run_group
+    instant = schedule_clustering(table, config, lock, now=datetime.now(UTC), zone=UTC).instant_time
+    assert instant is not None
+    re_check = orchestrator.check_no_conflict
+
+    def re_check_then_lose_zookeeper(*args: Any) -> None:
+        re_check(*args)  # under the lock, the last step before the completed instant is written
+        assert lock.is_held
+        private_zookeeper.stop()
+        _wait_until(lambda: not lock.is_held, 30, "the lock client noticing ZooKeeper is gone")
+
+    monkeypatch.setattr(orchestrator, "check_no_conflict", re_check_then_lose_zookeeper)
+    with pytest.raises(LockError, match="suspended or lost while held"):
+        execute_clustering(table, instant, config, run_group, lock, zone=UTC)
+    monkeypatch.undo()
+
+    # No commit without the lock: the attempt stays inflight with its files, which readers ignore.
+    assert _clustering_state(table, instant) is State.INFLIGHT
+    assert not (base / ".hoodie" / f"{instant}.replacecommit").exists()
+    attempt = sorted(base.glob(f"*/*_{instant}.parquet"))
+    assert attempt
+    _assert_readers_see(history_many_commits, spark)
+
+    private_zookeeper.start()
+    result = execute_clustering(table, instant, config, run_group, lock, zone=UTC)
+    assert result.committed
+    assert _clustering_state(table, instant) is State.COMPLETED
+    assert _rollbacks_of(table, instant)  # the aborted attempt was rolled back first...
+    assert not any(p.exists() for p in attempt)  # ...deleting its files
+    on_disk, live = _live_outputs(base, instant)
+    assert on_disk == live and on_disk
+    _assert_readers_see(history_many_commits, spark)
+
+
+class _GatedExecutor(SparkExecutor):
+    """Groups of the first attempt wait at a gate, so the test can stop ZooKeeper while they run."""
+
+    def __init__(self, spark: Any) -> None:
+        super().__init__(session=spark)
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def run_group(self, job: GroupJob) -> list[BaseFileWriteResult]:
+        self.entered.set()
+        if not self.gate.wait(180):
+            raise RuntimeError("the test never opened the gate")
+        return super().run_group(job)
+
+
+def test_daemon_zookeeper_down_while_groups_execute_commits_nothing_then_recovers(
+    history_many_commits: HudiHistory, spark: Any, private_zookeeper: ZookeeperServer, lock_base_path: str
+) -> None:
+    history = history_many_commits
+    base = history.base_path
+    config = parse_daemon_config(
+        f"""
+daemon:
+  poll_interval_seconds: 0.5
+  shutdown_grace_seconds: 120
+  config_watch_seconds: 0
+  metrics: {{port: 0}}
+  failures: {{backoff_initial_seconds: 0.5, backoff_max_seconds: 2, quarantine_after: 1000}}
+  lock:
+    provider: zookeeper
+    properties:
+      hoodie.write.lock.zookeeper.url: "{private_zookeeper.connect_string}"
+      hoodie.write.lock.zookeeper.base_path: "{lock_base_path}"
+      hoodie.write.lock.zookeeper.lock_key: {history.table_name}
+      hoodie.write.lock.zookeeper.connection_timeout_ms: 2000
+      hoodie.write.lock.wait_time_ms: 3000
+defaults:
+  hoodie.clustering.async.max.commits: 1
+tables:
+  - name: {history.table_name}
+    base_path: {base}
+    timezone: UTC  # Hudi wrote a LOCAL timeline in the JVM's zone, UTC on this machine
+    cleaning: {{enabled: false}}
+"""
+    )
+    registry = CollectorRegistry()
+    executor = _GatedExecutor(spark)
+    daemon = Daemon(config, registry=registry, executor=executor, serve_http=False)
+    runtime = daemon.runtimes[history.table_name]
+    table = HudiTable.open(str(base))
+    daemon.start()
+    try:
+        assert executor.entered.wait(120), "the daemon never started executing a clustering"
+        [instant] = [i.timestamp for i in table.load_timeline() if i.action is Action.REPLACE_COMMIT]
+        assert _clustering_state(table, instant) is State.INFLIGHT
+        private_zookeeper.stop()
+        executor.gate.set()  # the groups finish while ZooKeeper is down; then the commit needs the lock
+
+        def lock_failures() -> float:
+            labels = {"table": history.table_name, "service": "clustering", "reason": "LockError"}
+            return registry.get_sample_value("hudi_table_service_failures_total", labels) or 0.0
+
+        _wait_until(lambda: lock_failures() >= 2, 120, "clustering ticks failing for want of the lock")
+        time.sleep(2)
+        # No commit without the lock, and readers see the table as before.
+        assert _clustering_state(table, instant) is State.INFLIGHT
+        assert not ht.instants_with_action(base, "replacecommit")
+        assert "LockError" in runtime.errors[-1].error
+        _assert_readers_see(history, spark)
+
+        restarted_at = time.time()
+        private_zookeeper.start()
+
+        def committed() -> bool:
+            return _clustering_state(table, instant) is State.COMPLETED
+
+        _wait_until(committed, 180, "the clustering after the restart")
+    finally:
+        assert daemon.stop(grace_seconds=120)
+
+    assert (base / ".hoodie" / f"{instant}.replacecommit").stat().st_mtime >= restarted_at
+    assert _rollbacks_of(table, instant)  # the attempt cut off from the lock was rolled back
+    on_disk, live = _live_outputs(base, instant)
+    assert on_disk == live and on_disk  # and none of its files outlived it
+    _assert_readers_see(history, spark)
