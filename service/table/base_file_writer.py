@@ -405,6 +405,8 @@ class RollingBaseFileWriter:
         self._compressed_total = 0
         self._arrow_total = 0
         self._column_chunk_footer_bytes = _INITIAL_COLUMN_CHUNK_FOOTER_BYTES
+        self._data_bytes_closed = 0
+        self._ending = False  # in write_file(): the caller sized the rows for one file
         self._closed = False
 
     def __enter__(self) -> RollingBaseFileWriter:
@@ -442,6 +444,52 @@ class RollingBaseFileWriter:
             self._closed = True
         return list(self._results)
 
+    def write_file(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Write `data` as a file of its own (after whatever is buffered) and close it.
+
+        For a caller that balances file sizes itself: rows that do not fit the target still roll
+        over into another file, so no file exceeds it.
+        """
+        if self._closed:
+            raise HudiTableServiceError("writer is closed")
+        table = self._schema.conform(data)
+        if table.num_rows:
+            self._pending.append(table)
+            self._pending_rows += table.num_rows
+        self._ending = True
+        try:
+            self._drain(final=True)
+        finally:
+            self._ending = False
+        if self._current is not None:
+            self._finish_current()
+
+    @property
+    def data_bytes_written(self) -> int:
+        """Column-data bytes (file sizes without footers) of the files closed so far."""
+        return self._data_bytes_closed
+
+    def compressed_bytes(self, rows: pa.Table | pa.RecordBatch, file_rows: int) -> int:
+        """Compressed column-data bytes `rows` would take inside a file of `file_rows` rows.
+
+        The dictionary limit shrinks with `rows / file_rows`, so a column whose dictionary would
+        overflow in the whole file falls back to plain encoding in the estimate too.
+        """
+        table = self._schema.conform(rows)
+        fraction = min(1.0, table.num_rows / max(1, file_rows))
+        return round(self._compressed_ratio(table, fraction) * table.nbytes)
+
+    def file_overhead_bytes(self, file_rows: int, row_groups: int = 2) -> int:
+        """Estimated footer of a file of `file_rows` rows (bloom filter, schema, chunk metadata)."""
+        leaves = sum(_leaf_count(f.type) for f in self._schema.arrow)
+        return (
+            len(self._schema.avro_json.encode())
+            + serialized_length(BloomFilterConfig.from_parquet_config(self._config), file_rows)
+            + 64 * leaves
+            + row_groups * leaves * self._column_chunk_footer_bytes
+            + 512
+        )
+
     def abort(self) -> None:
         """Delete every file this writer created (for a retry: a file group must not hold two)."""
         self._closed = True
@@ -478,9 +526,15 @@ class RollingBaseFileWriter:
         empty = current.record_count == 0
         if not empty and remaining < policy.close_margin_fraction * self._target:
             return 0
-        fill = policy.first_fill_fraction if remaining > self._target / 2 else policy.fill_fraction
+        if self._ending:
+            fill = 1.0
+        else:
+            fill = policy.first_fill_fraction if remaining > self._target / 2 else policy.fill_fraction
         budget = min(float(self._config.block_size_bytes), fill * remaining)
         ratio = self._ratio()
+        if ratio is None and self._ending:
+            # The caller sized these rows for one file: take them in one row group if they fit.
+            ratio = self._sample_ratio(self._peek(self._pending_rows))
         # Without history, assume no compression (Parquet rarely exceeds Arrow's size) and fill
         # at most a probe's worth; the sample below refines it.
         arrow_budget = min(budget, policy.probe_fraction * self._target) if ratio is None else budget / ratio
@@ -641,6 +695,7 @@ class RollingBaseFileWriter:
         data_records = current.record_count
         result = current.close()
         self._results.append(result)
+        self._data_bytes_closed += result.file_size_bytes - current.footer_bytes
         # Learn the footer's cost per column chunk from the real footer, with a margin for
         # statistics of longer values in later files.
         chunks = current.row_groups * current.leaf_columns

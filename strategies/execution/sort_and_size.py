@@ -15,13 +15,13 @@ the curve value, DIRECT or from SAMPLE bounds.
 
 from __future__ import annotations
 
-import bisect
 import io
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from strategies.layout import Bounds, LayoutStrategy, column_rank_keys, curve_sort_key
@@ -106,10 +106,10 @@ def sample_rows(n: int, limit: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class WeightedKeys:
-    """Sampled order keys of one input file, each standing for `bytes_per_key` bytes of it."""
+    """Sampled order keys of one input file, each standing for `rows_per_key` rows of it."""
 
     keys: tuple[bytes, ...]
-    bytes_per_key: float
+    rows_per_key: float
 
 
 def sample_keys(profile: FileProfile, spec: OrderSpec, file_index: int) -> WeightedKeys:
@@ -122,31 +122,39 @@ def sample_keys(profile: FileProfile, spec: OrderSpec, file_index: int) -> Weigh
         keys = tuple(order_keys(batch, spec, file_index, 0).to_pylist()) if batch is not None else ()
     else:
         keys = ()
-    return WeightedKeys(keys, profile.size_bytes / len(keys) if keys else 0.0)
+    return WeightedKeys(keys, profile.rows / len(keys) if keys else 0.0)
 
 
-def pid_bounds(
-    samples: Sequence[WeightedKeys],
-    total_bytes: int,
-    target_file_bytes: int,
-    fill_fraction: float = 1.0,
-) -> list[bytes]:
-    """Key boundaries that cut the sorted group into parts of about `fill_fraction x target` bytes.
+# A writer task sizes its files evenly within [0.8, 0.97] x the target, which is always possible
+# once it holds >= 4 files' worth, and holds up to a few per cent of error in the task's own size
+# estimate from ~5 files' worth; planning 8 per task leaves room for the input-based estimate of
+# the output size to be 1.5x too high.
+MIN_FILES_PER_WRITER_TASK = 8
 
-    Boundaries are weighted quantiles of the sampled keys: each sample stands for its file's bytes
-    divided by the file's sample count.
+
+def writer_task_count(estimated_bytes: float, target_file_bytes: int, max_tasks: int) -> int:
+    """How many Spark tasks write one group: as many as cores allow while each task still holds
+    enough files for every file to be sized within the bounds (see `MIN_FILES_PER_WRITER_TASK`)."""
+    files = estimated_bytes / max(1, target_file_bytes)
+    return max(1, min(max_tasks, int(files // MIN_FILES_PER_WRITER_TASK)))
+
+
+def task_bounds(samples: Sequence[WeightedKeys], tasks: int) -> list[bytes]:
+    """Order-key boundaries that cut the group into `tasks` parts of about equal row counts.
+
+    Boundaries are weighted quantiles of the sampled keys (each sample stands for its file's rows
+    divided by the file's sample count); a part starts at its boundary key, inclusive.
     """
-    per_file = max(1.0, target_file_bytes * fill_fraction)
-    num_files = max(1, int(np.ceil(total_bytes / per_file)))
     keys = [k for s in samples for k in s.keys]
-    weights = [s.bytes_per_key for s in samples for _ in s.keys]
-    if num_files == 1 or not keys:
+    weights = [s.rows_per_key for s in samples for _ in s.keys]
+    if tasks <= 1 or not keys:
         return []
     order = sorted(range(len(keys)), key=keys.__getitem__)
     cumulative = np.cumsum(np.asarray(weights, dtype=np.float64)[order])
+    total = float(cumulative[-1])
     bounds: list[bytes] = []
-    for k in range(1, num_files):
-        idx = int(np.searchsorted(cumulative, k * per_file, side="left"))
+    for k in range(1, tasks):
+        idx = int(np.searchsorted(cumulative, k * total / tasks, side="left"))
         if idx >= len(order):
             break
         key = keys[order[idx]]
@@ -155,15 +163,59 @@ def pid_bounds(
     return bounds
 
 
-def assign_pids(keys: pa.Array, bounds: Sequence[bytes]) -> pa.Array:
-    """Writer-task id per row: the number of boundaries <= its key (monotone in the key)."""
-    if not bounds:
-        return pa.array(np.zeros(len(keys), dtype=np.int32))
-    return pa.array(
-        np.fromiter(
-            (bisect.bisect_right(bounds, k) for k in keys.to_pylist()), dtype=np.int32, count=len(keys)
-        )
-    )
+def assign_tasks(keys: pa.Array, bounds: Sequence[bytes]) -> np.ndarray:
+    """Writer-task index per row: the number of boundaries <= its key (monotone in the key)."""
+    index = np.zeros(len(keys), dtype=np.int32)
+    for bound in bounds:
+        index += pc.greater_equal(keys, pa.scalar(bound, keys.type)).to_numpy(zero_copy_only=False)
+    return index
+
+
+@dataclass(frozen=True)
+class SizeProfile:
+    """Estimated compressed bytes along a sorted run of rows: `cumulative[i]` bytes before row
+    `rows_at[i]` (piecewise linear in between), from compressing a slice of every stretch."""
+
+    rows_at: np.ndarray
+    cumulative: np.ndarray
+
+    @property
+    def total(self) -> float:
+        return float(self.cumulative[-1])
+
+    def bytes_before(self, row: int) -> float:
+        return float(np.interp(row, self.rows_at, self.cumulative))
+
+    def row_after(self, start: int, nbytes: float) -> int:
+        """The first row at which `nbytes` more bytes than before `start` are reached."""
+        goal = self.bytes_before(start) + nbytes
+        return int(np.ceil(np.interp(goal, self.cumulative, self.rows_at)))
+
+
+def size_profile(num_rows: int, stretch_bytes: Sequence[float]) -> SizeProfile:
+    """A profile from the estimated bytes of equal stretches of `num_rows` rows, in order."""
+    stretches = max(1, len(stretch_bytes))
+    edges = np.linspace(0, num_rows, stretches + 1).round().astype(np.int64)
+    cumulative = np.concatenate([[0.0], np.cumsum(np.asarray(stretch_bytes, dtype=np.float64))])
+    return SizeProfile(edges, cumulative)
+
+
+def next_file_end(
+    profile: SizeProfile, start: int, num_rows: int, file_data_bytes: float, correction: float = 1.0
+) -> int:
+    """Where the file starting at row `start` should end so the rest splits into even files.
+
+    `file_data_bytes` is the most column data one file should hold; `correction` scales the
+    profile by what the files written so far measured against it. Evenly sized files, all but
+    possibly the first and last within a few per cent of each other, are each at least 0.8x
+    `file_data_bytes` whenever the rest holds at least 4 files' worth.
+    """
+    left = (profile.total - profile.bytes_before(start)) * correction
+    files_left = max(1, int(np.ceil(left / max(1.0, file_data_bytes))))
+    if files_left == 1:
+        return num_rows
+    end = profile.row_after(start, left / files_left / correction)
+    return min(num_rows, max(start + 1, end))
 
 
 def profile_file(

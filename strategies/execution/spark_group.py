@@ -7,15 +7,19 @@ picklable `GroupJob`; workers open storage from the base URI themselves.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from service.config.parquet import ParquetWriteConfig
+from service.errors import HudiTableServiceError
 from service.table.base_file_writer import BaseFileSchema, BaseFileWriteResult, RollingBaseFileWriter
 from service.table.markers import marker_path
 from service.table.storage import Storage
@@ -24,14 +28,18 @@ from strategies.execution.sort_and_size import (
     PID_COLUMN,
     FileProfile,
     OrderSpec,
-    assign_pids,
+    SizeProfile,
+    assign_tasks,
     conform_batch,
+    next_file_end,
     order_keys,
-    pid_bounds,
     profile_file,
     read_input_batches,
     sample_keys,
     sampled_sort_columns,
+    size_profile,
+    task_bounds,
+    writer_task_count,
 )
 from strategies.layout import CurveBuildMethod, LayoutStrategy, build_sample_bounds, default_num_buckets
 
@@ -71,11 +79,14 @@ class GroupJob:
     parquet: ParquetWriteConfig
     avro_schema_json: str | None
     group_index: int = 0
-    # Spark tasks that write the group. Each task's last file is a remainder, so only 1 guarantees
-    # every file but the group's last is >= 0.8x the target; more trade that for write parallelism.
-    writer_tasks: int = 1
+    # Most Spark tasks that write the group (None: the cluster's default parallelism). A group gets
+    # fewer when it is too small for every task to size its files evenly (`writer_task_count`).
+    writer_tasks: int | None = None
     arrow_schema: pa.Schema | None = None
-    pid_bounds: tuple[bytes, ...] = field(default=(), repr=False)
+    task_bounds: tuple[bytes, ...] = field(default=(), repr=False)
+    # The `_hts_pid` value of each writer task: one that Spark's hash partitioning sends to the
+    # task's own partition, so every task gets exactly its key range.
+    task_values: tuple[int, ...] = (0,)
 
     def storage(self) -> Storage:
         return Storage.for_base_uri(self.base_uri, self.storage_options)
@@ -118,6 +129,7 @@ def compressed_data_bytes(metadata: pq.FileMetaData) -> int:
 def _read_with_keys(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     storage = job.storage()
     assert job.arrow_schema is not None
+    bounds = list(job.task_bounds)
     for batch in batches:
         for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
             offset = 0
@@ -125,7 +137,7 @@ def _read_with_keys(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterato
                 for data in read_input_batches(f, job.arrow_schema):
                     keys = order_keys(data, job.order, index, offset)
                     offset += data.num_rows
-                    pids = assign_pids(keys, job.pid_bounds)
+                    pids = pa.array(np.asarray(job.task_values, dtype=np.int32)[assign_tasks(keys, bounds)])
                     yield pa.RecordBatch.from_arrays(
                         [*data.columns, keys, pids], names=[*data.schema.names, KEY_COLUMN, PID_COLUMN]
                     )
@@ -146,30 +158,114 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
         storage.write_bytes(marker_path(job.instant_time, path), b"")
 
     try:
-        # Rows arrive range-partitioned and sorted; files are cut by actual size only, never by an
-        # estimate, so within a task every file but the last is nearly full.
-        for batch in batches:
-            if writer is None:
-                writer = RollingBaseFileWriter(
-                    storage,
-                    schema,
-                    job.parquet,
-                    partition_path=job.partition_path,
-                    instant_time=job.instant_time,
-                    target_file_size_bytes=job.target_file_bytes,
-                    write_token=token,
-                    file_id_prefix=str(uuid.uuid4()),
-                    on_create=on_create,
-                )
-            writer.write(batch.select(job.arrow_schema.names))
-        if writer is not None:
-            results.extend(writer.close())
+        writer = RollingBaseFileWriter(
+            storage,
+            schema,
+            job.parquet,
+            partition_path=job.partition_path,
+            instant_time=job.instant_time,
+            target_file_size_bytes=job.target_file_bytes,
+            write_token=token,
+            file_id_prefix=str(uuid.uuid4()),
+            on_create=on_create,
+        )
+        columns = job.arrow_schema.names
+        if len(job.task_values) == 1:
+            # The group's only writer: files cut by actual size, so every file but the last is
+            # nearly full.
+            for batch in batches:
+                writer.write(batch.select(columns))
+        else:
+            _write_evenly(job, writer, (batch.select(columns) for batch in batches))
+        results.extend(writer.close())
     except BaseException:
         if writer is not None:
             writer.abort()
         raise
     if results:
         yield pa.RecordBatch.from_pylist([_result_row(r) for r in results], schema=_RESULT_SCHEMA)
+
+
+# Files of a task holding several are sized evenly at up to this share of the target.
+_EVEN_FILL = 0.97
+_SIZE_STRETCHES = 64
+_SIZE_SLICE_ROWS = 2048
+
+
+def _write_evenly(job: GroupJob, writer: RollingBaseFileWriter, batches: Iterator[pa.RecordBatch]) -> None:
+    """Write one of several writer tasks' sorted rows into evenly sized files.
+
+    Cutting by actual size alone would leave every task a small last file. So the task first
+    spills its rows to local scratch (the row count must be known up front), estimates the
+    compressed size along them from dense slices, then cuts files so the rest always splits
+    evenly, correcting the estimate by what each written file measured.
+    """
+    first = next(batches, None)
+    if first is None:
+        return
+    fd, spill = tempfile.mkstemp(prefix="hts-sorted-", suffix=".arrow", dir=_scratch_dir())
+    os.close(fd)
+    try:
+        with pa.OSFile(spill, "wb") as sink, pa.ipc.new_file(sink, first.schema) as ipc:
+            ipc.write_batch(first)
+            for batch in batches:
+                ipc.write_batch(batch)
+        with pa.memory_map(spill) as source:
+            rows = pa.ipc.open_file(source).read_all()
+            _cut_evenly(job, writer, rows)  # leaves nothing buffered that references the mapping
+    finally:
+        os.unlink(spill)
+
+
+def _cut_evenly(job: GroupJob, writer: RollingBaseFileWriter, rows: pa.Table) -> None:
+    n = rows.num_rows
+    if n == 0:
+        return
+    profile = _size_profile(writer, rows, job.target_file_bytes)
+    files = max(1.0, profile.total / (_EVEN_FILL * job.target_file_bytes))
+    overhead = writer.file_overhead_bytes(int(n / files))
+    file_data = max(1.0, _EVEN_FILL * job.target_file_bytes - overhead)
+    start, estimated, measured = 0, 0.0, 0
+    while start < n:
+        correction = measured / estimated if estimated > 0 else 1.0
+        end = next_file_end(profile, start, n, file_data, correction)
+        writer.write_file(rows.slice(start, end - start))
+        estimated += profile.bytes_before(end) - profile.bytes_before(start)
+        measured = writer.data_bytes_written
+        start = end
+
+
+def _size_profile(writer: RollingBaseFileWriter, rows: pa.Table, target_file_bytes: int) -> SizeProfile:
+    """Compressed bytes along `rows`, from one dense slice of each of up to 64 equal stretches."""
+    n = rows.num_rows
+    probe = rows.slice(0, min(n, _SIZE_SLICE_ROWS))
+    file_rows = max(1, int(target_file_bytes * probe.num_rows / max(1, writer.compressed_bytes(probe, n))))
+    # Slices well below a file's rows, in up to 64 equal stretches.
+    slice_rows = max(1, min(_SIZE_SLICE_ROWS, file_rows // 4))
+    stretches = max(1, min(_SIZE_STRETCHES, n // slice_rows))
+    stretch_rows = n / stretches
+    estimates = []
+    for i in range(stretches):
+        piece = rows.slice(int(i * stretch_rows), max(1, min(slice_rows, int(stretch_rows))))
+        estimates.append(writer.compressed_bytes(piece, file_rows) * stretch_rows / piece.num_rows)
+    profile = size_profile(n, estimates)
+    # Slices compress a little worse than whole files: calibrate on up to a file's first rows
+    # compressed at once, so the first file (cut before any file was measured) is sized right too.
+    head = rows.slice(0, min(n, file_rows, 16 * _SIZE_SLICE_ROWS))
+    sliced = profile.bytes_before(head.num_rows)
+    calibration = writer.compressed_bytes(head, file_rows) / sliced if sliced > 0 else 1.0
+    return size_profile(n, [e * calibration for e in estimates])
+
+
+def _scratch_dir() -> str | None:
+    """Spark's local directory for this application on a worker (where Spark spills too)."""
+    from pyspark import SparkFiles
+
+    try:
+        root = SparkFiles.getRootDirectory()
+    except Exception:  # not on a Spark worker (unit tests): the system default
+        return None
+    return root if root and os.path.isdir(root) else None
 
 
 def _result_row(r: BaseFileWriteResult) -> dict[str, Any]:
@@ -187,6 +283,21 @@ def _result_row(r: BaseFileWriteResult) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- driver
+
+
+def _partition_values(spark: SparkSession, tasks: int) -> tuple[int, ...]:
+    """For each of `tasks` partitions, an int that Spark's hash partitioning sends there."""
+    if tasks == 1:
+        return (0,)
+    candidates = spark.range(0, 64 * tasks).selectExpr(
+        "CAST(id AS INT) AS value", f"PMOD(HASH(CAST(id AS INT)), {tasks}) AS part"
+    )
+    first: dict[int, int] = {}
+    for row in candidates.collect():
+        first.setdefault(row["part"], row["value"])
+    if len(first) < tasks:
+        raise HudiTableServiceError(f"no hash value found for each of {tasks} writer tasks")
+    return tuple(first[p] for p in range(tasks))
 
 
 def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
@@ -217,28 +328,23 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
             order = replace(order, bounds=bounds)
     index_of = {path: i for i, path in indexed}
     weighted = [sample_keys(p, order, index_of[p.path]) for p in profiles]
-    total_bytes = sum(p.size_bytes for p in profiles)
-    tasks = max(1, job.writer_tasks)
-    cuts = pid_bounds(weighted, total_bytes, -(-total_bytes // tasks), fill_fraction=1.0) if tasks > 1 else []
-    job = replace(job, order=order, pid_bounds=tuple(cuts))
-    num_tasks = len(cuts) + 1
+    # Input column bytes estimate the output's size; `writer_task_count` tolerates its error.
+    tasks = writer_task_count(
+        sum(p.size_bytes for p in profiles), job.target_file_bytes, job.writer_tasks or sc.defaultParallelism
+    )
+    cuts = task_bounds(weighted, tasks)
+    values = _partition_values(spark, len(cuts) + 1)
+    job = replace(job, order=order, task_bounds=tuple(cuts), task_values=values)
 
-    if num_tasks > 1:
-        # Each range partition is a writer task: adaptive execution must not merge them. Ranging on
-        # (pid, key), not pid alone: Spark's sampled bounds over two or three distinct values can put
-        # every row in one task; (pid, key) follows the sort order, so the global order still holds.
-        spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
     keyed_schema = schema.append(pa.field(KEY_COLUMN, pa.binary())).append(pa.field(PID_COLUMN, pa.int32()))
     paths_df = spark.createDataFrame(indexed, "idx int, path string").repartition(slices)
     keyed = paths_df.mapInArrow(lambda it: _read_with_keys(job, it), from_arrow_schema(keyed_schema))
-    if num_tasks > 1:
-        keyed = keyed.repartitionByRange(num_tasks, PID_COLUMN, KEY_COLUMN)
-    else:
-        keyed = keyed.repartition(1)
+    # Hash partitioning on the task value puts each key range in its own task (see task_values);
+    # adaptive execution never merges a repartition with an explicit count.
+    keyed = keyed.repartition(len(values), PID_COLUMN)
     # LINEAR (and any single column) sorts by the real columns, exactly; curves by their key.
     exact = order.sort_columns and (order.layout is LayoutStrategy.LINEAR or len(order.sort_columns) == 1)
-    sort_columns = [PID_COLUMN, *(order.sort_columns if exact else [KEY_COLUMN])]
-    ordered = keyed.sortWithinPartitions(*sort_columns)
+    ordered = keyed.sortWithinPartitions(*(order.sort_columns if exact else [KEY_COLUMN]))
     written = ordered.mapInArrow(lambda it: _write_sorted(job, it), from_arrow_schema(_RESULT_SCHEMA))
     rows = written.collect()
     return [

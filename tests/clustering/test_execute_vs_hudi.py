@@ -19,7 +19,7 @@ from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from strategies.execution.spark_group import GroupJob, run_group
+from strategies.execution.spark_group import GroupJob, compressed_data_bytes, run_group
 from strategies.layout import LayoutStrategy, curve_sort_key
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
@@ -242,13 +242,26 @@ def test_output_files_respect_the_target_size(spark: Any, tmp_path: Path) -> Non
         assert sum(size < 0.8 * target for size in sizes) <= 1, (partition, sizes)
 
 
-def test_several_writer_tasks_keep_a_global_linear_order(
-    history_many_commits: HudiHistory, spark: Any
+def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
+    spark: Any, tmp_path: Path
 ) -> None:
-    base = history_many_commits.base_path
+    base = tmp_path / "tasks"
+    for batch in range(2):
+        ids = range(batch * 100_000, (batch + 1) * 100_000)
+        ht.write(spark, base, ht.generate(spark, ids, batch=batch), "insert", "tasks")
     before = _snapshots(spark, base)
     table = HudiTable.open(str(base))
-    config = HoodieConfig.from_mapping({"hoodie.clustering.plan.strategy.sort.columns": "qty,id"}, table.name)
+    data_bytes = sum(compressed_data_bytes(pq.read_metadata(p)) for p in base.rglob("*.parquet"))
+    target = data_bytes // 20  # 20 files' worth: two tasks of >= 8 (MIN_FILES_PER_WRITER_TASK)
+    config = HoodieConfig.from_mapping(
+        {
+            "hoodie.clustering.plan.strategy.target.file.max.bytes": target,
+            "hoodie.clustering.plan.strategy.sort.columns": "qty,id",
+            "hoodie.bloom.index.filter.type": "SIMPLE",
+            "hoodie.index.bloom.num_entries": 2_000,
+        },
+        table.name,
+    )
     instant = _schedule(table, config)
 
     def two_tasks(job: GroupJob) -> list[BaseFileWriteResult]:
@@ -256,13 +269,20 @@ def test_several_writer_tasks_keep_a_global_linear_order(
 
     result = execute_clustering(table, instant, config, two_tasks, InProcessTableLock(table.name), zone=UTC)
     assert result.committed
+    assert result.groups == 1
     assert _snapshots(spark, base) == before
-    by_partition: dict[str, list[list[tuple[int, int]]]] = {}
-    for r in result.written:
-        rows = pq.read_table(base / r.path, columns=["qty", "id"]).to_pylist()
-        by_partition.setdefault(r.partition_path, []).append([(x["qty"], x["id"]) for x in rows])
-    assert any(len(files) == 2 for files in by_partition.values())
-    for files in by_partition.values():
-        files.sort(key=lambda keys: keys[0])
-        stitched = [k for keys in files for k in keys]
-        assert stitched == sorted(stitched)  # each file sorted, and the files' ranges do not overlap
+    # Two writer tasks (the write token starts with the Spark partition id) ...
+    assert len({r.file_name.split("_")[1].split("-")[0] for r in result.written}) == 2
+    # ... every file within the target, all but at most one of the group's >= 0.8x of it ...
+    sizes = sorted(r.file_size_bytes for r in result.written)
+    assert len(sizes) >= 16, sizes
+    assert sizes[-1] <= target, sizes
+    assert sum(size < 0.8 * target for size in sizes) <= 1, sizes
+    # ... and each file sorted, the files' ranges not overlapping.
+    files = [
+        [(x["qty"], x["id"]) for x in pq.read_table(base / r.path, columns=["qty", "id"]).to_pylist()]
+        for r in result.written
+    ]
+    files.sort(key=lambda keys: keys[0])
+    stitched = [k for keys in files for k in keys]
+    assert stitched == sorted(stitched)

@@ -1,0 +1,88 @@
+"""Several writer tasks per clustering group: task count, key ranges, and evenly sized files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strategies.execution.sort_and_size import (
+    MIN_FILES_PER_WRITER_TASK,
+    WeightedKeys,
+    assign_tasks,
+    next_file_end,
+    size_profile,
+    task_bounds,
+    writer_task_count,
+)
+
+TARGET = 100 * 1024 * 1024
+
+
+def test_writer_task_count_needs_enough_files_per_task() -> None:
+    assert writer_task_count(5 * TARGET, TARGET, max_tasks=8) == 1
+    assert writer_task_count(2 * MIN_FILES_PER_WRITER_TASK * TARGET, TARGET, max_tasks=8) == 2
+    assert writer_task_count(1000 * TARGET, TARGET, max_tasks=3) == 3
+    assert writer_task_count(0, TARGET, max_tasks=3) == 1
+
+
+def test_task_bounds_split_rows_evenly_across_files_of_different_sizes() -> None:
+    # File A: 1,000 rows, keys 0..99 sampled; file B: 3,000 rows, keys 100..199 sampled: the middle
+    # of the rows is inside B's keys, not at key 100.
+    a = WeightedKeys(tuple(bytes([k]) for k in range(100)), rows_per_key=10.0)
+    b = WeightedKeys(tuple(bytes([k]) for k in range(100, 200)), rows_per_key=30.0)
+    (bound,) = task_bounds([a, b], tasks=2)
+    assert bound == bytes([133])
+    assert task_bounds([a, b], tasks=1) == []
+
+
+def test_assign_tasks_is_monotone_and_bounds_start_their_task() -> None:
+    keys = pa.array([b"\x00", b"\x05", b"\x05\x00", b"\x06", b"\xff"], pa.binary())
+    index = assign_tasks(keys, [b"\x05", b"\x06"])
+    assert index.tolist() == [0, 1, 1, 2, 2]
+    assert assign_tasks(keys, []).tolist() == [0] * 5
+
+
+def _cut_all(stretch_bytes: list[float], rows: int, file_data: float, actual_factor: float) -> list[float]:
+    """Simulate a writer task: cut with the profile, measure files `actual_factor` x the estimate."""
+    profile = size_profile(rows, stretch_bytes)
+    start, estimated, measured = 0, 0.0, 0.0
+    sizes = []
+    while start < rows:
+        correction = measured / estimated if estimated else 1.0
+        end = next_file_end(profile, start, rows, file_data, correction)
+        est = profile.bytes_before(end) - profile.bytes_before(start)
+        sizes.append(est * actual_factor)
+        estimated += est
+        measured += est * actual_factor
+        start = end
+    return sizes
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    files=st.floats(min_value=5.3, max_value=40.0),
+    skew=st.lists(st.floats(min_value=0.2, max_value=5.0), min_size=1, max_size=64),
+    actual_factor=st.floats(min_value=0.96, max_value=1.02),
+)
+def test_even_cuts_keep_every_file_within_bounds(
+    files: float, skew: list[float], actual_factor: float
+) -> None:
+    """However bytes spread along the rows, with the task's estimate up to a few per cent off, a
+    task holding >= 5.3 files' worth (8 planned, the input-based plan 1.5x too high) writes every
+    file within [0.8, 1.0] x the target."""
+    rows = 1_000_000
+    target = 1_000.0
+    weights = np.asarray(skew) / sum(skew)
+    stretch_bytes = list(weights * files * target / actual_factor)
+    sizes = _cut_all(stretch_bytes, rows, 0.97 * target, actual_factor)
+    assert sum(sizes) == pytest.approx(files * target)
+    # Rows are whole: a file may miss its share by a row's bytes (<= 0.5% here).
+    assert max(sizes) <= 1.0 * target, sizes
+    assert min(sizes) >= 0.795 * target, sizes
+
+
+def test_even_cuts_of_a_small_task_give_one_file() -> None:
+    assert _cut_all([300.0, 300.0], 10_000, 1_000.0, 1.0) == [pytest.approx(600.0)]
