@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -91,15 +91,18 @@ class Options:
     results_dir: Path | None = None
     seed: int = 7
     repeat: int = 1
-    split_groups: int = 2  # an extra LINEAR run with the input split into this many groups (<= 1: none)
+    split_groups: int = 0  # an extra LINEAR run with the input split into this many groups (<= 1: none)
+    # An extra LINEAR run at this target (MB), big enough that the group gets one writer task (0: none).
+    one_task_target_mb: int = 64
 
     @classmethod
     def quick(cls) -> Options:
-        return cls(files=200, rows=1_000_000, target_file_mb=16, snappy=False, sample=False)
+        return cls(files=200, rows=1_000_000, target_file_mb=3, snappy=False, sample=False)
 
     @classmethod
     def full(cls) -> Options:
-        return cls(files=400, rows=20_000_000, target_file_mb=128)
+        # ~195 MB of gzip input: 16 target files, so each of 2 writer tasks holds 8 files' worth.
+        return cls(files=400, rows=4_000_000, target_file_mb=12)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ class Run:
     schedule_seconds: float | None = None
     groups: int | None = None
     file_sizes: list[int] = field(default_factory=list)
+    writer_tasks: int | None = None
     all_seconds: list[float] = field(default_factory=list)  # every round; `seconds` is the fastest
     stages: list[dict[str, Any]] = field(default_factory=list)
 
@@ -185,8 +189,9 @@ def _file_rows(instant: str, file_index: int, first_id: int, n: int, name: str, 
     )
 
 
-def build_input_table(base: Path, files: int, rows: int, seed: int) -> InputTable:
-    """Many small gzip base files in a few insert commits, as a streaming writer leaves them."""
+def build_input_table(base: Path, files: int, rows: int, seed: int, codec: str = "gzip") -> InputTable:
+    """Many small base files (gzip unless `codec` says otherwise) in a few insert commits, as a
+    streaming writer leaves them."""
     storage = Storage.for_base_uri(str(base))
     raw = {
         "hoodie.table.name": TABLE_NAME,
@@ -210,7 +215,7 @@ def build_input_table(base: Path, files: int, rows: int, seed: int) -> InputTabl
         file_id = f"{i:08d}-0000-4000-8000-{seed:012d}"
         name = base_file_name(file_id, "0-0-0", instant)
         pq.write_table(
-            _file_rows(instant, i, first_ids[i], per_file[i], name, seed), base / name, compression="gzip"
+            _file_rows(instant, i, first_ids[i], per_file[i], name, seed), base / name, compression=codec
         )
         size = (base / name).stat().st_size
         return codecs.WriteStat(
@@ -276,9 +281,12 @@ def run_clustering(
     codec: str,
     target_file_bytes: int,
     groups: int = 1,
+    extra_settings: Mapping[str, str] | None = None,
+    label_suffix: str = "",
 ) -> Run:
     """`groups` > 1 caps `max.bytes.per.group` so the plan splits the files into that many groups
-    (each sorted on its own, run in parallel): the way to use more than one core per table today."""
+    (each sorted on its own, run in parallel): the way to use more than one core per table today.
+    `extra_settings` are further Hudi configs, applied last (e.g. `hoodie.parquet.block.size`)."""
     hudi = HudiTable.open(str(table.base))
     settings = {
         "hoodie.layout.optimize.strategy": layout,
@@ -290,6 +298,7 @@ def run_clustering(
     if groups > 1:
         per_group = -(-table.bytes // groups) + max(table.bytes // len(table.files), 1)
         settings["hoodie.clustering.plan.strategy.max.bytes.per.group"] = str(per_group)
+    settings.update(extra_settings or {})
     config = HoodieConfig.from_mapping(settings, hudi.name)
     lock = InProcessTableLock(hudi.name)
     executor = SparkExecutor(session=spark)
@@ -303,14 +312,17 @@ def run_clustering(
     if not result.committed:
         raise RuntimeError(f"{table.base}: clustering {outcome.instant_time} not committed: {result.reason}")
     sizes = [r.file_size_bytes for r in result.written]
+    # The write token of a file name starts with the Spark partition (task) that wrote it.
+    tasks = len({(r.partition_path, r.file_name.split("_")[1].split("-")[0]) for r in result.written})
     words = ["ours", layout, method.lower() if layout != "LINEAR" else "", codec]
     words.append(f"{result.groups} groups" if groups > 1 else "")
+    words.append(label_suffix)
     return Run(
         label=" ".join(w for w in words if w),
         kind="clustering", layout=layout, method=method if layout != "LINEAR" else None, codec=codec,
         seconds=seconds, input_bytes=table.bytes, output_rows=sum(r.record_count for r in result.written),
         output_files=len(sizes), output_bytes=sum(sizes), target_file_bytes=target_file_bytes,
-        schedule_seconds=scheduled, groups=result.groups, file_sizes=sizes,
+        schedule_seconds=scheduled, groups=result.groups, file_sizes=sizes, writer_tasks=tasks,
     )  # fmt: skip
 
 
@@ -467,32 +479,38 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         )
         target = options.target_file_mb * MB
         codecs_to_run = ["gzip", "snappy"] if options.snappy else ["gzip"]
-        plan: list[tuple[str, str, str, int]] = []  # (layout, method, codec, groups); "SORT" is raw Spark
+        # (layout, method, codec, groups, target bytes); "SORT" is raw Spark
+        plan: list[tuple[str, str, str, int, int]] = []
         for codec in codecs_to_run:
-            plan.append(("SORT", "", codec, 1))
+            plan.append(("SORT", "", codec, 1, target))
         plan += [
-            ("LINEAR", "DIRECT", "gzip", 1),
-            ("ZORDER", "DIRECT", "gzip", 1),
-            ("HILBERT", "DIRECT", "gzip", 1),
+            ("LINEAR", "DIRECT", "gzip", 1, target),
+            ("ZORDER", "DIRECT", "gzip", 1, target),
+            ("HILBERT", "DIRECT", "gzip", 1, target),
         ]
         if options.sample:
-            plan += [("ZORDER", "SAMPLE", "gzip", 1), ("HILBERT", "SAMPLE", "gzip", 1)]
+            plan += [("ZORDER", "SAMPLE", "gzip", 1, target), ("HILBERT", "SAMPLE", "gzip", 1, target)]
         if options.snappy:
-            plan.append(("LINEAR", "DIRECT", "snappy", 1))
+            plan.append(("LINEAR", "DIRECT", "snappy", 1, target))
+        if options.one_task_target_mb > 0:
+            plan.append(("LINEAR", "DIRECT", "gzip", 1, options.one_task_target_mb * MB))
         if options.split_groups > 1:
-            plan.append(("LINEAR", "DIRECT", "gzip", options.split_groups))
+            plan.append(("LINEAR", "DIRECT", "gzip", options.split_groups, target))
         warm_up(session, work / "warm-up", options.seed)
         # Rounds interleave the runs, so a burst of load elsewhere on the machine hits every run alike;
         # each run reports its fastest round.
         attempts: dict[int, list[Run]] = {}
         for round_index in range(options.repeat):
-            for index, (layout, method, codec, groups) in enumerate(plan):
+            for index, (layout, method, codec, groups, run_target) in enumerate(plan):
                 copy = fresh_copy(source, work / f"run-{index}")
                 before = last_stage_id(session)
                 if layout == "SORT":
                     result = run_raw_spark(session, copy, work / f"run-{index}-out", codec)
                 else:
-                    result = run_clustering(session, copy, layout, method, codec, target, groups)
+                    suffix = f"{run_target // MB} MB target" if run_target != target else ""
+                    result = run_clustering(
+                        session, copy, layout, method, codec, run_target, groups, label_suffix=suffix
+                    )
                 result.stages = stage_figures(session, before)
                 attempts.setdefault(index, []).append(result)
                 print(
@@ -548,6 +566,7 @@ def _payload(
                 "input_mb_per_s": round(r.mb_per_s, 3),
                 "ratio_to_raw_spark": round(r.mb_per_s / baseline, 3) if baseline else None,
                 "groups": r.groups,
+                "writer_tasks": r.writer_tasks,
                 "output_rows": r.output_rows,
                 "output_files": r.output_files,
                 "output_mb": round(r.output_bytes / MB, 3),
@@ -590,7 +609,8 @@ def _print(payload: dict[str, Any]) -> None:
     rows = [
         [
             r["label"], r["input_mb"], r["seconds"], r["input_mb_per_s"], r["ratio_to_raw_spark"],
-            r["output_files"], r["output_mb"], r["file_size_ratio_min"], r["file_size_ratio_max"],
+            r["writer_tasks"], r["output_files"], r["output_mb"], r["file_size_ratio_min"],
+            r["file_size_ratio_max"], r["files_within_0_8_to_1_1"],
         ]
         for r in payload["runs"]
     ]  # fmt: skip
@@ -600,10 +620,12 @@ def _print(payload: dict[str, Any]) -> None:
         "seconds",
         "MB/s",
         "x raw Spark",
+        "tasks",
         "files",
         "out MB",
         "min/target",
         "max/target",
+        "files in 0.8-1.1x",
     ]
     print_table(f"Clustering throughput ({payload['input']['rows']:,} rows)", headers, rows)
     stage_rows = [
@@ -649,7 +671,13 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--key-rows", type=int, help="rows for the order-key cost")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; each run reports its fastest")
     parser.add_argument(
-        "--split-groups", type=int, default=2, help="extra LINEAR run over this many groups (0: skip)"
+        "--split-groups", type=int, default=0, help="extra LINEAR run over this many groups (0: skip)"
+    )
+    parser.add_argument(
+        "--one-task-target-mb",
+        type=int,
+        default=64,
+        help="extra LINEAR run at this target, where the group gets one writer task (0: skip)",
     )
     parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
     args = parser.parse_args(list(argv))
@@ -664,6 +692,7 @@ def main(argv: Sequence[str]) -> int:
         work_dir=args.work_dir,
         repeat=max(1, args.repeat),
         split_groups=args.split_groups,
+        one_task_target_mb=args.one_task_target_mb,
     )
     run(options, command=" ".join(["python -m bench", NAME, *argv]))
     return 0

@@ -3,9 +3,10 @@
 A clustering group runs as two passes over its input files, both inside Spark's Python workers:
 
 1. *profile*: read each input file, count rows and bytes, and keep a sample of the order key;
-2. *rewrite*: read again, attach the order key and a writer-task id (`pid`, from weighted key
-   quantiles of the sample when a group has more than one writer task), let Spark range-partition
-   and sort, then write each task's sorted rows into Hudi base files cut by their actual size.
+2. *rewrite*: read again, attach the order key and, when the group is big enough for several
+   writer tasks, the task whose key range holds the row (`task_bounds`: row quantiles of the
+   sample); Spark shuffles each range to its task and sorts it; the task writes Hudi base files,
+   cut by actual size (one task) or evenly from a size profile (`next_file_end`, several tasks).
 
 Order keys are unsigned-byte-ordered binaries (Spark and Arrow compare binary that way):
 no sort columns → input order (file index, row index); LINEAR → the first sort column's rank

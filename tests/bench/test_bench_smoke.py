@@ -23,6 +23,8 @@ def test_clustering_bench_reports_every_run_with_all_rows(spark: Any, tmp_path: 
         snappy=False,
         sample=True,
         key_rows=10_000,
+        split_groups=2,
+        one_task_target_mb=0,
         work_dir=tmp_path,
         results_dir=tmp_path / "results",
     )
