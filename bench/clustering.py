@@ -97,12 +97,12 @@ class Options:
 
     @classmethod
     def quick(cls) -> Options:
-        return cls(files=200, rows=1_000_000, target_file_mb=3, snappy=False, sample=False)
+        return cls(files=200, rows=1_000_000, target_file_mb=2, snappy=False, sample=False)
 
     @classmethod
     def full(cls) -> Options:
-        # ~195 MB of gzip input: 16 target files, so each of 2 writer tasks holds 8 files' worth.
-        return cls(files=400, rows=4_000_000, target_file_mb=12)
+        # ~195 MB of gzip input: ~19 target files, so each of 2 writer tasks holds >= 8 files' worth.
+        return cls(files=400, rows=4_000_000, target_file_mb=10)
 
 
 @dataclass(frozen=True)
