@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import threading
+import zipfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from service.table.base_file_writer import BaseFileWriteResult
@@ -55,6 +58,8 @@ class SparkExecutor:
                 for key, value in self._conf.items():
                     builder = builder.config(key, value)
                 self._session = builder.getOrCreate()
+                if not self._master.startswith("local"):
+                    self._session.sparkContext.addPyFile(str(_project_zip()))
             return self._session
 
     def run_group(self, job: GroupJob) -> list[BaseFileWriteResult]:
@@ -77,3 +82,23 @@ class SparkExecutor:
             if self._session is not None and self._owns_session:
                 self._session.stop()
             self._session = None
+
+
+def _project_zip() -> Path:
+    """This project's packages as a zip for executors' Python workers.
+
+    On a cluster, group jobs run in Python workers on other machines (or other working
+    directories): shipping the code means only the dependencies (pyarrow, numpy) must be
+    installed there, not this project, and never a different version of it.
+    """
+    import service
+    import strategies
+
+    target = Path(tempfile.mkdtemp(prefix="hts-pyfiles-")) / "hudi_table_service.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in (service, strategies):
+            root = Path(package.__file__ or "").parent
+            for path in sorted(root.rglob("*")):
+                if path.suffix in (".py", ".avsc") and "__pycache__" not in path.parts:
+                    archive.write(path, path.relative_to(root.parent).as_posix())
+    return target
