@@ -220,27 +220,28 @@ def next_file_end(
 
 
 def profile_file(
-    batches: Iterable[pa.RecordBatch],
+    sort_values: pa.Table,
+    num_rows: int,
     path: str,
     size_bytes: int,
     spec: OrderSpec,
     file_index: int,
     sample_limit: int,
 ) -> FileProfile:
-    """Row count of one file and a sample: input positions (no sort columns) or sort-column values."""
-    tables = list(batches)
-    rows = sum(b.num_rows for b in tables)
-    if not rows:
+    """Row count of one file and a sample: input positions (no sort columns) or sort-column values
+    (`sort_values` holds the file's sort columns, every row)."""
+    if not num_rows:
         return FileProfile(path, 0, size_bytes)
-    picked = sample_rows(rows, min(sample_limit, MAX_SAMPLE_PER_FILE), seed=file_index)
+    picked = sample_rows(num_rows, min(sample_limit, MAX_SAMPLE_PER_FILE), seed=file_index)
     if spec.keeps_input_order:
         seq = (np.uint64(file_index) << np.uint64(40)) + picked.astype(np.uint64)
-        return FileProfile(path, rows, size_bytes, tuple(_words_to_binary(seq.reshape(-1, 1)).to_pylist()))
-    sample = pa.Table.from_batches(tables).select(list(spec.sort_columns)).take(pa.array(picked))
+        keys = tuple(_words_to_binary(seq.reshape(-1, 1)).to_pylist())
+        return FileProfile(path, num_rows, size_bytes, keys)
+    sample = sort_values.select(list(spec.sort_columns)).take(pa.array(picked))
     sink = io.BytesIO()
     with pa.ipc.new_stream(sink, sample.schema) as writer:
         writer.write_table(sample)
-    return FileProfile(path, rows, size_bytes, (), sink.getvalue())
+    return FileProfile(path, num_rows, size_bytes, (), sink.getvalue())
 
 
 def sampled_sort_columns(profiles: Iterable[FileProfile]) -> pa.Table | None:

@@ -108,12 +108,20 @@ def _profile_partition(job: GroupJob, rows: Iterable[tuple[int, str]]) -> Iterat
     storage = job.storage()
     assert job.arrow_schema is not None
     per_file = max(1, job.curve_sample_size // max(1, len(job.input_paths)))
+    # Only the sort columns are sampled, so only they are read; the row count is in the footer.
+    wanted = pa.schema([job.arrow_schema.field(c) for c in job.order.sort_columns])
     for index, path in rows:
         with storage.open_input(path) as f:
             parquet = pq.ParquetFile(f)
-            batches = [conform_batch(b, job.arrow_schema) for b in parquet.iter_batches(batch_size=65_536)]
+            num_rows = parquet.metadata.num_rows
+            present = [c for c in wanted.names if c in parquet.schema_arrow.names]
+            if present:
+                batches = parquet.iter_batches(batch_size=65_536, columns=present)
+                values = pa.Table.from_batches([conform_batch(b, wanted) for b in batches], schema=wanted)
+            else:  # no sort columns, or a file older than all of them (nulls)
+                values = pa.table([pa.nulls(num_rows, f.type) for f in wanted], schema=wanted)
             data_bytes = compressed_data_bytes(parquet.metadata)
-        yield profile_file(batches, path, data_bytes, job.order, index, per_file)
+        yield profile_file(values, num_rows, path, data_bytes, job.order, index, per_file)
 
 
 def compressed_data_bytes(metadata: pq.FileMetaData) -> int:
