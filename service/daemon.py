@@ -24,6 +24,7 @@ import os
 import signal
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -185,6 +186,7 @@ class Daemon:
         )
         self.metrics.config_reload_success.set(1)
         self._config_digest = _file_digest(config.path)
+        self._watched_digest = self._config_digest
         self._reload_guard = threading.Lock()
         if settings.lock.provider == "in-process":
             log.warning(
@@ -290,7 +292,14 @@ class Daemon:
                 self._scheduler.remove_job(f"{table_name}:{service}")
 
     def _watch_config(self) -> None:
-        if not self._stopping.is_set() and _file_digest(self.config.path) != self._config_digest:
+        if self._stopping.is_set():
+            return
+        digest = _file_digest(self.config.path)
+        # An editor or `cp` may be midway through writing it (a cut-off file can parse, with tables
+        # missing): reload once the file has stayed the same for one watch interval.
+        settled = digest == self._watched_digest
+        self._watched_digest = digest
+        if settled and digest != self._config_digest:
             log.info("config file %s changed; reloading", self.config.path)
             self.reload_from_file()
 
@@ -312,8 +321,14 @@ class Daemon:
                     args=[runtime.name, service],
                     id=f"{runtime.name}:{service}",
                     name=f"{service} {runtime.name}",
-                    next_run_time=datetime.now(UTC),  # first tick at once
+                    next_run_time=datetime.now(UTC) + self._phase(f"{runtime.name}:{service}"),
                 )
+
+    def _phase(self, job_id: str) -> timedelta:
+        """When a job first runs: spread over up to one poll interval (50 ms per job), at a fixed
+        point per job, so a thousand tables do not all tick at once and a few start at once."""
+        spread = min(self._poll_seconds, 0.05 * 2 * len(self.runtimes))
+        return timedelta(seconds=spread * zlib.crc32(job_id.encode()) / 2**32)
 
     def _job(self, table_name: str, service: TableService) -> None:
         runtime = self.runtimes.get(table_name)
@@ -377,8 +392,10 @@ class Daemon:
             )
             self.metrics.deleted_files.labels(name).inc(result.files_deleted)
             self.metrics.deleted_bytes.labels(name).inc(result.bytes_deleted)
-        timeline = table.load_timeline()
-        since = commits_since_last_clean(timeline, read_last_clean(table, timeline))
+        since = result.commits_since_last_clean
+        if since is None:  # the run cleaned (or looked at a pending clean): count on a fresh timeline
+            timeline = table.load_timeline()
+            since = commits_since_last_clean(timeline, read_last_clean(table, timeline))
         self.metrics.commits_since_last_clean.labels(name).set(since)
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> None:

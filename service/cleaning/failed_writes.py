@@ -52,13 +52,21 @@ def failed_writes(table: HudiTable, timeline: Timeline, config: HoodieConfig, no
 
 
 def rollback_failed_writes(
-    table: HudiTable, config: HoodieConfig, lock: TableLock, zone: tzinfo, now: Callable[[], datetime]
+    table: HudiTable,
+    config: HoodieConfig,
+    lock: TableLock,
+    zone: tzinfo,
+    now: Callable[[], datetime],
+    timeline: Timeline | None = None,
 ) -> list[str]:
-    """Roll back every failed write (LAZY policy only); returns the instants rolled back."""
+    """Roll back every failed write (LAZY policy only); returns the instants rolled back.
+
+    `timeline`: one just loaded by the caller (else it is loaded here).
+    """
     if config.clean.failed_writes_policy.value != "LAZY":
         return []
     rolled_back = []
-    for instant in failed_writes(table, table.load_timeline(), config, now()):
+    for instant in failed_writes(table, timeline or table.load_timeline(), config, now()):
         log.info("table %s: rolling back failed write %s (heartbeat expired)", table.name, instant)
         rollback_instant(table, instant.timestamp, lock, now=now(), tz=zone)
         rolled_back.append(instant.timestamp)

@@ -42,10 +42,12 @@ from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.clean import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, clean_due, plan_clean
+from strategies.clean.trigger import commits_since_last_clean
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+_NOT_DUE = "fewer than hoodie.clean.max.commits={} commits since the last clean"
 
 
 def _utc_now() -> datetime:
@@ -83,14 +85,21 @@ class Cleaner:
     # ------------------------------------------------------------------ one pass
     def run(self) -> CleanRunResult:
         started = time.monotonic()
-        if not self.options.dry_run:
-            # A failed writer's pending attempt would hold the earliest commit to retain back forever.
-            rollback_failed_writes(self.table, self.config, self.lock, self.zone, self.now)
         timeline = self.table.load_timeline()
-        results = [self._finish(instant, timeline, resumed=True) for instant in _pending_cleans(timeline)]
+        # A failed writer's pending attempt would hold the earliest commit to retain back forever.
+        if not self.options.dry_run and rollback_failed_writes(
+            self.table, self.config, self.lock, self.zone, self.now, timeline
+        ):
+            timeline = self.table.load_timeline()
+        pending = _pending_cleans(timeline)
+        results = [self._finish(instant, timeline, resumed=True) for instant in pending]
+        since: int | None = None
         if self.options.dry_run:
             skipped, preview = self._preview(timeline)
             results += preview
+        elif not pending and (idle := self._not_due(timeline)) is not None:
+            # Not due on this snapshot: no lock, no reload (a commit landing meanwhile counts next run).
+            skipped, since = idle
         else:
             skipped, scheduled = self._schedule()
             if scheduled is not None:
@@ -103,7 +112,15 @@ class Cleaner:
             skipped_reason=skipped,
             dry_run=self.options.dry_run,
             duration_seconds=time.monotonic() - started,
+            commits_since_last_clean=since,
         )
+
+    def _not_due(self, timeline: Timeline) -> tuple[str, int] | None:
+        """(why not, commits since the last clean) when the trigger says no clean on `timeline`."""
+        last_clean = read_last_clean(self.table, timeline)
+        if clean_due(timeline, last_clean, self.config.clean):
+            return None
+        return _NOT_DUE.format(self.config.clean.max_commits), commits_since_last_clean(timeline, last_clean)
 
     # ------------------------------------------------------------------ scheduling
     def _schedule(self) -> tuple[str | None, tuple[Instant, CleanPlan] | None]:
@@ -135,11 +152,7 @@ class Cleaner:
             return "a clean is pending and hoodie.clean.allow.multiple is false", None, None
         last_clean = read_last_clean(self.table, timeline)
         if not clean_due(timeline, last_clean, clean):
-            return (
-                f"fewer than hoodie.clean.max.commits={clean.max_commits} commits since the last clean",
-                None,
-                None,
-            )
+            return _NOT_DUE.format(clean.max_commits), None, None
         now = self.now()
         snapshot = load_clean_snapshot(self.table, timeline, clean, now, self.zone)
         plan = plan_clean(snapshot, clean, now)

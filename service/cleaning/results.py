@@ -42,6 +42,8 @@ class CleanRunResult:
     skipped_reason: str | None = None  # why no new clean was scheduled
     dry_run: bool = False
     duration_seconds: float = 0.0
+    # Set when the run found no clean due (then the timeline is unchanged by it): the daemon's gauge.
+    commits_since_last_clean: int | None = None
 
     @property
     def cleans_completed(self) -> int:

@@ -10,8 +10,9 @@ import fastavro
 
 from service.config.cleaning import CleanConfig
 from service.errors import CorruptTableError
+from service.table import codecs
 from service.table.codecs import CleanMetadata, ReplaceCommitMetadata, RequestedReplaceMetadata
-from service.table.instant import Action
+from service.table.instant import Action, Instant
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, instant_path
 from strategies.clean import CleanSnapshot, LastClean, earliest_commit_to_retain, partitions_to_scan
@@ -24,6 +25,11 @@ def read_last_clean(table: HudiTable, timeline: Timeline) -> LastClean | None:
     instant = timeline.by_actions([Action.CLEAN]).completed().last
     if instant is None:
         return None
+    # A completed clean never changes: read once per table, not on every daemon tick.
+    return table.facts_reader.derived(instant, "LastClean", lambda: _read_last_clean(table, instant))
+
+
+def _read_last_clean(table: HudiTable, instant: Instant) -> LastClean:
     path = instant_path(instant)
     try:
         data = table.storage.read_bytes(path)
@@ -33,7 +39,8 @@ def read_last_clean(table: HudiTable, timeline: Timeline) -> LastClean | None:
         ) from None
     if not data:
         return LastClean(instant.timestamp, empty=True)
-    meta = table.facts_reader.metadata(instant, CleanMetadata)
+    # Decoded here, not through the facts cache: only these few fields are kept.
+    meta = codecs.decode(CleanMetadata, data, table.storage.qualify(path))
     return LastClean(
         timestamp=instant.timestamp,
         earliest_commit_to_retain=meta.earliest_commit_to_retain,

@@ -76,7 +76,7 @@ _TIMELINE_NAME = re.compile(r"^(\d+)(\.[A-Za-z.]+)$")
 INSTANT_TIME_LENGTHS = (14, 17)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Instant:
     """One instant in one state. Ordered by time, then action, then state (as Hudi orders them)."""
 

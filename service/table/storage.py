@@ -148,6 +148,21 @@ class Storage:
         selector = pafs.FileSelector(self.fs_path(rel), allow_not_found=True, recursive=False)
         return [self._to_status(info) for info in self._fs.get_file_info(selector)]
 
+    def list_file_names(self, rel: str) -> list[str]:
+        """Names of the non-directory children of a directory (empty if it does not exist).
+
+        Cheaper than `list_dir` when sizes are not needed: on a local disk no entry is stat'ed
+        (the daemon lists every table's `.hoodie` on every tick).
+        """
+        if self.is_local:
+            try:
+                with os.scandir(self.fs_path(rel)) as entries:
+                    return [e.name for e in entries if not e.is_dir()]
+            except FileNotFoundError:
+                return []
+        selector = pafs.FileSelector(self.fs_path(rel), allow_not_found=True, recursive=False)
+        return [i.base_name for i in self._fs.get_file_info(selector) if i.type != pafs.FileType.Directory]
+
     def walk_files(self, rel: str) -> Iterator[FileStatus]:
         """Every file below a directory, recursively."""
         selector = pafs.FileSelector(self.fs_path(rel), allow_not_found=True, recursive=True)

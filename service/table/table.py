@@ -23,6 +23,8 @@ class HudiTable:
     storage_options: Mapping[str, str] = field(default_factory=dict)
     # Completed instants never change, so their decoded metadata is cached across reloads.
     facts_reader: TimelineFactsReader = field(init=False)
+    # The latest timeline loaded: reused while `.hoodie` holds the same instant files (idle ticks).
+    _timeline: Timeline | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.facts_reader = TimelineFactsReader(self.storage)
@@ -65,7 +67,8 @@ class HudiTable:
         self.config = load_table_config(self.storage)
 
     def load_timeline(self) -> Timeline:
-        return load_timeline(self.storage)
+        self._timeline = load_timeline(self.storage, self._timeline)
+        return self._timeline
 
     def list_partitions(self, only: Iterable[str] | None = None) -> dict[str, list[FileStatus]]:
         """Partition path → files directly in it, discovered as Java does: by partition metafiles.

@@ -118,20 +118,24 @@ def _collapse(instants: Iterable[Instant]) -> tuple[Instant, ...]:
 # ---------------------------------------------------------------- loading and reading
 
 
-def load_timeline(storage: Storage) -> Timeline:
-    """List `.hoodie` once and build the active timeline. Unknown instant-like names raise."""
+def load_timeline(storage: Storage, previous: Timeline | None = None) -> Timeline:
+    """List `.hoodie` once and build the active timeline. Unknown instant-like names raise.
+
+    `previous` (an earlier load of the same table) is returned as is when `.hoodie` holds exactly the
+    same instant files: a timeline is a function of those names, and an idle table's tick then costs
+    one listing, not a re-parse.
+    """
+    names = frozenset(n for n in storage.list_file_names(METAFOLDER) if is_timeline_file_name(n))
+    if previous is not None and previous.files == names:
+        return previous
     instants: list[Instant] = []
-    files: set[str] = set()
-    for status in storage.list_dir(METAFOLDER):
-        if status.is_dir or not is_timeline_file_name(status.name):
-            continue
+    for name in names:
         try:
-            instant = parse_instant_file_name(status.name)
+            instant = parse_instant_file_name(name)
         except CorruptTableError as exc:
-            raise CorruptTableError(f"{storage.qualify(status.path)}: {exc}") from None
+            raise CorruptTableError(f"{storage.qualify(f'{METAFOLDER}/{name}')}: {exc}") from None
         instants.append(instant)
-        files.add(status.name)
-    return Timeline(_collapse(instants), frozenset(files))
+    return Timeline(_collapse(instants), names)
 
 
 def instant_path(instant: Instant) -> str:

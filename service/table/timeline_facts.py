@@ -7,6 +7,7 @@ cached by file name: a daemon tick re-lists `.hoodie` but decodes only what is n
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TypeVar, cast
 
 from service.errors import CorruptTableError
@@ -25,6 +26,7 @@ from service.table.storage import Storage
 from service.table.timeline import Timeline, instant_path
 
 M = TypeVar("M", bound=AvroRootModel | CommitMetadata)
+V = TypeVar("V")
 
 _CACHE_LIMIT = 20_000
 
@@ -46,12 +48,35 @@ class TimelineFactsReader:
             return None
         return self._decode_file(requested, model_type)
 
-    def _decode_file(self, instant: Instant, model_type: type[M]) -> M:
-        key = f"{instant.file_name}:{model_type.__name__}"
+    def derived(self, instant: Instant, kind: str, compute: Callable[[], V]) -> V:
+        """`compute()`, a value read from the file of `instant` alone, cached like decoded files."""
+        key = f"{instant.file_name}:{kind}"
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
-            return cast(M, hit)
+            return cast(V, hit)
+        value = compute()
+        if instant.state is State.COMPLETED or instant.state is State.REQUESTED:
+            with self._lock:
+                if len(self._cache) >= _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[key] = value
+        return value
+
+    def is_clustering_plan(self, instant: Instant) -> bool:
+        """Whether the `.requested` file of `instant` is a clustering plan; only the answer is cached
+        (a completed clustering's plan can list thousands of slices nobody reads again)."""
+        requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
+        if not self._storage.exists(instant_path(requested)):
+            return False
+        return self.derived(
+            requested, "is_clustering", lambda: self._read(requested, RequestedReplaceMetadata).is_clustering
+        )
+
+    def _decode_file(self, instant: Instant, model_type: type[M]) -> M:
+        return self.derived(instant, model_type.__name__, lambda: self._read(instant, model_type))
+
+    def _read(self, instant: Instant, model_type: type[M]) -> M:
         path = instant_path(instant)
         try:
             data = self._storage.read_bytes(path)
@@ -59,14 +84,7 @@ class TimelineFactsReader:
             raise CorruptTableError(
                 f"{self._storage.qualify(path)} vanished while reading the timeline"
             ) from None
-        value = decode(model_type, data, self._storage.qualify(path))
-        cacheable = instant.state is State.COMPLETED or instant.state is State.REQUESTED
-        if cacheable:
-            with self._lock:
-                if len(self._cache) >= _CACHE_LIMIT:
-                    self._cache.clear()
-                self._cache[key] = value
-        return value
+        return decode(model_type, data, self._storage.qualify(path))
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """Completed commit/deltacommit (CommitMetadata) or replacecommit (ReplaceCommitMetadata)."""

@@ -19,7 +19,6 @@ from enum import StrEnum
 from typing import Protocol
 
 from service.config.clustering import ClusteringConfig
-from service.table.codecs import RequestedReplaceMetadata
 from service.table.instant import Action, Instant
 from service.table.timeline import Timeline
 
@@ -27,9 +26,9 @@ from service.table.timeline import Timeline
 class RequestedPlanReader(Protocol):
     """Reads an instant's `.requested` file (`TimelineFactsReader` is one, with caching)."""
 
-    def requested_plan(
-        self, instant: Instant, model_type: type[RequestedReplaceMetadata]
-    ) -> RequestedReplaceMetadata | None: ...
+    def is_clustering_plan(self, instant: Instant) -> bool:
+        """Whether the `.requested` file exists and its operationType is `CLUSTER`."""
+        ...
 
 
 class TriggerMode(StrEnum):
@@ -60,10 +59,7 @@ class TriggerDecision:
 
 def is_clustering_instant(instant: Instant, plans: RequestedPlanReader) -> bool:
     """Java's `ClusteringUtils.isClusteringInstant`: a replacecommit whose requested plan says CLUSTER."""
-    if instant.action is not Action.REPLACE_COMMIT:
-        return False
-    requested = plans.requested_plan(instant, RequestedReplaceMetadata)
-    return requested is not None and requested.is_clustering
+    return instant.action is Action.REPLACE_COMMIT and plans.is_clustering_plan(instant)
 
 
 def pending_clustering_instants(timeline: Timeline, plans: RequestedPlanReader) -> list[Instant]:

@@ -1,0 +1,87 @@
+"""A clean that is not due: the run decides on its first snapshot, takes no lock and reports the count."""
+
+from __future__ import annotations
+
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+
+from service.cleaning import Cleaner
+from service.cleaning.snapshot import read_last_clean
+from service.config.hoodie import HoodieConfig
+from service.lock import InProcessTableLock
+from service.table.table import HudiTable
+from tests.clean.helpers import NOW, fid
+from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+
+def _table(base: Path) -> FixtureTable:
+    t = FixtureTable(base)
+    for i in (1, 2, 3):
+        t.commit(ts(i), [FileSpec("a", fid(1))])
+    t.completed_clean(ts(4), earliest_commit_to_retain=ts(2), last_completed_commit=ts(3))
+    for i in (5, 6):
+        t.commit(ts(i), [FileSpec("a", fid(1))])
+    return t
+
+
+def _cleaner(base: Path, max_commits: int, monkeypatch: pytest.MonkeyPatch) -> tuple[Cleaner, list[str]]:
+    table = HudiTable.open(str(base))
+    config = HoodieConfig.from_mapping(
+        {"hoodie.clean.max.commits": max_commits, "hoodie.cleaner.commits.retained": 1}, table.name
+    )
+    lock = InProcessTableLock(table.name, key=str(base), default_timeout_s=5)
+    acquisitions: list[str] = []
+    acquire = InProcessTableLock._acquire_backend
+
+    def counted(self: InProcessTableLock, remaining_s: float, timeout_s: float) -> None:
+        acquisitions.append(self.key)
+        acquire(self, remaining_s, timeout_s)
+
+    monkeypatch.setattr(InProcessTableLock, "_acquire_backend", counted)
+    return Cleaner(table, config, lock, UTC, now=lambda: NOW), acquisitions
+
+
+def test_cleaner_not_due_takes_no_lock_and_reports_commits_since_last_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _table(tmp_path / "t")
+    cleaner, acquisitions = _cleaner(tmp_path / "t", 3, monkeypatch)
+
+    result = cleaner.run()
+
+    assert result.cleans == ()
+    assert result.skipped_reason == "fewer than hoodie.clean.max.commits=3 commits since the last clean"
+    assert result.commits_since_last_clean == 2  # ts(5), ts(6) after the clean's last completed ts(3)
+    assert acquisitions == []
+
+
+def test_cleaner_due_still_plans_under_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _table(tmp_path / "t")
+    cleaner, acquisitions = _cleaner(tmp_path / "t", 2, monkeypatch)
+
+    result = cleaner.run()
+
+    assert len(result.cleans) == 1 and result.cleans[0].files_deleted > 0
+    assert result.commits_since_last_clean is None  # the daemon recounts on the new timeline
+    assert len(acquisitions) >= 2  # the plan and the commit of the clean
+
+
+def test_last_clean_is_read_once_per_completed_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _table(tmp_path / "t")
+    table = HudiTable.open(str(tmp_path / "t"))
+    timeline = table.load_timeline()
+    first = read_last_clean(table, timeline)
+    reads: list[str] = []
+    original = type(table.storage).read_bytes
+
+    def counted(storage: object, rel: str) -> bytes:
+        reads.append(rel)
+        return original(storage, rel)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(table.storage), "read_bytes", counted)
+
+    assert read_last_clean(table, timeline) == first
+    assert first is not None and first.last_completed_commit_timestamp == ts(3)
+    assert reads == []

@@ -1,0 +1,56 @@
+"""An idle table's timeline reload: one cheap listing, the previous snapshot reused while nothing changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.errors import CorruptTableError
+from service.table.instant import Action, Instant, State
+from service.table.storage import Storage
+from service.table.timeline import load_timeline
+from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+
+def test_storage_list_file_names_skips_directories_and_missing_folders(tmp_path: Path) -> None:
+    (tmp_path / ".hoodie" / ".aux").mkdir(parents=True)
+    (tmp_path / ".hoodie" / "20240101000000000.commit").write_bytes(b"{}")
+    (tmp_path / ".hoodie" / "hoodie.properties").write_bytes(b"")
+    storage = Storage.for_base_uri(str(tmp_path))
+
+    assert sorted(storage.list_file_names(".hoodie")) == ["20240101000000000.commit", "hoodie.properties"]
+    assert sorted(storage.list_file_names(".hoodie")) == sorted(
+        s.name for s in storage.list_dir(".hoodie") if not s.is_dir
+    )
+    assert storage.list_file_names("no/such/dir") == []
+
+
+def test_timeline_reload_reuses_the_previous_snapshot_until_hoodie_changes(tmp_path: Path) -> None:
+    t = FixtureTable(tmp_path / "t")
+    t.commit(ts(1), [FileSpec("a", "f1")])
+    first = load_timeline(t.storage)
+
+    assert load_timeline(t.storage, first) is first
+
+    t.commit(ts(2), [FileSpec("a", "f2")], state=State.INFLIGHT)
+    pending = load_timeline(t.storage, first)
+    assert pending is not first
+    assert pending == load_timeline(t.storage)  # the same snapshot a fresh load builds
+    assert pending.last == Instant(ts(2), Action.COMMIT, State.INFLIGHT)
+
+    (t.base / ".hoodie" / Instant(ts(2), Action.COMMIT, State.INFLIGHT).file_name).unlink()
+    assert load_timeline(t.storage, pending).instants == (
+        Instant(ts(1), Action.COMMIT, State.COMPLETED),
+        Instant(ts(2), Action.COMMIT, State.REQUESTED),
+    )
+
+
+def test_timeline_reload_with_previous_still_rejects_unknown_instant_names(tmp_path: Path) -> None:
+    t = FixtureTable(tmp_path / "t")
+    t.commit(ts(1), [FileSpec("a", "f1")])
+    first = load_timeline(t.storage)
+    (t.base / ".hoodie" / f"{ts(2)}.bogus").write_bytes(b"")
+
+    with pytest.raises(CorruptTableError, match=r"\.bogus"):
+        load_timeline(t.storage, first)
