@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from collections.abc import Callable, Sequence
 
 # name -> module; imported only when run, so one benchmark's heavy imports never slow another.
 BENCHMARKS: dict[str, str] = {
     "clustering": "bench.clustering",
+    "pruning": "bench.pruning",
     "cleaning": "bench.cleaning",
+    "daemon": "bench.daemon",
 }
 
 
@@ -29,9 +32,15 @@ def main(argv: Sequence[str]) -> int:
     # `all` passes only the shared flag on; per-benchmark options need the benchmark by name.
     shared = ["--quick"] if "--quick" in rest else []
     status = 0
+    started = time.perf_counter()
+    seconds: dict[str, float] = {}
     for each in BENCHMARKS:
         print(f"== {each}", flush=True)
+        begun = time.perf_counter()
         status = max(status, _entry(each)(shared))
+        seconds[each] = time.perf_counter() - begun
+    spent = ", ".join(f"{name} {s:.0f}s" for name, s in seconds.items())
+    print(f"\n== all: {time.perf_counter() - started:.0f}s ({spent})", flush=True)
     return status
 
 
