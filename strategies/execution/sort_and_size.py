@@ -172,6 +172,41 @@ def assign_tasks(keys: pa.Array, bounds: Sequence[bytes]) -> np.ndarray:
     return index
 
 
+def common_prefix(samples: Sequence[WeightedKeys]) -> bytes:
+    """The leading bytes every sampled key shares (curve keys of narrow values share many)."""
+    keys = [k for s in samples for k in s.keys]
+    if not keys:
+        return b""
+    low, high = min(keys), max(keys)
+    n = 0
+    while n < min(len(low), len(high)) and low[n] == high[n]:
+        n += 1
+    return low[:n]
+
+
+_BELOW, _SHARED, _ABOVE = pa.scalar(b"\x00"), pa.scalar(b"\x01"), pa.scalar(b"\x02")
+
+
+def compact_sort_keys(keys: pa.Array, prefix: bytes) -> pa.Array:
+    """Keys in the same order, with `prefix` dropped where a key starts with it.
+
+    Spark's sort compares an 8-byte prefix of a binary column first and the whole value only on
+    ties; curve keys of values far below their type's range start with many constant bytes (two
+    int columns under 2^20: 11 of 16), so every comparison would tie and sorting runs twice as
+    slow. A leading byte keeps the order exact for keys that do not share the (sampled) prefix:
+    0 = below it, then the full key; 1 = starts with it, then the rest; 2 = above it, then the full key.
+    """
+    if not prefix or not len(keys):
+        return keys
+    head = pc.binary_slice(keys, 0, len(prefix))
+    shared = pc.equal(head, pa.scalar(prefix, keys.type))
+    below = pc.less(head, pa.scalar(prefix, keys.type))
+    rank = pc.if_else(shared, _SHARED, pc.if_else(below, _BELOW, _ABOVE))
+    longest = int(pc.max(pc.binary_length(keys)).as_py() or 0)  # pyarrow needs an explicit stop
+    body = pc.if_else(shared, pc.binary_slice(keys, len(prefix), max(longest, len(prefix))), keys)
+    return pc.binary_join_element_wise(rank, body, pa.scalar(b""))
+
+
 @dataclass(frozen=True)
 class SizeProfile:
     """Estimated compressed bytes along a sorted run of rows: `cumulative[i]` bytes before row

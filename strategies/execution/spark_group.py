@@ -30,6 +30,8 @@ from strategies.execution.sort_and_size import (
     OrderSpec,
     SizeProfile,
     assign_tasks,
+    common_prefix,
+    compact_sort_keys,
     conform_batch,
     next_file_end,
     order_keys,
@@ -87,6 +89,7 @@ class GroupJob:
     # The `_hts_pid` value of each writer task: one that Spark's hash partitioning sends to the
     # task's own partition, so every task gets exactly its key range.
     task_values: tuple[int, ...] = (0,)
+    key_prefix: bytes = b""  # leading bytes shared by the sampled order keys (see compact_sort_keys)
 
     def storage(self) -> Storage:
         return Storage.for_base_uri(self.base_uri, self.storage_options)
@@ -146,6 +149,7 @@ def _read_with_keys(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterato
                     keys = order_keys(data, job.order, index, offset)
                     offset += data.num_rows
                     pids = pa.array(np.asarray(job.task_values, dtype=np.int32)[assign_tasks(keys, bounds)])
+                    keys = compact_sort_keys(keys, job.key_prefix)
                     yield pa.RecordBatch.from_arrays(
                         [*data.columns, keys, pids], names=[*data.schema.names, KEY_COLUMN, PID_COLUMN]
                     )
@@ -342,7 +346,12 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     )
     cuts = task_bounds(weighted, tasks)
     values = _partition_values(spark, len(cuts) + 1)
-    job = replace(job, order=order, task_bounds=tuple(cuts), task_values=values)
+    # LINEAR (and any single column) sorts by the real columns, exactly; curves by their key.
+    exact = bool(order.sort_columns) and (
+        order.layout is LayoutStrategy.LINEAR or len(order.sort_columns) == 1
+    )
+    prefix = common_prefix(weighted) if order.sort_columns and not exact else b""
+    job = replace(job, order=order, task_bounds=tuple(cuts), task_values=values, key_prefix=prefix)
 
     keyed_schema = schema.append(pa.field(KEY_COLUMN, pa.binary())).append(pa.field(PID_COLUMN, pa.int32()))
     paths_df = spark.createDataFrame(indexed, "idx int, path string").repartition(slices)
@@ -350,8 +359,6 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     # Hash partitioning on the task value puts each key range in its own task (see task_values);
     # adaptive execution never merges a repartition with an explicit count.
     keyed = keyed.repartition(len(values), PID_COLUMN)
-    # LINEAR (and any single column) sorts by the real columns, exactly; curves by their key.
-    exact = order.sort_columns and (order.layout is LayoutStrategy.LINEAR or len(order.sort_columns) == 1)
     ordered = keyed.sortWithinPartitions(*(order.sort_columns if exact else [KEY_COLUMN]))
     written = ordered.mapInArrow(lambda it: _write_sorted(job, it), from_arrow_schema(_RESULT_SCHEMA))
     rows = written.collect()

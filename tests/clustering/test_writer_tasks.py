@@ -12,6 +12,8 @@ from strategies.execution.sort_and_size import (
     MIN_FILES_PER_WRITER_TASK,
     WeightedKeys,
     assign_tasks,
+    common_prefix,
+    compact_sort_keys,
     next_file_end,
     size_profile,
     task_bounds,
@@ -86,3 +88,24 @@ def test_even_cuts_keep_every_file_within_bounds(
 
 def test_even_cuts_of_a_small_task_give_one_file() -> None:
     assert _cut_all([300.0, 300.0], 10_000, 1_000.0, 1.0) == [pytest.approx(600.0)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    keys=st.lists(st.binary(min_size=0, max_size=6).map(lambda tail: b"\x00\x00\x07" + tail), max_size=40)
+    | st.lists(st.binary(min_size=0, max_size=6), max_size=40),
+    prefix=st.binary(min_size=0, max_size=4),
+)
+def test_compact_sort_keys_keep_the_order_of_any_keys(keys: list[bytes], prefix: bytes) -> None:
+    """Keys sharing the prefix, keys around it and keys shorter than it all keep their order."""
+    compact = compact_sort_keys(pa.array(keys, pa.binary()), prefix).to_pylist()
+    assert sorted(range(len(keys)), key=compact.__getitem__) == sorted(range(len(keys)), key=keys.__getitem__)
+    assert len(set(compact)) == len(set(keys))
+
+
+def test_compact_sort_keys_make_the_first_bytes_tell_curve_keys_apart() -> None:
+    keys = [bytes(11) + bytes([i, 255 - i, 0, 0, 1]) for i in range(200)]
+    prefix = common_prefix([WeightedKeys(tuple(keys), 1.0)])
+    assert prefix == bytes(11)
+    compact = compact_sort_keys(pa.array(keys, pa.binary()), prefix).to_pylist()
+    assert len({k[:8] for k in compact}) == 200  # Spark's 8-byte sort prefix now differs per key
