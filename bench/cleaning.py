@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import print_table, stopwatch, write_results
+from bench.fixtures import clean_that_deleted_nothing
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import commit_partitions, load_clean_snapshot
 from service.config.hoodie import HoodieConfig
@@ -201,24 +202,7 @@ class _Builder:
 
     def _clean(self, earliest_commit_to_retain: str, last_completed: str) -> None:
         instant_time = self._next()
-        plan = codecs.CleanerPlan(
-            earliest_instant_to_retain=codecs.ActionInstant(
-                timestamp=earliest_commit_to_retain, action="commit", state="COMPLETED"
-            ),
-            last_completed_commit_timestamp=last_completed,
-            policy="KEEP_LATEST_COMMITS",
-            files_to_be_deleted_per_partition={},
-            file_paths_to_be_deleted_per_partition={},
-            partitions_to_be_deleted=(),
-        )
-        meta = codecs.CleanMetadata(
-            start_clean_time=instant_time,
-            time_taken_in_millis=1,
-            total_files_deleted=0,
-            earliest_commit_to_retain=earliest_commit_to_retain,
-            last_completed_commit_timestamp=last_completed,
-            partition_metadata={},
-        )
+        plan, meta = clean_that_deleted_nothing(instant_time, earliest_commit_to_retain, last_completed)
         requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
         create_instant_file(self.storage, requested, codecs.encode(plan))
         create_instant_file(self.storage, requested.with_state(State.INFLIGHT), codecs.encode(plan))

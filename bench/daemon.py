@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bench.common import print_table, stopwatch, write_results
+from bench.fixtures import clean_that_deleted_nothing
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
@@ -254,24 +255,7 @@ class _TableBuilder:
 
     def _clean(self, instant_time: str, last_completed: str) -> None:
         ectr = _instant_time(self.minute - 11)
-        plan = codecs.CleanerPlan(
-            earliest_instant_to_retain=codecs.ActionInstant(
-                timestamp=ectr, action="commit", state="COMPLETED"
-            ),
-            last_completed_commit_timestamp=last_completed,
-            policy="KEEP_LATEST_COMMITS",
-            files_to_be_deleted_per_partition={},
-            file_paths_to_be_deleted_per_partition={},
-            partitions_to_be_deleted=(),
-        )
-        meta = codecs.CleanMetadata(
-            start_clean_time=instant_time,
-            time_taken_in_millis=12,
-            total_files_deleted=COMMITS_BEFORE_CLUSTERING,
-            earliest_commit_to_retain=ectr,
-            last_completed_commit_timestamp=last_completed,
-            partition_metadata={},
-        )
+        plan, meta = clean_that_deleted_nothing(instant_time, ectr, last_completed, COMMITS_BEFORE_CLUSTERING)
         encoded = codecs.encode(plan)
         self._instant(
             Instant(instant_time, Action.CLEAN, State.REQUESTED), encoded, encoded, codecs.encode(meta)
