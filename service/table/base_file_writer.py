@@ -427,13 +427,17 @@ class RollingBaseFileWriter:
 
     # ----------------------------------------------------------------- input
     def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        if self._buffer(data):
+            self._drain(final=False)
+
+    def _buffer(self, data: pa.Table | pa.RecordBatch) -> int:
         if self._closed:
             raise HudiTableServiceError("writer is closed")
         table = self._schema.conform(data)
         if table.num_rows:
             self._pending.append(table)
             self._pending_rows += table.num_rows
-            self._drain(final=False)
+        return table.num_rows
 
     def close(self) -> list[BaseFileWriteResult]:
         """Write what is buffered, close the last file; returns every file written."""
@@ -450,12 +454,7 @@ class RollingBaseFileWriter:
         For a caller that balances file sizes itself: rows that do not fit the target still roll
         over into another file, so no file exceeds it.
         """
-        if self._closed:
-            raise HudiTableServiceError("writer is closed")
-        table = self._schema.conform(data)
-        if table.num_rows:
-            self._pending.append(table)
-            self._pending_rows += table.num_rows
+        self._buffer(data)
         self._ending = True
         try:
             self._drain(final=True)
