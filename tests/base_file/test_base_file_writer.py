@@ -350,3 +350,33 @@ def test_base_file_on_create_is_told_each_path_before_the_file_exists(tmp_path: 
         results = writer.close()
     assert len(results) > 1
     assert announced == [r.path for r in results]
+
+
+def test_base_file_write_file_gives_the_rows_one_file_unless_they_exceed_the_target(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    rows = random_table(100_000, "random", rng)
+    storage = Storage.for_base_uri(str(tmp_path))
+    with RollingBaseFileWriter(
+        storage,
+        BaseFileSchema.create(rows.schema, table_name="t"),
+        small_bloom_config(),
+        partition_path="p",
+        instant_time=INSTANT,
+        target_file_size_bytes=2_000_000,
+        file_id_prefix="f",
+    ) as writer:
+        per_row = writer.compressed_bytes(rows, rows.num_rows) / rows.num_rows
+        fits = int(0.7 * 2_000_000 / per_row)  # a file's worth, by the writer's own estimate
+        writer.write_file(rows.slice(0, fits))
+        writer.write_file(rows.slice(fits, fits // 2))
+        data_after_two = writer.data_bytes_written
+        writer.write_file(rows.slice(fits + fits // 2))  # more than one file holds: it rolls over
+        results = writer.close()
+    assert [r.record_count for r in results[:2]] == [fits, fits // 2]
+    assert len(results) >= 4 and sum(r.record_count for r in results) == rows.num_rows
+    assert all(r.file_size_bytes <= 2_000_000 for r in results), [r.file_size_bytes for r in results]
+    assert 0 < data_after_two < results[0].file_size_bytes + results[1].file_size_bytes
+    keys = [
+        k for r in results for k in pq.read_table(tmp_path / r.path).column("_hoodie_record_key").to_pylist()
+    ]
+    assert keys == rows.column("_hoodie_record_key").to_pylist()
