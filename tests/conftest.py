@@ -35,18 +35,16 @@ def spark(spark_start: SparkStart) -> SparkSession:
 @pytest.fixture(scope="session")
 def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZookeeperServer]:
     """One ZooKeeper for the session; tests must not stop it (use `private_zookeeper` for that)."""
-    server = ZookeeperServer(tmp_path_factory.mktemp("zookeeper"))
-    try:
-        server.start()
-        yield server
-    finally:
-        server.close()
+    yield from _running(ZookeeperServer(tmp_path_factory.mktemp("zookeeper")))
 
 
 @pytest.fixture
 def private_zookeeper(tmp_path: Path) -> Iterator[ZookeeperServer]:
     """A ZooKeeper of this test alone: stop, restart and expire sessions freely."""
-    server = ZookeeperServer(tmp_path / "zookeeper")
+    yield from _running(ZookeeperServer(tmp_path / "zookeeper"))
+
+
+def _running(server: ZookeeperServer) -> Iterator[ZookeeperServer]:
     try:
         server.start()
         yield server
