@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.clustering import InputTable, build_input_table, fresh_copy, run_clustering, start_session
-from bench.common import print_table, stopwatch, write_results
+from bench.common import RESULTS_DIR, print_table, stopwatch, write_results
 from bench.pruning_count import (
     PREDICATES,
     Columns,
@@ -621,9 +621,13 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--seed", type=int, help="seed of the data and the placements (default 7)")
     parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
     parser.add_argument("--results-dir", type=Path, help="where <name>.json goes (default bench/results)")
-    parser.add_argument("--chart", type=Path, help=f"PNG path (default {DOCS_CHART})")
+    parser.add_argument(
+        "--chart", type=Path, help=f"PNG path (default {DOCS_CHART}; with --quick, beside the results)"
+    )
     args = parser.parse_args(list(argv))
     base = Options.quick() if args.quick else Options.full()
+    # The docs show the full run's chart: a quick run draws it beside its results instead.
+    quick_chart = (args.results_dir or RESULTS_DIR) / "pruning-quick.png" if args.quick else None
     options = Options(
         rows=args.rows or base.rows,
         rows_per_group=args.rows_per_group or base.rows_per_group,
@@ -632,7 +636,9 @@ def main(argv: Sequence[str]) -> int:
         seed=base.seed if args.seed is None else args.seed,
         work_dir=args.work_dir,
         results_dir=args.results_dir,
-        chart_path=args.chart,
+        # The docs show the full run's chart: a quick run draws next to its results instead.
+        chart_path=args.chart
+        or (((args.results_dir or RESULTS_DIR) / "pruning-quick.png") if args.quick else None),
     )
     run(options, command=" ".join(["python -m bench", NAME, *argv]))
     return 0
