@@ -636,9 +636,7 @@ def main(argv: Sequence[str]) -> int:
         seed=base.seed if args.seed is None else args.seed,
         work_dir=args.work_dir,
         results_dir=args.results_dir,
-        # The docs show the full run's chart: a quick run draws next to its results instead.
-        chart_path=args.chart
-        or (((args.results_dir or RESULTS_DIR) / "pruning-quick.png") if args.quick else None),
+        chart_path=args.chart or quick_chart,
     )
     run(options, command=" ".join(["python -m bench", NAME, *argv]))
     return 0
