@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -26,6 +26,8 @@ from service.table import codecs
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
 from tests.support.zookeeper import ZookeeperServer
+
+T = TypeVar("T")
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
 
@@ -61,33 +63,46 @@ class Writer:
         updates = [i for i in self.latest if i % 3 == batch % 3]
         return sorted([*new, *updates])
 
-    def write_batch(self, batch: int, timeout_s: float = 120.0) -> None:
+    def write_batch(self, batch: int) -> None:
+        ids = self.batch_ids(batch)
+
+        def write() -> str:
+            df = ht.generate(self.spark, ids, batch)
+            return ht.write(self.spark, self.base, df, "upsert", TABLE, **self._target())
+
+        self._until_accepted(write)
+        self.latest.update(dict.fromkeys(ids, batch))
+
+    def write_failing_batch(self, batch: int) -> str:
+        """A batch that fails after writing its data files; its records must never become visible."""
+
+        def write() -> str:
+            df = ht.generate(self.spark, self.batch_ids(batch), batch)
+            return ht.write_failing(self.spark, self.base, df, "upsert", TABLE, **self._target())
+
+        instant = self._until_accepted(write)
+        self.failed.append(instant)
+        return instant
+
+    def _target(self) -> dict[str, Any]:
+        return {"partition_fields": [ht.PARTITION_FIELD], "extra_opts": self.opts}
+
+    def _until_accepted(self, attempt: Callable[[], T], timeout_s: float = 120.0) -> T:
+        """Run a write again while Hudi rejects it for the daemon (see `_retryable`), as a streaming
+        writer retries a failed batch."""
         from py4j.protocol import Py4JJavaError
 
-        ids = self.batch_ids(batch)
         deadline = time.monotonic() + timeout_s
         while True:
             before = _pending_commits(self.base)
             try:
-                ht.write(self.spark, self.base, ht.generate(self.spark, ids, batch), "upsert", TABLE,
-                         partition_fields=[ht.PARTITION_FIELD], extra_opts=self.opts)  # fmt: skip
+                return attempt()
             except Py4JJavaError as err:
                 if not _retryable(str(err)) or time.monotonic() > deadline:
                     raise
                 # Hudi leaves the rejected attempt pending (LAZY): the daemon's cleaning rolls it back.
                 self.failed.extend(sorted(_pending_commits(self.base) - before))
                 time.sleep(1.0)  # let the clustering that conflicted finish before trying again
-                continue
-            break
-        self.latest.update(dict.fromkeys(ids, batch))
-
-    def write_failing_batch(self, batch: int) -> str:
-        """A batch that fails after writing its data files; its records must never become visible."""
-        df = ht.generate(self.spark, self.batch_ids(batch), batch)
-        instant = ht.write_failing(self.spark, self.base, df, "upsert", TABLE,
-                                   partition_fields=[ht.PARTITION_FIELD], extra_opts=self.opts)  # fmt: skip
-        self.failed.append(instant)
-        return instant
 
     def expected_rows(self) -> list[dict[str, Any]]:
         return [ht.expected_row(i, b) for i, b in sorted(self.latest.items())]
