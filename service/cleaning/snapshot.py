@@ -11,7 +11,7 @@ import fastavro
 from service.config.cleaning import CleanConfig
 from service.errors import CorruptTableError
 from service.table import codecs
-from service.table.codecs import CleanMetadata, ReplaceCommitMetadata, RequestedReplaceMetadata
+from service.table.codecs import CleanMetadata, RequestedReplaceMetadata
 from service.table.instant import Action, Instant
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, instant_path
@@ -63,14 +63,13 @@ def _savepointed_timestamps(data: bytes) -> tuple[str, ...] | None:
 
 def commit_partitions(table: HudiTable, timeline: Timeline) -> dict[str, frozenset[str]]:
     """Completed commit/deltacommit/replacecommit -> partitions written (and replaced in)."""
-    out: dict[str, frozenset[str]] = {}
-    for instant in timeline.commits().completed():
-        meta = table.facts_reader.commit_metadata(instant)
-        partitions = set(meta.partition_to_write_stats)
-        if isinstance(meta, ReplaceCommitMetadata):
-            partitions |= set(meta.partition_to_replace_file_ids)
-        out[instant.timestamp] = frozenset(partitions)
-    return out
+    # Summaries, not full metadata: the same checks, shared with the view's timeline facts, without
+    # building a WriteStat model per written file.
+    reader = table.facts_reader
+    return {
+        instant.timestamp: reader.commit_summary(instant).partitions()
+        for instant in timeline.commits().completed()
+    }
 
 
 def pending_clustering_file_names(table: HudiTable, timeline: Timeline) -> frozenset[str]:

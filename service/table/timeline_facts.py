@@ -14,11 +14,13 @@ from service.errors import CorruptTableError
 from service.table.codecs import (
     AvroRootModel,
     CommitMetadata,
+    CommitSummary,
     CompactionPlan,
     ReplaceCommitMetadata,
     RequestedReplaceMetadata,
     SavepointMetadata,
     decode,
+    decode_commit_summary,
 )
 from service.table.fs_view import FileGroupId, TimelineFacts
 from service.table.instant import Action, Instant, State
@@ -77,19 +79,36 @@ class TimelineFactsReader:
         return self.derived(instant, model_type.__name__, lambda: self._read(instant, model_type))
 
     def _read(self, instant: Instant, model_type: type[M]) -> M:
+        return decode(model_type, self._read_bytes(instant), self._storage.qualify(instant_path(instant)))
+
+    def _read_bytes(self, instant: Instant) -> bytes:
         path = instant_path(instant)
         try:
-            data = self._storage.read_bytes(path)
+            return self._storage.read_bytes(path)
         except FileNotFoundError:
             raise CorruptTableError(
                 f"{self._storage.qualify(path)} vanished while reading the timeline"
             ) from None
-        return decode(model_type, data, self._storage.qualify(path))
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """Completed commit/deltacommit (CommitMetadata) or replacecommit (ReplaceCommitMetadata)."""
         model = ReplaceCommitMetadata if instant.action is Action.REPLACE_COMMIT else CommitMetadata
         return self.metadata(instant, model)
+
+    def commit_summary(self, instant: Instant) -> CommitSummary:
+        """What planners read of a completed commit/deltacommit/replacecommit, without its write stats;
+        fails on exactly the files `commit_metadata` fails on, with the same error."""
+        return self.derived(instant, CommitSummary.__name__, lambda: self._summarize(instant))
+
+    def _summarize(self, instant: Instant) -> CommitSummary:
+        replace = instant.action is Action.REPLACE_COMMIT
+        model = ReplaceCommitMetadata if replace else CommitMetadata
+        with self._lock:
+            decoded = self._cache.get(f"{instant.file_name}:{model.__name__}")
+        if isinstance(decoded, CommitMetadata):  # already decoded in full: no need to read the file again
+            return CommitSummary.of(decoded)
+        source = self._storage.qualify(instant_path(instant))
+        return decode_commit_summary(self._read_bytes(instant), source, replace)
 
     def read(self, timeline: Timeline) -> TimelineFacts:
         replaced: dict[FileGroupId, str] = {}
@@ -98,13 +117,14 @@ class TimelineFactsReader:
         savepoints: dict[str, frozenset[str]] = {}
         for instant in timeline:
             if instant.action is Action.REPLACE_COMMIT and instant.is_completed:
-                meta = self.metadata(instant, ReplaceCommitMetadata)
-                for fg_id in meta.replaced_file_groups():
+                summary = self.commit_summary(instant)
+                for fg_id in summary.replaced_file_groups():
                     replaced[fg_id] = instant.timestamp  # timeline is ordered: the later replace wins
             elif instant.action in (Action.COMMIT, Action.DELTA_COMMIT) and instant.is_completed:
                 # Nothing to extract for the view, but a table whose commits do not decode must not
-                # be planned over: decode (and cache) each once.
-                self.commit_metadata(instant)
+                # be planned over: check (and cache the summary of) each once. The summary checks
+                # every write stat as the full decode does, without building the models.
+                self.commit_summary(instant)
             elif instant.action is Action.REPLACE_COMMIT:
                 plan = self.requested_plan(instant, RequestedReplaceMetadata)
                 if plan is None or not plan.is_clustering or plan.clustering_plan is None:

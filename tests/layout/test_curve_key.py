@@ -139,5 +139,3 @@ def test_curve_empty_batch() -> None:
     table = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.string())})
     assert len(curve_sort_key(table, ["a", "b"], LayoutStrategy.HILBERT, None)) == 0
     assert sort_indices(table, ["a", "b"], LayoutStrategy.ZORDER, None).size == 0
-
-

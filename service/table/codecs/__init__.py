@@ -23,11 +23,13 @@ from service.table.codecs.commit import (
     NULL_COMMIT,
     SCHEMA_KEY,
     CommitMetadata,
+    CommitSummary,
     ReplaceCommitMetadata,
     RuntimeStats,
     WriteOperationType,
     WriteStat,
     decode_commit,
+    decode_commit_summary,
     encode_commit,
 )
 from service.table.codecs.compaction import CompactionOperation, CompactionPlan, CompactionStrategy
@@ -86,6 +88,7 @@ __all__ = [
     "ClusteringPlan",
     "ClusteringStrategy",
     "CommitMetadata",
+    "CommitSummary",
     "CompactionOperation",
     "CompactionPlan",
     "CompactionStrategy",
@@ -104,5 +107,6 @@ __all__ = [
     "WriteOperationType",
     "WriteStat",
     "decode",
+    "decode_commit_summary",
     "encode",
 ]

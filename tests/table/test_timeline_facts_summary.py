@@ -1,0 +1,84 @@
+"""The view's timeline facts and the clean planner's commit partitions come from commit summaries."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from service.cleaning.snapshot import commit_partitions, load_clean_snapshot
+from service.config.hoodie import HoodieConfig
+from service.errors import CorruptTableError
+from service.table import codecs
+from service.table.instant import Action, Instant, State
+from service.table.table import HudiTable
+from service.table.timeline import instant_path
+from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+
+def _fid(n: int) -> str:
+    return f"0000000{n}-aaaa-bbbb-cccc-dddddddddddd-0"
+
+
+def _table(tmp_path: Path) -> FixtureTable:
+    t = FixtureTable(tmp_path)
+    t.commit(ts(1), [FileSpec("a", _fid(1)), FileSpec("b", _fid(2))])
+    t.replace(ts(2), [FileSpec("c", _fid(3))], {"a": [_fid(1)], "d": []})
+    t.commit(ts(3), [FileSpec("b", _fid(2))])
+    return t
+
+
+def _corrupt_stat(tmp_path: Path, instant_time: str) -> Path:
+    """Valid JSON whose write stat holds a fraction where a long belongs: only a stat check finds it."""
+    path = tmp_path / ".hoodie" / f"{instant_time}.commit"
+    tree = json.loads(path.read_bytes())
+    tree["partitionToWriteStats"]["b"][0]["numWrites"] = 1.5
+    path.write_text(json.dumps(tree))
+    return path
+
+
+def test_commit_partitions_are_written_and_replaced_partitions(tmp_path: Path) -> None:
+    _table(tmp_path)
+    table = HudiTable.open(str(tmp_path))
+    assert commit_partitions(table, table.load_timeline()) == {
+        ts(1): {"a", "b"},
+        ts(2): {"c", "a", "d"},
+        ts(3): {"b"},
+    }
+
+
+def test_view_hides_groups_replaced_per_summary(tmp_path: Path) -> None:
+    _table(tmp_path)
+    view = HudiTable.open(str(tmp_path)).load_view()
+    assert {fg.file_group_id for fg in view.live_file_groups} == {("b", _fid(2)), ("c", _fid(3))}
+
+
+def test_view_refuses_a_commit_whose_write_stat_does_not_decode(tmp_path: Path) -> None:
+    _table(tmp_path)
+    path = _corrupt_stat(tmp_path, ts(3))
+    table = HudiTable.open(str(tmp_path))
+    with pytest.raises(CorruptTableError, match=rf"{ts(3)}\.commit.*numWrites") as from_view:
+        table.load_view()
+    with pytest.raises(CorruptTableError) as from_full_decode:
+        codecs.decode(codecs.CommitMetadata, path.read_bytes(), table.storage.qualify(path.name))
+    assert str(from_view.value).split(": ", 1)[1] == str(from_full_decode.value).split(": ", 1)[1]
+
+
+def test_clean_snapshot_refuses_a_commit_whose_write_stat_does_not_decode(tmp_path: Path) -> None:
+    _table(tmp_path)
+    _corrupt_stat(tmp_path, ts(1))  # before any window an incremental clean would read
+    table = HudiTable.open(str(tmp_path))
+    config = HoodieConfig.from_mapping({"hoodie.cleaner.incremental.mode": "true"}, "t").clean
+    with pytest.raises(CorruptTableError, match=rf"{ts(1)}\.commit.*numWrites"):
+        load_clean_snapshot(table, table.load_timeline(), config, datetime(2030, 1, 1, tzinfo=UTC), UTC)
+
+
+def test_commit_summary_reuses_a_full_decode_already_cached(tmp_path: Path) -> None:
+    _table(tmp_path)
+    table = HudiTable.open(str(tmp_path))
+    instant = Instant(ts(2), Action.REPLACE_COMMIT, State.COMPLETED)
+    full = table.facts_reader.commit_metadata(instant)
+    (tmp_path / instant_path(instant)).write_bytes(b"{")  # not read again
+    assert table.facts_reader.commit_summary(instant) == codecs.CommitSummary.of(full)
