@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from service.lock.kazoo_pool import KazooClientPool
+from service.lock.zookeeper import close_default_pool
 from tests.support.spark import SparkStart, start_spark
 from tests.support.zookeeper import ZookeeperServer
 
@@ -50,6 +51,15 @@ def _running(server: ZookeeperServer) -> Iterator[ZookeeperServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_zookeeper_client_outlives_its_test() -> Iterator[None]:
+    """Close the process-wide ZooKeeper clients after each test: one left open keeps reconnecting to
+    its stopped server in the background (logging, and drawing on `random`, which hypothesis flags
+    in whatever test runs next)."""
+    yield
+    close_default_pool()
 
 
 @pytest.fixture

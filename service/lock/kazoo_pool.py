@@ -126,11 +126,15 @@ class KazooClientPool:
         self._client_factory = client_factory
         self._entries: dict[PoolKey, PooledClient] = {}
         self._guard = threading.Lock()
+        self._closed = False
 
     def get(self, settings: ZookeeperLockSettings) -> PooledClient:
         """The started client for `settings`; LockError if it cannot connect in `connection_timeout_ms`."""
         key = (settings.connect_string, settings.session_timeout_ms)
         with self._guard:
+            if self._closed:
+                # A lock that outlives its daemon's shutdown must not open a client nobody closes.
+                raise LockError(f"ZooKeeper client pool for {settings.connect_string} is closed")
             entry = self._entries.get(key)
             if entry is None:
                 entry = PooledClient(self._client_factory(settings), settings.connect_string)
@@ -147,6 +151,7 @@ class KazooClientPool:
     def close(self) -> None:
         """Stop and close every client; held locks are lost (their sessions end)."""
         with self._guard:
+            self._closed = True
             entries = list(self._entries.values())
             self._entries.clear()
         for entry in entries:

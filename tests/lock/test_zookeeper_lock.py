@@ -255,6 +255,25 @@ def test_zookeeper_lock_check_held_raises_when_the_pool_closes(
     lock.release()
 
 
+def test_zookeeper_lock_opens_no_client_once_its_pool_is_closed(
+    zookeeper_server: ZookeeperServer, lock_base_path: str
+) -> None:
+    """A tick still running at shutdown must not start a client nobody would ever close (it would
+    reconnect forever in the background)."""
+    created: list[KazooClient] = []
+
+    def factory(settings: Any) -> KazooClient:
+        created.append(KazooClient(hosts=settings.connect_string))
+        return created[-1]
+
+    pool = KazooClientPool(client_factory=factory)
+    lock = ZookeeperTableLock(zk_settings(zookeeper_server, lock_base_path), "trips", pool=pool)
+    pool.close()
+    with pytest.raises(LockError, match="closed"):
+        lock.acquire(2)
+    assert created == []
+
+
 @pytest.fixture
 def private_inspector(private_zookeeper: ZookeeperServer) -> Iterator[KazooClient]:
     yield from _inspector(private_zookeeper)
