@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import print_table, stopwatch, write_results
-from bench.fixtures import clean_that_deleted_nothing
+from bench.fixtures import clean_that_deleted_nothing, cow_table_properties
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import commit_partitions, load_clean_snapshot
 from service.config.hoodie import HoodieConfig
@@ -40,7 +40,6 @@ from service.lock import create_lock
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
-from service.table.properties import TableConfig
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, format_instant_time, instant_path
@@ -144,18 +143,7 @@ class _Builder:
             self._commit(everything, codecs.WriteOperationType.UPSERT)
 
     def _properties(self) -> None:
-        raw = {
-            "hoodie.table.name": TABLE_NAME,
-            "hoodie.table.type": "COPY_ON_WRITE",
-            "hoodie.table.version": "6",
-            "hoodie.timeline.layout.version": "1",
-            "hoodie.table.recordkey.fields": "id",
-            "hoodie.table.precombine.field": "ts",
-            "hoodie.table.partition.fields": "p",
-            "hoodie.table.timeline.timezone": "UTC",
-            "hoodie.archivelog.folder": "archived",
-        }
-        self.storage.write_bytes(".hoodie/hoodie.properties", TableConfig(raw).to_text().encode("latin-1"))
+        self.storage.write_bytes(".hoodie/hoodie.properties", cow_table_properties(TABLE_NAME, "ts", "p"))
 
     def _instant_time_next(self) -> str:
         return _instant_time(self.minute + 1)

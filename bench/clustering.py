@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bench.common import print_table, stopwatch, write_results
+from bench.fixtures import cow_table_properties
 from service.clustering import execute_clustering, schedule_clustering
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
@@ -42,7 +43,6 @@ from service.lock.in_process import InProcessTableLock
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
-from service.table.properties import TableConfig
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
@@ -193,19 +193,8 @@ def build_input_table(base: Path, files: int, rows: int, seed: int, codec: str =
     """Many small base files (gzip unless `codec` says otherwise) in a few insert commits, as a
     streaming writer leaves them."""
     storage = Storage.for_base_uri(str(base))
-    raw = {
-        "hoodie.table.name": TABLE_NAME,
-        "hoodie.table.type": "COPY_ON_WRITE",
-        "hoodie.table.version": "6",
-        "hoodie.timeline.layout.version": "1",
-        "hoodie.table.recordkey.fields": "id",
-        "hoodie.table.precombine.field": "ts",
-        "hoodie.table.timeline.timezone": "UTC",
-        "hoodie.archivelog.folder": "archived",
-        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-    }
     (base / ".hoodie").mkdir(parents=True, exist_ok=True)
-    storage.write_bytes(".hoodie/hoodie.properties", TableConfig(raw).to_text().encode("latin-1"))
+    storage.write_bytes(".hoodie/hoodie.properties", cow_table_properties(TABLE_NAME, "ts"))
     per_file = [rows // files + (1 if i < rows % files else 0) for i in range(files)]
     first_ids = np.concatenate([[0], np.cumsum(per_file)[:-1]]).tolist()
     commits = -(-files // FILES_PER_COMMIT)

@@ -40,11 +40,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bench.common import print_table, stopwatch, write_results
-from bench.fixtures import clean_that_deleted_nothing
+from bench.fixtures import clean_that_deleted_nothing, cow_table_properties
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
-from service.table.properties import TableConfig
 from service.table.timeline import format_instant_time
 
 NAME = "daemon"
@@ -124,18 +123,7 @@ class _TableBuilder:
 
     def build(self) -> None:
         self.hoodie.mkdir(parents=True)
-        raw = {
-            "hoodie.table.name": _table_name(self.index),
-            "hoodie.table.type": "COPY_ON_WRITE",
-            "hoodie.table.version": "6",
-            "hoodie.timeline.layout.version": "1",
-            "hoodie.table.recordkey.fields": "id",
-            "hoodie.table.precombine.field": "v",
-            "hoodie.table.partition.fields": "p",
-            "hoodie.table.timeline.timezone": "UTC",
-            "hoodie.archivelog.folder": "archived",
-        }
-        _write(self.hoodie / "hoodie.properties", TableConfig(raw).to_text().encode("latin-1"))
+        _write(self.hoodie / "hoodie.properties", cow_table_properties(_table_name(self.index), "v", "p"))
         for p in range(PARTITIONS):
             directory = self.base / _partition(p)
             directory.mkdir()

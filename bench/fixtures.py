@@ -3,6 +3,26 @@
 from __future__ import annotations
 
 from service.table import codecs
+from service.table.properties import TableConfig
+
+
+def cow_table_properties(name: str, precombine: str, partition_field: str | None = None) -> bytes:
+    """`hoodie.properties` of a version-6 copy-on-write table keyed by `id`, timeline in UTC."""
+    raw = {
+        "hoodie.table.name": name,
+        "hoodie.table.type": "COPY_ON_WRITE",
+        "hoodie.table.version": "6",
+        "hoodie.timeline.layout.version": "1",
+        "hoodie.table.recordkey.fields": "id",
+        "hoodie.table.precombine.field": precombine,
+        "hoodie.table.timeline.timezone": "UTC",
+        "hoodie.archivelog.folder": "archived",
+    }
+    if partition_field is None:
+        raw["hoodie.table.keygenerator.class"] = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+    else:
+        raw["hoodie.table.partition.fields"] = partition_field
+    return TableConfig(raw).to_text().encode("latin-1")
 
 
 def clean_that_deleted_nothing(
