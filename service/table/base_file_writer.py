@@ -245,11 +245,8 @@ class BaseFileWriter:
 
     def key_value_size_estimate(self, extra_records: int = 0) -> int:
         """Bytes of the footer's key-value part for the rows written plus `extra_records` more."""
-        return (
-            len(self._schema.avro_json.encode())
-            + serialized_length(self._bloom_config, self._records + extra_records)
-            + 2 * self._max_key_bytes
-            + 256
+        return _key_value_bytes(
+            self._schema, self._bloom_config, self._records + extra_records, 2 * self._max_key_bytes
         )
 
     def footer_size_estimate(
@@ -328,6 +325,11 @@ class BaseFileWriter:
             finally:
                 self._stream.close()
         self._storage.delete_file(self.path)
+
+
+def _key_value_bytes(schema: BaseFileSchema, bloom: BloomFilterConfig, records: int, key_bytes: int) -> int:
+    """A footer's key-value part: Avro schema, bloom filter of `records` keys, min/max keys."""
+    return len(schema.avro_json.encode()) + serialized_length(bloom, records) + key_bytes + 256
 
 
 def _leaf_count(dtype: pa.DataType) -> int:
@@ -481,13 +483,10 @@ class RollingBaseFileWriter:
     def file_overhead_bytes(self, file_rows: int, row_groups: int = 2) -> int:
         """Estimated footer of a file of `file_rows` rows (bloom filter, schema, chunk metadata)."""
         leaves = sum(_leaf_count(f.type) for f in self._schema.arrow)
-        return (
-            len(self._schema.avro_json.encode())
-            + serialized_length(BloomFilterConfig.from_parquet_config(self._config), file_rows)
-            + 64 * leaves
-            + row_groups * leaves * self._column_chunk_footer_bytes
-            + 512
-        )
+        bloom = BloomFilterConfig.from_parquet_config(self._config)
+        # The min/max record keys are unknown before the rows are written: room for 256 bytes.
+        key_values = _key_value_bytes(self._schema, bloom, file_rows, key_bytes=256)
+        return key_values + 64 * leaves + row_groups * leaves * self._column_chunk_footer_bytes
 
     def abort(self) -> None:
         """Delete every file this writer created (for a retry: a file group must not hold two)."""
