@@ -37,3 +37,7 @@ class ConflictError(HudiTableServiceError):
 
 class PlanRefusedError(HudiTableServiceError):
     """A plan fails a safety rule (e.g. a clean that would delete the latest snapshot)."""
+
+
+class DeleteFailedError(HudiTableServiceError):
+    """A file a clean or rollback must delete is still on storage; the message names it."""

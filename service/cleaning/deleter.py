@@ -17,7 +17,7 @@ DeleteFn = Callable[[str], bool]  # base-relative path -> True if deleted now, F
 @dataclass(frozen=True)
 class DeleteReport:
     outcomes: Mapping[str, PartitionOutcome]
-    failures: Mapping[str, str]  # path -> error, for deletes that raised (the clean must not complete)
+    failures: Mapping[str, str]  # path -> error: the delete raised or left the file (the clean fails)
 
     @property
     def deleted(self) -> int:

@@ -34,7 +34,7 @@ from service.cleaning.records import (
 from service.cleaning.results import CleanInstantResult, CleanRunResult, PartitionSummary
 from service.cleaning.snapshot import load_clean_snapshot, read_last_clean
 from service.config.hoodie import HoodieConfig
-from service.errors import CorruptTableError, HudiTableServiceError, InstantExistsError
+from service.errors import CorruptTableError, DeleteFailedError, InstantExistsError
 from service.lock.base import TableLock
 from service.table import codecs
 from service.table.data_files import PARTITION_METAFILE_PREFIX
@@ -227,11 +227,13 @@ class Cleaner:
                 log.info("table %s: clean %s is already inflight (another writer)", self.table.name, instant)
         report = delete_files(storage, stored.files, self.config.clean.parallelism, self._delete)
         if report.failures:
-            first = sorted(report.failures.items())[:3]
-            raise HudiTableServiceError(
+            # Nothing is recorded for a failed delete: `T.clean` is not written, so no metadata ever
+            # lists the file, and the inflight plan is retried whole (Hudi 0.15 fails the clean too).
+            first = [f"{storage.qualify(p)} ({error})" for p, error in sorted(report.failures.items())[:3]]
+            raise DeleteFailedError(
                 f"table {self.table.name!r}: clean {instant.timestamp} could not delete "
-                f"{len(report.failures)} file(s), e.g. {first}; the plan stays inflight and the next run "
-                "retries it"
+                f"{len(report.failures)} file(s), e.g. {'; '.join(first)}; the plan stays inflight and the "
+                "next run retries it"
             )
         self._delete_empty_partitions(stored)
         metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from service.errors import HudiTableServiceError, InstantExistsError
+from service.errors import DeleteFailedError, HudiTableServiceError, InstantExistsError
 
 # Scheme aliases Hudi users write (Hadoop's s3a/s3n) mapped to what pyarrow understands.
 _PYARROW_SCHEME = {"s3a": "s3", "s3n": "s3", "s3": "s3", "hdfs": "hdfs", "file": "file", "": "file"}
@@ -216,12 +216,27 @@ class Storage:
             self._fs.create_dir(self.fs_path(rel), recursive=True)
 
     def delete_file(self, rel: str) -> bool:
-        """Delete one file; False when it was already gone (callers treat that as deleted)."""
+        """Delete one file; False when it was already gone (callers treat that as deleted).
+
+        A delete that reports the file gone is verified, as Hudi 0.15's
+        `CleanActionExecutor.deleteFileAndGetResult` does since HUDI-7655: a file still there is a
+        failed delete (`DeleteFailedError`), never "already gone". On stores other than the local
+        disk a delete that succeeded is verified too (a delete may return while the object or
+        block is still served, the HDFS case of HUDI-7867); a local unlink that returned is final.
+        """
+        path = self.fs_path(rel)
         try:
-            self._fs.delete_file(self.fs_path(rel))
+            self._fs.delete_file(path)
         except FileNotFoundError:
-            return False
-        return True
+            removed = False
+        else:
+            removed = True
+            if self.is_local:
+                return True
+        if self._fs.get_file_info(path).type != pafs.FileType.NotFound:
+            outcome = "returned" if removed else "reported it already gone"
+            raise DeleteFailedError(f"{self.qualify(rel)} is still on storage after its delete {outcome}")
+        return removed
 
     def delete_dir(self, rel: str) -> None:
         """Delete a directory tree if it exists."""
