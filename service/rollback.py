@@ -9,7 +9,8 @@ Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`, HUDI_FORM
    still in REQUESTED state wrote nothing: its plan has no requests, as in Java.
 2. `R.rollback.requested` (the Avro plan), then an empty `R.rollback.inflight`, outside the lock as in
    Java: R is strictly later than every instant on the timeline, so no other process creates it.
-3. Delete the files. A file already gone counts as deleted, so a re-run after a crash completes.
+3. Delete the files. A file already gone counts as deleted, so a re-run after a crash completes; a
+   file that cannot be deleted fails the rollback before step 4, leaving it pending for a retry.
 4. Under the table lock: delete `T.<action>.inflight`, then `T.<action>.requested` (unless the plan is
    kept for a retry, as Java's `rollbackInflightClustering` does), then write `R.rollback` (Avro
    `HoodieRollbackMetadata`). Java's `finishRollback` uses this order under its transaction lock.
@@ -36,6 +37,7 @@ from typing import Any
 from service.errors import (
     ConflictError,
     CorruptTableError,
+    DeleteFailedError,
     HudiTableServiceError,
     InstantExistsError,
     PlanRefusedError,
@@ -199,28 +201,44 @@ def _listing_requests(table: HudiTable, instant: Instant) -> list[codecs.Rollbac
 def execute_rollback_plan(
     table: HudiTable, plan: codecs.RollbackPlan
 ) -> dict[str, codecs.RollbackPartitionMetadata]:
-    """Delete the plan's files; per partition, the files deleted (or already gone) and those that failed."""
+    """Delete the plan's files; per partition, the files deleted (or already gone).
+
+    Every file is attempted; if any could not be deleted (the delete raised, or the file is still
+    there after it, see `Storage.delete_file`) this raises `DeleteFailedError` before the timeline
+    is touched: the rollback stays pending and the next run retries it. Completing it would delete
+    `T`'s instant files while a file `T` wrote is still on storage, a file no instant explains that
+    hudi-rs would read. Java 0.15's `BaseRollbackHelper.deleteFiles` fails the rollback on an
+    IOException as well; it records a delete returning false in failedDeleteFiles, which this
+    executor never needs (a missing file counts as deleted; one still present fails).
+    """
+    target = plan.instant_to_rollback.commit_time if plan.instant_to_rollback else "?"
     success: dict[str, list[str]] = {}
-    failed: dict[str, list[str]] = {}
+    failures: list[str] = []
     for request in plan.rollback_requests or ():
         partition = request.partition_path
         success.setdefault(partition, [])
-        failed.setdefault(partition, [])
         for file_uri in request.files_to_be_deleted:
             rel = table.storage.relativize(file_uri)  # raises for a path outside the table
             try:
                 table.storage.delete_file(rel)
                 _delete_checksum_sibling(table, rel)
-            except OSError as exc:
-                log.warning("table %s: rollback could not delete %s: %s", table.name, file_uri, exc)
-                failed[partition].append(file_uri)
+            except (OSError, DeleteFailedError) as exc:
+                log.warning(
+                    "table %s: rollback of %s could not delete %s: %s", table.name, target, file_uri, exc
+                )
+                failures.append(f"{file_uri} ({type(exc).__name__}: {exc})")
             else:
                 success[partition].append(file_uri)
+    if failures:
+        raise DeleteFailedError(
+            f"table {table.name!r}: rollback of {target} could not delete {len(failures)} file(s), e.g. "
+            f"{'; '.join(failures[:3])}; the rollback stays pending and the next run retries it"
+        )
     return {
         p: codecs.RollbackPartitionMetadata(
             partition_path=p,
             success_delete_files=tuple(success[p]),
-            failed_delete_files=tuple(failed[p]),
+            failed_delete_files=(),
             rollback_log_files={},
             log_files_from_failed_commit={},
         )
@@ -229,7 +247,9 @@ def execute_rollback_plan(
 
 
 def _delete_checksum_sibling(table: HudiTable, rel: str) -> None:
-    # Hadoop's local file system writes `.<name>.crc` beside each file Java writes; drop it with the file.
+    # Hadoop's local file system writes `.<name>.crc` beside each file Java writes; drop it with the
+    # file. A checksum that cannot be deleted fails the rollback like its file (retried; its file then
+    # counts as already gone), so a completed rollback leaves nothing of `T` behind.
     if table.storage.is_local:
         table.storage.delete_file(posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.crc"))
 
