@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from datetime import UTC
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from service.cleaning import Cleaner
+from service.cleaning import Cleaner, CleanOptions
 from service.config.hoodie import HoodieConfig
 from service.errors import DeleteFailedError
 from service.lock import InProcessTableLock
@@ -19,8 +20,14 @@ from service.table import codecs
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from tests.clean.helpers import NOW, fid
+from tests.support import hudi_tables as ht
 from tests.support.faulty_storage import Fault, FaultyStorage
 from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from tests.support.histories import HudiHistory
 
 COMMITS = "hoodie.cleaner.commits.retained"
 
@@ -34,10 +41,10 @@ def _history(t: FixtureTable) -> set[str]:
     return {f"{p}/{t.file_name(p, fid(n), ts(i))}" for p, n in (("a", 1), ("b", 2)) for i in (1, 2)}
 
 
-def _cleaner(table: HudiTable) -> Cleaner:
+def _cleaner(table: HudiTable, options: CleanOptions | None = None) -> Cleaner:
     config = HoodieConfig.from_mapping({COMMITS: 1}, table.name)
     lock = InProcessTableLock(table.name, key=table.base_uri, default_timeout_s=5)
-    return Cleaner(table, config, lock, UTC, now=lambda: NOW)
+    return Cleaner(table, config, lock, UTC, options, now=lambda: NOW)
 
 
 def _clean_files(base: Path) -> list[str]:
@@ -149,3 +156,43 @@ def test_every_file_is_attempted_and_every_failure_named(tmp_path: Path) -> None
     assert all(storage.attempted(p) for p in planned)
     assert [p for p in planned if (tmp_path / p).exists()] == [planned[0], planned[-1]]
     assert not any(n.endswith(".clean") for n in _clean_files(tmp_path))
+
+
+# ---------------------------------------------------------------------------------------- real Hudi
+
+
+@pytest.mark.spark
+@pytest.mark.hudi
+@pytest.mark.slow
+def test_hudi_table_reads_unchanged_while_a_clean_is_stuck_and_after_its_retry(
+    spark: SparkSession, history_many_commits: HudiHistory
+) -> None:
+    h = history_many_commits
+    expected = h.expected_rows()
+    before = _data_files(h.base_path)
+    storage = FaultyStorage(h.base_path)
+    for path in before:  # every delete "succeeds" as already gone while the file stays
+        storage.fail(path, Fault.REPORTS_GONE)
+    with pytest.raises(DeleteFailedError, match="stays inflight"):
+        _cleaner(storage.open_table()).run()
+    [inflight, requested] = [n for n in _clean_files(h.base_path) if not n.endswith(".clean")][-2:]
+    instant_time = requested.split(".")[0]
+    assert inflight == f"{instant_time}.clean.inflight" and requested == f"{instant_time}.clean.requested"
+    assert not (h.base_path / ".hoodie" / f"{instant_time}.clean").exists()
+    assert _data_files(h.base_path) == before
+    assert ht.normalise_rows(ht.read_snapshot(spark, h.base_path)) == expected
+
+    storage.heal()
+    [done] = _cleaner(storage.open_table()).run().cleans
+    assert done.resumed and done.instant_time == instant_time
+    assert done.files_deleted == done.files_planned > 0 and done.files_already_gone == 0
+    assert len(before - _data_files(h.base_path)) == done.files_planned
+    assert ht.normalise_rows(ht.read_snapshot(spark, h.base_path)) == expected
+
+
+def _data_files(base: Path) -> set[str]:
+    return {
+        p.relative_to(base).as_posix()
+        for p in base.rglob("*.parquet")
+        if ".hoodie" not in p.relative_to(base).parts and "partition_metadata" not in p.name
+    }
