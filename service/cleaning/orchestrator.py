@@ -31,7 +31,7 @@ from service.cleaning.records import (
     to_clean_metadata,
     to_cleaner_plan,
 )
-from service.cleaning.results import CleanInstantResult, CleanRunResult, PartitionSummary
+from service.cleaning.results import CleanFile, CleanInstantResult, CleanRunResult, PartitionSummary
 from service.cleaning.snapshot import load_clean_snapshot, read_last_clean
 from service.config.hoodie import HoodieConfig
 from service.errors import CorruptTableError, DeleteFailedError, InstantExistsError
@@ -188,6 +188,7 @@ class Cleaner:
                 partitions=_summaries(files, checked.present, plan.partitions_to_be_deleted),
                 dry_run=True,
                 incremental=plan.incremental,
+                files=_files(files, checked.present),
             )
         ]
 
@@ -302,6 +303,7 @@ class Cleaner:
             completed_by_other_writer=completed_by_other,
             dry_run=self.options.dry_run,
             duration_seconds=time.monotonic() - started,
+            files=_files(stored.files, checked.present),
         )
 
 
@@ -341,4 +343,12 @@ def _summaries(
             partition_deleted=partition in deleted_partitions,
         )
         for partition, paths in sorted(files.items())
+    )
+
+
+def _files(files: Mapping[str, Sequence[str]], present: Mapping[str, int]) -> tuple[CleanFile, ...]:
+    return tuple(
+        CleanFile(partition, posixpath.basename(path), present.get(path, 0), path in present)
+        for partition, paths in sorted(files.items())
+        for path in sorted(paths)
     )

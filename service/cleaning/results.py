@@ -1,11 +1,13 @@
-"""What a clean run did (or, dry, would do): counts and bytes per clean and per partition.
+"""What a clean run did (or, dry, would do): counts and bytes per clean, per partition and per file.
 
-The daemon exports metrics from `CleanRunResult`; the CLI prints `render_result`.
+The daemon exports metrics from `CleanRunResult`; the CLI prints `render_result`, or with `--json`
+`result_to_json`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -14,6 +16,16 @@ class PartitionSummary:
     files: int  # files the plan deletes that were present when it was checked
     bytes: int
     partition_deleted: bool = False
+
+
+@dataclass(frozen=True)
+class CleanFile:
+    """One file a clean plan deletes, as checked before deleting."""
+
+    partition_path: str
+    file_name: str
+    bytes: int  # 0 when already gone
+    present: bool = True  # False: the plan lists it but it was already gone when checked
 
 
 @dataclass(frozen=True)
@@ -33,6 +45,7 @@ class CleanInstantResult:
     dry_run: bool = False
     incremental: bool | None = None  # how partitions were chosen (None: plan not made by this run)
     duration_seconds: float = 0.0
+    files: tuple[CleanFile, ...] = ()  # every file of the plan, by partition then name
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,11 @@ def render_result(result: CleanRunResult) -> str:
                 lines.append(
                     f"      {p.partition_path or '(non-partitioned)'}: {p.files} files, {p.bytes} bytes{gone}"
                 )
+            if clean.files:
+                lines.append("    files:")
+                for f in clean.files:
+                    state = f"{f.bytes} bytes" if f.present else "already gone"
+                    lines.append(f"      {f.partition_path or '(non-partitioned)'}  {f.file_name}  {state}")
         else:
             other = " (completed by another writer)" if clean.completed_by_other_writer else ""
             lines.append(
@@ -93,3 +111,19 @@ def render_result(result: CleanRunResult) -> str:
     if result.skipped_reason:
         lines.append(f"  no new clean: {result.skipped_reason}")
     return "\n".join(lines)
+
+
+def result_to_json(result: CleanRunResult) -> dict[str, Any]:
+    """One JSON object for `clean --json`: the run's totals, then each clean with its partitions and files."""
+    return {
+        "table": result.table,
+        "dry_run": result.dry_run,
+        "skipped_reason": result.skipped_reason,
+        "commits_since_last_clean": result.commits_since_last_clean,
+        "files_planned": result.files_planned,
+        "files_deleted": result.files_deleted,
+        "files_already_gone": result.files_already_gone,
+        "bytes_deleted": result.bytes_deleted,
+        "duration_seconds": round(result.duration_seconds, 3),
+        "cleans": [{**asdict(c), "duration_seconds": round(c.duration_seconds, 3)} for c in result.cleans],
+    }
