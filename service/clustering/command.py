@@ -6,8 +6,10 @@ Mirrors Hudi's HoodieClusteringJob modes: schedule, execute, scheduleAndExecute,
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from service.clustering.orchestrator import (
     ClusteringResult,
@@ -15,6 +17,7 @@ from service.clustering.orchestrator import (
     purge_pending_clustering,
     schedule_clustering,
 )
+from service.clustering.plan_report import plan_report, plan_to_json, render_plan
 from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
@@ -35,24 +38,11 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the plan (groups, input files, bytes, outputs); write nothing",
+        help="print the plan (groups, input file slices, bytes, planned outputs, order); write nothing",
     )
-
-
-def render_plan(plan: PlannedClustering, instant_time: str | None) -> str:
-    head = f"clustering plan {instant_time}" if instant_time else "clustering plan (not written)"
-    lines = [
-        f"{head}: {len(plan.groups)} groups, {sum(len(g.slices) for g in plan.groups)} input file slices, "
-        f"{plan.input_bytes:,} bytes -> {plan.num_output_file_groups} output file groups"
-    ]
-    for i, group in enumerate(plan.groups):
-        size = f"{group.size_bytes:,} bytes" if group.size_bytes is not None else "size unknown"
-        lines.append(
-            f"  group {i}: partition '{group.partition_path}', {len(group.slices)} slices, {size}, "
-            f"{group.num_output_file_groups} output file groups"
-        )
-        lines += [f"    {s.base_file_path}" for s in group.slices]
-    return "\n".join(lines)
+    parser.add_argument(
+        "--json", action="store_true", help="print the plan and result as one JSON object; logs go to stderr"
+    )
 
 
 def render_result(result: ClusteringResult) -> str:
@@ -70,18 +60,60 @@ def _pending(ctx: CommandContext) -> list[str]:
     return [i.timestamp for i in pending_clustering_instants(timeline, ctx.table.facts_reader)]
 
 
+class _Reply:
+    """What the command prints: text as it goes, or with `--json` one JSON object at the end."""
+
+    def __init__(self, as_json: bool, table: str, mode: str, dry_run: bool) -> None:
+        self.as_json = as_json
+        self.fields: dict[str, Any] = {
+            "table": table, "mode": mode, "dry_run": dry_run, "plan": None, "reason": None, "result": None,
+        }  # fmt: skip
+
+    def say(self, text: str, **fields: Any) -> None:
+        if self.as_json:
+            self.fields.update(fields)
+        else:
+            print(text)
+
+    def finish(self, code: int) -> int:
+        if self.as_json:
+            print(json.dumps(self.fields, indent=2))
+        return code
+
+
+def result_to_json(result: ClusteringResult) -> dict[str, Any]:
+    return {
+        "instant_time": result.instant_time,
+        "committed": result.committed,
+        "rolled_back": result.rolled_back,
+        "reason": result.reason,
+        "groups": result.groups,
+        "input_files": result.input_files,
+        "input_bytes": result.input_bytes,
+        "output_files": result.output_files,
+        "output_bytes": result.output_bytes,
+        "duration_seconds": round(result.duration_seconds, 3),
+    }
+
+
 def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
     ctx = open_context(args, storage_options)
+    reply = _Reply(args.json, ctx.table.name, args.mode, args.dry_run)
     now = datetime.now(UTC)
     if args.mode == "purgePending":
         if args.dry_run:
-            print("pending clustering plans:", ", ".join(_pending(ctx)) or "none")
-            return 0
+            pending = _pending(ctx)
+            reply.say(f"pending clustering plans: {', '.join(pending) or 'none'}", pending=pending)
+            return reply.finish(0)
         purged = purge_pending_clustering(
             ctx.table, ctx.lock, zone=ctx.zone, now=now, instant_time=args.instant_time
         )
-        print("rolled back:", ", ".join(purged) or "nothing pending")
-        return 0
+        reply.say(f"rolled back: {', '.join(purged) or 'nothing pending'}", rolled_back=purged)
+        return reply.finish(0)
+
+    def show(plan: PlannedClustering, instant_time: str | None) -> None:
+        report = plan_report(plan, instant_time, ctx.config.clustering, ctx.table.storage)
+        reply.say(render_plan(report), plan=plan_to_json(report))
 
     instant_time: str | None = args.instant_time
     if args.mode in ("schedule", "scheduleAndExecute") and not (
@@ -91,18 +123,19 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
             ctx.table, ctx.config, ctx.lock, now=now, zone=ctx.zone, dry_run=args.dry_run
         )
         if outcome.plan is None:
-            print(f"nothing scheduled: {outcome.reason}")
-            return 0
-        print(render_plan(outcome.plan, outcome.instant_time))
+            reply.say(f"nothing scheduled: {outcome.reason}", reason=outcome.reason)
+            return reply.finish(0)
+        show(outcome.plan, outcome.instant_time)
         if args.mode == "schedule" or args.dry_run:
-            return 0
+            return reply.finish(0)
         instant_time = outcome.instant_time
 
     pending = _pending(ctx)
     instant_time = instant_time or (pending[0] if pending else None)
     if instant_time is None:
-        print("no pending clustering plan to execute")
-        return 0
+        reason = "no pending clustering plan to execute"
+        reply.say(reason, reason=reason)
+        return reply.finish(0)
     if args.dry_run:
         from service.table import codecs
         from service.table.instant import Action
@@ -112,9 +145,11 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
             raise HudiTableServiceError(f"{ctx.table.base_uri}: no pending clustering at {instant_time}")
         meta = ctx.table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
         assert meta is not None
-        plan = PlannedClustering.from_requested_metadata(meta, ctx.table.storage, instant.file_name)
-        print(render_plan(plan, instant_time))
-        return 0
+        show(
+            PlannedClustering.from_requested_metadata(meta, ctx.table.storage, instant.file_name),
+            instant_time,
+        )
+        return reply.finish(0)
     executor = SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
     try:
         result = execute_clustering(
@@ -122,5 +157,5 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
         )
     finally:
         executor.stop()
-    print(render_result(result))
-    return 1 if result.rolled_back else 0
+    reply.say(render_result(result), result=result_to_json(result))
+    return reply.finish(1 if result.rolled_back else 0)
