@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from service.cli import main
+from service.clustering import execute_clustering
+from service.config.hoodie import HoodieConfig
+from service.executor import SparkExecutor
+from service.lock import InProcessTableLock
 from service.table import codecs
 from service.table.instant import Action
 from service.table.table import HudiTable
 from strategies.plan.model import PlannedClustering
+from tests.support import hudi_tables as ht
 from tests.support.fixtures import FileSpec, FixtureTable, ts
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from tests.support.histories import HudiHistory
 
 SORTED = [
     "--hoodie-conf", "hoodie.clustering.plan.strategy.sort.columns=v,id",
@@ -137,3 +148,40 @@ def test_json_without_dry_run_and_with_nothing_to_do_is_one_object(
     instant_time = _json(capsys)["plan"]["instant_time"]
     assert main(_cluster(t, "purgePending", "--json")) == 0
     assert _json(capsys)["rolled_back"] == [instant_time]
+
+
+@pytest.mark.spark
+@pytest.mark.hudi
+@pytest.mark.slow
+def test_dry_run_of_a_hudi_scheduled_plan_lists_what_execution_replaces(
+    spark: SparkSession, history_many_commits: HudiHistory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = history_many_commits.base_path
+    before = ht.normalise_rows(ht.read_snapshot(spark, base))
+    opts = "hoodie.clustering.plan.strategy.sort.columns=qty"
+    spark.sql(f"CALL run_clustering(path => '{base}', op => 'schedule', options => '{opts}')").collect()
+    capsys.readouterr()  # what Spark printed while Hudi scheduled
+
+    assert main(["cluster", "--base-path", str(base), "--mode", "execute", "--dry-run", "--json"]) == 0
+    plan = _json(capsys)["plan"]
+    listed = {(g["partition_path"], s["file_id"]) for g in plan["groups"] for s in g["slices"]}
+    assert listed and {tuple(g["output"]["sort_columns"]) for g in plan["groups"]} == {("qty",)}
+    sizes = {
+        p.relative_to(base).as_posix(): p.stat().st_size
+        for p in base.rglob("*.parquet")
+        if ".hoodie" not in p.parts
+    }
+    assert all(s["bytes"] == sizes[s["base_file_path"]] for g in plan["groups"] for s in g["slices"])
+
+    table = HudiTable.open(str(base))
+    config = HoodieConfig.from_mapping({}, table.name)
+    result = execute_clustering(
+        table, plan["instant_time"], config, SparkExecutor(session=spark).run_group,
+        InProcessTableLock(table.name), zone=UTC,
+    )  # fmt: skip
+    assert result.committed
+    instant = table.load_timeline().find(plan["instant_time"], Action.REPLACE_COMMIT)
+    assert instant is not None and instant.is_completed
+    replaced = table.facts_reader.commit_metadata(instant).partition_to_replace_file_ids
+    assert {(p, f) for p, ids in replaced.items() for f in ids} == listed
+    assert ht.normalise_rows(ht.read_snapshot(spark, base)) == before
