@@ -7,9 +7,10 @@ Order and locking follow Hudi's CleanActionExecutor / CleanPlanActionExecutor (H
    checks, then `T.clean.requested` (only when the plan deletes a file).
 3. Execution: `T.clean.inflight` (the plan's bytes again), parallel deletes (a missing file counts
    as deleted), then `T.clean` under the lock. If `T.clean` already exists another writer finished
-   the same plan, which is fine.
-A crash anywhere leaves a requested or inflight plan that the next run finishes; deletes are
-idempotent, and nothing outside the plan is touched.
+   the same plan, which is fine. A file that could not be deleted (an error, or still there after
+   its delete) fails the clean before `T.clean` is written.
+A crash or a failed delete leaves a requested or inflight plan that the next run finishes; deletes
+are idempotent, and nothing outside the plan is touched.
 """
 
 from __future__ import annotations
