@@ -37,3 +37,18 @@ class ConflictError(HudiTableServiceError):
 
 class PlanRefusedError(HudiTableServiceError):
     """A plan fails a safety rule (e.g. a clean that would delete the latest snapshot)."""
+
+
+class PathOutsideTableError(PlanRefusedError):
+    """A path read from a stored file (plan, metadata, marker) breaks the confinement rule.
+
+    Nothing is read, deleted or rolled back for that stored file: the whole plan is refused.
+    """
+
+    def __init__(self, table: str, source: str, field: str, path: str, reason: str) -> None:
+        super().__init__(f"table {table!r}: {source}: {field} holds {path!r}, refused: {reason}")
+        self.table = table
+        self.source = source
+        self.field = field
+        self.path = path
+        self.reason = reason
