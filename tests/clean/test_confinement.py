@@ -183,3 +183,24 @@ def test_confined_plan_still_cleans(table: FixtureTable) -> None:
     first, *_ = Cleaner(table_, config, lock, UTC, now=lambda: NOW).run().cleans
     assert first.instant_time == PLAN and first.files_deleted == 1
     assert not (t.base / "a" / t.file_name("a", fid(1), ts(1))).exists()
+
+
+def test_incremental_clean_does_not_list_a_partition_outside_the_table(tmp_path: Path) -> None:
+    """Incremental cleaning lists the partitions commits name: a commit naming `../x` (a directory
+    with a partition metafile and old file versions, outside the table) is refused before listing."""
+    t = FixtureTable(tmp_path / "t")
+    for i in (1, 2, 3):
+        t.commit(ts(i), [FileSpec("a", fid(1))])
+    t.completed_clean(ts(4), earliest_commit_to_retain=ts(2), last_completed_commit=ts(3))
+    for i in (5, 6, 7):
+        t.commit(ts(i), [FileSpec("../x", fid(5))])  # the fixture writes them to <tmp>/x
+    outside = {p.name for p in (tmp_path / "x").iterdir()}
+    before = _everything(t)
+    table = HudiTable.open(str(t.base))
+    config = HoodieConfig.from_mapping({"hoodie.cleaner.commits.retained": 1}, table.name)
+    lock = InProcessTableLock(table.name, key=str(t.base), default_timeout_s=5)
+    with pytest.raises(PathOutsideTableError) as caught:
+        Cleaner(table, config, lock, UTC, now=lambda: NOW).run()
+    assert (caught.value.field, caught.value.path) == ("partitionToWriteStats", "../x")
+    assert f"{ts(5)}.commit" in str(caught.value)
+    assert _everything(t) == before and {p.name for p in (tmp_path / "x").iterdir()} == outside
