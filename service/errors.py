@@ -41,3 +41,18 @@ class PlanRefusedError(HudiTableServiceError):
 
 class DeleteFailedError(HudiTableServiceError):
     """A file a clean or rollback must delete is still on storage; the message names it."""
+
+
+class PathOutsideTableError(PlanRefusedError):
+    """A path read from a stored file (plan, metadata, marker) breaks the confinement rule.
+
+    Nothing is read, deleted or rolled back for that stored file: the whole plan is refused.
+    """
+
+    def __init__(self, table: str, source: str, field: str, path: str, reason: str) -> None:
+        super().__init__(f"table {table!r}: {source}: {field} holds {path!r}, refused: {reason}")
+        self.table = table
+        self.source = source
+        self.field = field
+        self.path = path
+        self.reason = reason

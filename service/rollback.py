@@ -153,16 +153,28 @@ def _marker_request(table: HudiTable, instant: Instant, marker: Marker) -> codec
 
 
 def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
-    """Partitions a pending instant may have written, from its plan or workload profile; None: unknown."""
+    """Partitions a pending instant may have written, from its plan or workload profile; None: unknown.
+
+    They are listed and files in them deleted: each is confined to the table first.
+    """
     if instant.action is Action.REPLACE_COMMIT:
         requested = table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
         if requested is not None and requested.is_clustering and requested.clustering_plan is not None:
+            guard = table.path_guard(table.storage.qualify(instant_path(instant.with_state(State.REQUESTED))))
             groups = requested.clustering_plan.input_groups or ()
-            return sorted({s.partition_path or "" for g in groups for s in g.slices or ()})
+            return sorted(
+                {
+                    guard.partition("inputGroups[].slices[].partitionPath", s.partition_path or "")
+                    for g in groups
+                    for s in g.slices or ()
+                }
+            )
     if instant.state is State.INFLIGHT:
         profile = table.facts_reader.commit_metadata(instant)
         if profile.partition_to_write_stats:
-            return sorted(profile.partition_to_write_stats)
+            guard = table.path_guard(table.storage.qualify(instant_path(instant)))
+            stats = profile.partition_to_write_stats
+            return sorted(guard.partition("partitionToWriteStats", p) for p in stats)
     return None
 
 
@@ -198,27 +210,48 @@ def _listing_requests(table: HudiTable, instant: Instant) -> list[codecs.Rollbac
 # ---------------------------------------------------------------------------------------- executing
 
 
+def confine_rollback_plan(table: HudiTable, plan: codecs.RollbackPlan, source: str) -> list[list[str]]:
+    """Every request's files as base-relative paths, confined to the table (`service.table.paths`).
+
+    A rollback plan may have been written by a Java writer or another process: one path breaking
+    the rule (outside the table, `.hoodie`, not in the request's partition, …) refuses the whole
+    plan with `PathOutsideTableError` before the first delete.
+    """
+    guard = table.path_guard(source)
+    confined = []
+    for request in plan.rollback_requests or ():
+        partition = guard.partition("rollbackRequests[].partitionPath", request.partition_path)
+        confined.append(
+            [
+                guard.file("rollbackRequests[].filesToBeDeleted", file_uri, partition)
+                for file_uri in request.files_to_be_deleted
+            ]
+        )
+    return confined
+
+
 def execute_rollback_plan(
-    table: HudiTable, plan: codecs.RollbackPlan
+    table: HudiTable, plan: codecs.RollbackPlan, source: str
 ) -> dict[str, codecs.RollbackPartitionMetadata]:
     """Delete the plan's files; per partition, the files deleted (or already gone).
 
+    `source` names the stored plan (`R.rollback.requested`); the whole plan is confined first.
     Every file is attempted; if any could not be deleted (the delete raised, or the file is still
     there after it, see `Storage.delete_file`) this raises `DeleteFailedError` before the timeline
     is touched: the rollback stays pending and the next run retries it. Completing it would delete
-    `T`'s instant files while a file `T` wrote is still on storage, a file no instant explains that
-    hudi-rs would read. Java 0.15's `BaseRollbackHelper.deleteFiles` fails the rollback on an
-    IOException as well; it records a delete returning false in failedDeleteFiles, which this
-    executor never needs (a missing file counts as deleted; one still present fails).
+    `T`'s instant files while a file `T` wrote is still on storage, a file no instant explains.
+    Java 0.15's `BaseRollbackHelper.deleteFiles` fails the rollback on an IOException as well; it
+    records a delete returning false in failedDeleteFiles, which this executor never needs (a
+    missing file counts as deleted; one still present fails).
     """
+    confined = confine_rollback_plan(table, plan, source)
     target = plan.instant_to_rollback.commit_time if plan.instant_to_rollback else "?"
     success: dict[str, list[str]] = {}
     failures: list[str] = []
-    for request in plan.rollback_requests or ():
+    for request, rels in zip(plan.rollback_requests or (), confined, strict=True):
         partition = request.partition_path
         success.setdefault(partition, [])
-        for file_uri in request.files_to_be_deleted:
-            rel = table.storage.relativize(file_uri)  # raises for a path outside the table
+        for file_uri, rel in zip(request.files_to_be_deleted, rels, strict=True):
             try:
                 table.storage.delete_file(rel)
                 _delete_checksum_sibling(table, rel)
@@ -344,7 +377,8 @@ def _run(
     if not table.storage.exists(instant_path(inflight)):
         create_instant_file(table.storage, inflight)
 
-    partition_metadata = execute_rollback_plan(table, plan)
+    requested = Instant(rollback_time, Action.ROLLBACK, State.REQUESTED)
+    partition_metadata = execute_rollback_plan(table, plan, table.storage.qualify(instant_path(requested)))
 
     with lock as held:
         timeline = table.load_timeline()

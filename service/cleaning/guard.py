@@ -1,8 +1,9 @@
 """Checks every clean plan passes before any file is deleted (ours and plans other writers left).
 
-1. Each path is under the base path (relativize raises otherwise), in its partition's directory,
-   and names a data file (base or log file); a present file must belong to a committed slice of a
-   known file group (never a pending write's file). A missing file is fine: it is already deleted.
+1. Each path is confined to the table (`read_stored_plan` applies `service.table.paths`), lies in
+   its partition's directory, and names a data file (base or log file); a present file must
+   belong to a committed slice of a known file group (never a pending write's file). A missing
+   file is fine: it is already deleted.
 2. No file of the latest snapshot (refused always).
 3. The volume breaker against every data file of the table (`--force` overrides).
 """

@@ -40,6 +40,7 @@ from service.lock.base import TableLock
 from service.table import codecs
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.instant import Action, Instant, State
+from service.table.paths import PathGuard
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.clean import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, clean_due, plan_clean
@@ -206,8 +207,9 @@ class Cleaner:
             raise CorruptTableError(
                 f"{source} is missing: the plan of pending clean {instant} cannot be read"
             ) from None
+        guard = self.table.path_guard(source)
         stored = read_stored_plan(
-            instant.timestamp, codecs.decode(codecs.CleanerPlan, content, source), storage, source
+            instant.timestamp, codecs.decode(codecs.CleanerPlan, content, source), storage, guard
         )
         partitions = set(stored.files) | set(stored.partitions_to_be_deleted)
         view = self.table.load_view(timeline, partitions=partitions)
@@ -220,6 +222,7 @@ class Cleaner:
             max_delete_fraction=self.options.max_delete_fraction,
             force=self.options.force,
         )
+        deletable_partitions = self._deletable_partitions(stored, guard)
         if self.options.dry_run:
             return self._result(stored, checked, None, resumed, started)
         if instant.state is State.REQUESTED:
@@ -237,7 +240,7 @@ class Cleaner:
                 f"{len(report.failures)} file(s), e.g. {'; '.join(first)}; the plan stays inflight and the "
                 "next run retries it"
             )
-        self._delete_empty_partitions(stored)
+        self._delete_empty_partitions(deletable_partitions)
         metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))
         completed_by_other = self._complete(instant, codecs.encode(metadata))
         return self._result(stored, checked, report.outcomes, resumed, started, completed_by_other)
@@ -259,15 +262,45 @@ class Cleaner:
         log.info("table %s: completed clean %s", self.table.name, instant.timestamp)
         return False
 
-    def _delete_empty_partitions(self, stored: StoredPlan) -> None:
-        """Java deletes each `partitionsToBeDeleted` directory recursively (partitioned tables only);
-        we delete it only when nothing but its partition metafile is left."""
+    def _deletable_partitions(self, stored: StoredPlan, guard: PathGuard) -> list[str]:
+        """The `partitionsToBeDeleted` directories that may be deleted, checked before any delete.
+
+        Each path already passed the confinement rule (`read_stored_plan`). `""` is never a
+        directory to delete: Java's `CleanActionExecutor` skips it since HUDI-6675 (deleting
+        `basePath + "/" + ""` removed a whole non-partitioned table). An existing directory must be
+        a partition of the table (it holds a partition metafile, as `FSUtils.getAllPartitionPaths`
+        finds partitions); one that is not refuses the plan. An empty directory without a metafile
+        (a partition delete interrupted after its files went) is left alone.
+        """
         if not self.table.config.partition_fields:
-            return
+            return []
         storage = self.table.storage
+        deletable = []
         for partition in stored.partitions_to_be_deleted:
             if not partition:
                 continue
+            status = storage.status(partition)
+            if status is None:
+                continue  # already deleted
+            if not status.is_dir:
+                raise guard.refuse("partitionsToBeDeleted", partition, "it is not a directory")
+            names = [s.name for s in storage.list_dir(partition)]
+            if not any(_is_partition_metafile(name) for name in names):
+                if names:
+                    raise guard.refuse(
+                        "partitionsToBeDeleted",
+                        partition,
+                        f"it is not a partition of the table (no {PARTITION_METAFILE_PREFIX} file)",
+                    )
+                continue
+            deletable.append(partition)
+        return deletable
+
+    def _delete_empty_partitions(self, partitions: Sequence[str]) -> None:
+        """Java deletes each `partitionsToBeDeleted` directory recursively (partitioned tables only);
+        we delete it only when nothing but its partition metafile is left."""
+        storage = self.table.storage
+        for partition in partitions:
             stray = [
                 s.name for s in storage.list_dir(partition) if s.is_dir or not _is_partition_metafile(s.name)
             ]

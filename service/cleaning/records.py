@@ -17,6 +17,7 @@ from service.table.codecs import (
     CleanPartitionMetadata,
 )
 from service.table.instant import State
+from service.table.paths import PathGuard
 from service.table.storage import Storage
 from strategies.clean import CleanPlan
 
@@ -63,30 +64,36 @@ class StoredPlan:
         return sum(len(p) for p in self.files.values())
 
 
-def read_stored_plan(instant_time: str, plan: CleanerPlan, storage: Storage, source: str) -> StoredPlan:
-    """Paths of a stored plan, relativized (a path outside the table raises, aborting the clean).
+def read_stored_plan(instant_time: str, plan: CleanerPlan, storage: Storage, guard: PathGuard) -> StoredPlan:
+    """Paths of a stored plan, confined to the table (`service.table.paths`): one path breaking the
+    rule refuses the whole plan (`PathOutsideTableError`) before anything is listed or deleted.
 
     Version-1 plans (only `filesToBeDeletedPerPartition`, file names) are migrated as Java's
     CleanPlanV2MigrationHandler does: partition path joined with the name under the base path.
     """
+    source = guard.source
     raw: dict[str, tuple[str, ...]] = {}
+    files: dict[str, tuple[str, ...]] = {}
     if plan.file_paths_to_be_deleted_per_partition is not None and (
         plan.version != 1 or plan.file_paths_to_be_deleted_per_partition
     ):
+        field = "filePathsToBeDeletedPerPartition"
         for partition, infos in plan.file_paths_to_be_deleted_per_partition.items():
+            guard.partition(field, partition)
             if any(info.is_bootstrap_base_file for info in infos):
                 raise CorruptTableError(f"{source}: bootstrap base files are not supported by this cleaner")
             raw[partition] = tuple(info.file_path or "" for info in infos)
+            files[partition] = tuple(guard.file(field, path, partition) for path in raw[partition])
     else:
+        field = "filesToBeDeletedPerPartition"
         for partition, names in (plan.files_to_be_deleted_per_partition or {}).items():
-            raw[partition] = tuple(
-                storage.qualify(posixpath.join(partition, name) if partition else name) for name in names
-            )
-    files: dict[str, tuple[str, ...]] = {}
-    for partition, paths in raw.items():
-        if any(not p for p in paths):
-            raise CorruptTableError(f"{source}: partition {partition!r} lists a file with no path")
-        files[partition] = tuple(storage.relativize(p) for p in paths)
+            guard.partition(field, partition)
+            rels = tuple(posixpath.join(partition, name) if partition else name for name in names)
+            files[partition] = tuple(guard.relative_file(field, rel, partition) for rel in rels)
+            raw[partition] = tuple(storage.qualify(rel) for rel in files[partition])
+    deleted_partitions = tuple(plan.partitions_to_be_deleted or ())
+    for partition in deleted_partitions:
+        guard.partition("partitionsToBeDeleted", partition)
     ectr = plan.earliest_instant_to_retain
     return StoredPlan(
         instant_time=instant_time,
@@ -95,7 +102,7 @@ def read_stored_plan(instant_time: str, plan: CleanerPlan, storage: Storage, sou
         last_completed_commit_timestamp=plan.last_completed_commit_timestamp,
         files=files,
         raw_paths=raw,
-        partitions_to_be_deleted=tuple(plan.partitions_to_be_deleted or ()),
+        partitions_to_be_deleted=deleted_partitions,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 
 import fastavro
@@ -13,6 +14,7 @@ from service.errors import CorruptTableError
 from service.table import codecs
 from service.table.codecs import CleanMetadata, RequestedReplaceMetadata
 from service.table.instant import Action, Instant
+from service.table.paths import Refused, check_partition_path
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, instant_path
 from strategies.clean import CleanSnapshot, LastClean, earliest_commit_to_retain, partitions_to_scan
@@ -72,6 +74,25 @@ def commit_partitions(table: HudiTable, timeline: Timeline) -> dict[str, frozens
     }
 
 
+def _confine_listed_partitions(
+    table: HudiTable,
+    timeline: Timeline,
+    listed: Iterable[str],
+    partitions_of: Mapping[str, frozenset[str]],
+) -> None:
+    """An incremental clean lists the partitions commits name: each is confined to the table
+    first (`service.table.paths`); the error names the first commit naming a refused one."""
+    for partition in listed:
+        if not isinstance(check_partition_path(partition, bool(table.config.partition_fields)), Refused):
+            continue
+        named_by = next(
+            (i for i in timeline.commits().completed() if partition in partitions_of.get(i.timestamp, ())),
+            None,
+        )
+        source = table.storage.qualify(instant_path(named_by)) if named_by is not None else "the timeline"
+        table.path_guard(source).partition("partitionToWriteStats", partition)
+
+
 def pending_clustering_file_names(table: HudiTable, timeline: Timeline) -> frozenset[str]:
     """Names of the base and log files the slices of every pending clustering plan read."""
     names: set[str] = set()
@@ -102,6 +123,8 @@ def load_clean_snapshot(
     ectr = earliest_commit_to_retain(timeline, config, now, zone)
     scope = partitions_to_scan(timeline, ectr, last_clean, partitions_of, config, partitioned)
     listed = None if full_listing or scope.partitions is None else scope.partitions
+    if listed is not None:
+        _confine_listed_partitions(table, timeline, listed, partitions_of)
     view = table.load_view(timeline, partitions=listed)
     return CleanSnapshot(
         timeline=timeline,

@@ -10,6 +10,7 @@ failure anywhere leaves readers on the old file groups; the failed attempt is ro
 from __future__ import annotations
 
 import logging
+import posixpath
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -79,6 +80,41 @@ def read_clustering_plan(table: HudiTable, instant: Instant) -> codecs.Clusterin
     return requested.clustering_plan
 
 
+def confine_clustering_plan(
+    table: HudiTable, instant_time: str, plan: codecs.ClusteringPlan
+) -> dict[tuple[int, int], str]:
+    """(group index, slice index) → base-relative base file path of every slice, confined to the
+    table (`service.table.paths`); the first path breaking the rule refuses the whole plan.
+
+    A slice's `partitionPath` must be a partition path of the table, its `dataFilePath` a file
+    directly in that partition, and its `fileId` the file id of that base file: the commit writes
+    `partitionToReplaceFileIds` from these fields, and rollback lists the partitions.
+    """
+    source = table.storage.qualify(
+        instant_path(Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED))
+    )
+    guard = table.path_guard(source)
+    out = {}
+    for g, group in enumerate(plan.input_groups or ()):
+        for i, s in enumerate(group.slices or ()):
+            partition = guard.partition("inputGroups[].slices[].partitionPath", s.partition_path or "")
+            for delta in s.delta_file_paths or ():
+                guard.file("inputGroups[].slices[].deltaFilePaths", delta, partition)
+            if not s.data_file_path and s.delta_file_paths:
+                out[(g, i)] = ""  # a merge-on-read slice of log files only (refused by execution)
+                continue
+            rel = guard.file("inputGroups[].slices[].dataFilePath", s.data_file_path or "", partition)
+            base = parse_base_file(partition, posixpath.basename(rel))
+            if base.file_id != (s.file_id or ""):
+                raise guard.refuse(
+                    "inputGroups[].slices[].fileId",
+                    s.file_id or "",
+                    f"it is not the file id of its dataFilePath {s.data_file_path!r}",
+                )
+            out[(g, i)] = rel
+    return out
+
+
 def group_jobs(
     table: HudiTable, instant_time: str, plan: codecs.ClusteringPlan, config: HoodieConfig, schema: str | None
 ) -> list[GroupJob]:
@@ -87,6 +123,7 @@ def group_jobs(
     sort_value = params.get("hoodie.clustering.plan.strategy.sort.columns")
     sort_columns = tuple(c.strip() for c in sort_value.split(",") if c.strip()) if sort_value else ()
     order = OrderSpec(clustering.layout_strategy, sort_columns)
+    confined = confine_clustering_plan(table, instant_time, plan)
     jobs = []
     for group_index, group in enumerate(plan.input_groups or ()):
         slices = group.slices or ()
@@ -97,7 +134,7 @@ def group_jobs(
                 f"{table.base_uri}: clustering plan {instant_time} has slices with log files "
                 "(merge-on-read); only copy-on-write slices are supported"
             )
-        paths = tuple(table.storage.relativize(s.data_file_path or "") for s in slices)
+        paths = tuple(confined[(group_index, i)] for i in range(len(slices)))
         partitions = {s.partition_path or "" for s in slices}
         if len(partitions) != 1:
             raise CorruptTableError(
@@ -132,13 +169,15 @@ def _file_size(table: HudiTable, path: str) -> int:
     return status.size
 
 
-def _plan_base_instants(plan: codecs.ClusteringPlan, table: HudiTable) -> dict[tuple[str, str], str]:
+def _plan_base_instants(
+    plan: codecs.ClusteringPlan, table: HudiTable, instant_time: str
+) -> dict[tuple[str, str], str]:
     """(partition, fileId) → base instant of the slice the plan read."""
+    confined = confine_clustering_plan(table, instant_time, plan)
     out = {}
-    for group in plan.input_groups or ():
-        for s in group.slices or ():
-            rel = table.storage.relativize(s.data_file_path or "")
-            partition, _, name = rel.rpartition("/")
+    for g, group in enumerate(plan.input_groups or ()):
+        for i, s in enumerate(group.slices or ()):
+            partition, _, name = confined[(g, i)].rpartition("/")
             out[(s.partition_path or "", s.file_id or "")] = parse_base_file(partition, name).instant_time
     return out
 
@@ -150,7 +189,7 @@ def check_no_conflict(table: HudiTable, instant_time: str, plan: codecs.Clusteri
     if not table.storage.exists(instant_path(requested)):
         raise ConflictError(f"{table.base_uri}: clustering {instant_time} was rolled back by another process")
     view = table.load_view(timeline)
-    for fg_id, base_instant in _plan_base_instants(plan, table).items():
+    for fg_id, base_instant in _plan_base_instants(plan, table, instant_time).items():
         group = view.file_groups.get(fg_id)
         if group is None or group.latest_slice is None:
             raise ConflictError(
@@ -314,6 +353,7 @@ def execute_clustering(
     if instant is None or instant.is_completed:
         raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
     plan = read_clustering_plan(table, instant)
+    confine_clustering_plan(table, instant_time, plan)  # before anything is read or rolled back
     if instant.state is State.INFLIGHT:
         log.warning(
             "table %s: clustering %s was interrupted; rolling back that attempt", table.name, instant_time

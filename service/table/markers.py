@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from service.errors import CorruptTableError
+from service.table.paths import PathGuard
 from service.table.storage import Storage
 
 TEMP_FOLDER = ".hoodie/.temp"
@@ -62,12 +63,22 @@ class Marker:
         return f"{self.data_file_path}{MARKER_EXTENSION}.{self.io_type.value}"
 
     @classmethod
-    def parse(cls, name: str, source: str) -> Marker:
-        """`<partition>/<file>.marker.<IOType>`; CorruptTableError names `source` otherwise."""
+    def parse(cls, name: str, guard: PathGuard, field: str) -> Marker:
+        """`<partition>/<file>.marker.<IOType>`; CorruptTableError names `guard.source` otherwise.
+
+        The data file path must be base-relative and inside the table (`service.table.paths`):
+        rollback and a commit's finalize delete what markers name. `PathOutsideTableError` names the
+        marker (`guard.source`), `field` and the path otherwise.
+        """
         data_path, sep, io_type = name.strip().rpartition(f"{MARKER_EXTENSION}.")
         if not sep or not data_path or io_type not in IOType.__members__:
-            raise CorruptTableError(f"{source}: {name!r} is not a marker name (<path>.marker.<IOType>)")
-        return cls(data_path.lstrip("/"), IOType(io_type))
+            raise CorruptTableError(f"{guard.source}: {name!r} is not a marker name (<path>.marker.<IOType>)")
+        return cls(guard.relative_file(field, data_path), IOType(io_type))
+
+
+def _guard(storage: Storage, source: str) -> PathGuard:
+    # Markers name files, never partitions on their own: whether the table is partitioned is moot.
+    return PathGuard(storage.location, storage.base_uri, partitioned=False, source=source)
 
 
 def marker_dir(instant_time: str) -> str:
@@ -118,7 +129,7 @@ def list_direct_markers(storage: Storage, instant_time: str) -> list[Marker]:
         if MARKER_EXTENSION not in status.name:
             continue
         rel = status.path[len(root) + 1 :]
-        found.append(Marker.parse(rel, storage.qualify(status.path)))
+        found.append(Marker.parse(rel, _guard(storage, storage.qualify(status.path)), "marker name"))
     return sorted(found)
 
 
@@ -132,10 +143,10 @@ def read_timeline_server_markers(storage: Storage, instant_time: str) -> list[Ma
             or status.name == MARKERS_TYPE_FILE
         ):
             continue
-        source = storage.qualify(status.path)
+        guard = _guard(storage, storage.qualify(status.path))
         for line in storage.read_bytes(status.path).decode("utf-8").splitlines():
             if line.strip():
-                found.add(Marker.parse(line, source))
+                found.add(Marker.parse(line, guard, f"{status.name} line"))
     return sorted(found)
 
 

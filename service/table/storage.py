@@ -19,9 +19,10 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 from service.errors import DeleteFailedError, HudiTableServiceError, InstantExistsError
+from service.table.paths import STORE_OF_SCHEME, Refused, TableLocation, resolve_file_path
 
 # Scheme aliases Hudi users write (Hadoop's s3a/s3n) mapped to what pyarrow understands.
-_PYARROW_SCHEME = {"s3a": "s3", "s3n": "s3", "s3": "s3", "hdfs": "hdfs", "file": "file", "": "file"}
+_PYARROW_SCHEME = STORE_OF_SCHEME
 
 # Temporary files for atomic create live here: a folder neither Hudi's nor hudi-rs's timeline
 # listing (non-recursive over `.hoodie`) nor partition discovery ever looks into.
@@ -110,28 +111,25 @@ class Storage:
             return f"{self._scheme}://{path}"
         return f"{self._scheme}://{self._authority}{path}"
 
-    def relativize(self, uri_or_path: str) -> str:
-        """Inverse of `qualify`: accepts qualified URIs, scheme-less absolute paths and relative paths.
+    @property
+    def location(self) -> TableLocation:
+        """The base path as the confinement rule (`service.table.paths`) compares paths with it."""
+        return TableLocation(_PYARROW_SCHEME[self._scheme], self._authority, self._root)
 
-        Raises when the path is outside the table: callers that delete files rely on this.
+    def relativize(self, uri_or_path: str) -> str:
+        """Inverse of `qualify` for a file strictly inside the table: accepts qualified URIs,
+        scheme-less absolute paths and relative paths, under the confinement rule of
+        `service.table.paths` (no `..`, not `.hoodie`, not the base path, same store and bucket).
+
+        Raises when the path breaks it: callers that delete files rely on this. Paths from stored
+        files go through a `PathGuard` instead, whose error names the stored file and the field.
         """
-        parsed = urlparse(uri_or_path)
-        scheme = parsed.scheme.lower() if len(parsed.scheme) > 1 else ""
-        if scheme:
-            if _PYARROW_SCHEME.get(scheme) != _PYARROW_SCHEME[self._scheme]:
-                raise HudiTableServiceError(f"path {uri_or_path!r} is not on the storage of {self.base_uri}")
-            fs_path = parsed.path if self._scheme in ("file", "hdfs") else f"{parsed.netloc}{parsed.path}"
-        elif uri_or_path.startswith("/"):
-            fs_path = uri_or_path if self._scheme in ("file", "hdfs") else uri_or_path.lstrip("/")
-        else:
-            fs_path = f"{self._root.rstrip('/')}/{uri_or_path}"
-        norm = posixpath.normpath(fs_path)
-        root = self._root.rstrip("/")
-        if norm == root or norm == self._root:
-            return ""
-        if not norm.startswith(root + "/"):
-            raise HudiTableServiceError(f"path {uri_or_path!r} is outside the table at {self.base_uri}")
-        return norm[len(root) + 1 :]
+        resolved = resolve_file_path(self.location, uri_or_path)
+        if isinstance(resolved, Refused):
+            raise HudiTableServiceError(
+                f"path {uri_or_path!r} is refused for the table at {self.base_uri}: {resolved.reason}"
+            )
+        return resolved
 
     # ----------------------------------------------------------------- reading
     def exists(self, rel: str) -> bool:

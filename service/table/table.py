@@ -10,6 +10,7 @@ from datetime import UTC, tzinfo
 from service.errors import ConfigError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import FileSystemView
+from service.table.paths import PathGuard
 from service.table.properties import TableConfig, TimelineTimezone, load_table_config
 from service.table.storage import FileStatus, Storage
 from service.table.timeline import METAFOLDER, Timeline, load_timeline
@@ -47,6 +48,10 @@ class HudiTable:
     @property
     def base_uri(self) -> str:
         return self.storage.base_uri
+
+    def path_guard(self, source: str) -> PathGuard:
+        """The confinement rule for paths read from the stored file `source` (named in refusals)."""
+        return PathGuard(self.storage.location, self.name, bool(self.config.partition_fields), source)
 
     def timeline_zone(self, local_zone: tzinfo | None) -> tzinfo:
         """The zone instant times are written in: UTC, or the writers' zone for a LOCAL timeline.

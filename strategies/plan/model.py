@@ -18,6 +18,7 @@ from service.errors import CorruptTableError
 from service.table import codecs
 from service.table.data_files import parse_base_file, parse_log_file
 from service.table.fs_view import FileGroupId, FileSlice
+from service.table.paths import Refused, check_in_partition, check_relative_path
 
 PLAN_VERSION = 1
 MIB = 1024 * 1024
@@ -206,8 +207,15 @@ def _slice_info(s: PlannedSlice, paths: PathQualifier) -> codecs.SliceInfo:
 def _planned_slice(info: codecs.SliceInfo, paths: PathQualifier, source: str) -> PlannedSlice:
     partition = info.partition_path or ""
     file_id = info.file_id or ""
+    # `relativize` applies the confinement rule of `service.table.paths` to each path; a file must
+    # also lie directly in the slice's partition, itself a base-relative path inside the table.
+    if partition and isinstance(refused := check_relative_path(partition), Refused):
+        raise CorruptTableError(f"{source}: slice partitionPath {partition!r} refused: {refused.reason}")
     base_path = paths.relativize(info.data_file_path) if info.data_file_path else ""
     log_paths = tuple(paths.relativize(p) for p in info.delta_file_paths or ())
+    for path in (base_path, *log_paths) if base_path else log_paths:
+        if (outside := check_in_partition(path, partition)) is not None:
+            raise CorruptTableError(f"{source}: slice file {path!r} refused: {outside.reason}")
     if base_path:
         base = parse_base_file(posixpath.dirname(base_path), posixpath.basename(base_path))
         base_instant = base.instant_time

@@ -293,7 +293,7 @@ def _stored_plan(t: FixtureTable, instant: str, paths: dict[str, list[str]]) -> 
         ("outside", "outside the table"),
         ("latest", "latest snapshot"),
         ("metafile", "not a Hudi base or log file"),
-        ("other-partition", "outside that partition"),
+        ("other-partition", "not directly in partition .a."),
         ("uncommitted", "pending or failed write"),
     ],
 )

@@ -20,6 +20,7 @@ from service.table.markers import (
     read_marker_type,
     read_timeline_server_markers,
 )
+from service.table.paths import PathGuard
 from service.table.storage import Storage
 
 T = "20240101000100000"
@@ -114,10 +115,11 @@ def test_list_markers_direct_type_file_uses_direct_listing(storage: Storage, tmp
 
 
 def test_marker_parse_refuses_malformed_names(storage: Storage, tmp_path: Path) -> None:
+    guard = PathGuard(storage.location, "t", partitioned=True, source="MARKERS0")
     with pytest.raises(CorruptTableError, match="not a marker name"):
-        Marker.parse(f"{FILE_A}.marker.DELETE", "MARKERS0")
+        Marker.parse(f"{FILE_A}.marker.DELETE", guard, "MARKERS0 line")
     with pytest.raises(CorruptTableError, match="not a marker name"):
-        Marker.parse(FILE_A, "MARKERS0")
+        Marker.parse(FILE_A, guard, "MARKERS0 line")
     _timeline_server_markers(tmp_path)
     (tmp_path / ".hoodie/.temp" / T / "MARKERS3").write_text("garbage\n")
     with pytest.raises(CorruptTableError, match="MARKERS3"):
