@@ -120,6 +120,7 @@ def group_jobs(
                 parquet=config.parquet,
                 avro_schema_json=schema,
                 group_index=group_index,
+                populate_meta_fields=table.config.populate_meta_fields,
             )
         )
     return jobs
