@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
+from service.clustering.attempts import mark_as_ours
 from service.clustering.preflight import check_plan_executable
 from service.config.hoodie import HoodieConfig
 from service.errors import ConflictError, CorruptTableError, HudiTableServiceError, PlanRefusedError
@@ -292,7 +293,7 @@ def schedule_clustering(
         if dry_run:
             return ScheduleOutcome(None, outcome.plan, "dry run: nothing written")
         instant_time = next_instant_time(timeline, now, zone)
-        metadata = outcome.plan.to_requested_metadata(table.storage)
+        metadata = mark_as_ours(outcome.plan.to_requested_metadata(table.storage))
         lock.check_held()
         create_instant_file(
             table.storage,

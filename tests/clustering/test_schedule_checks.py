@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.clustering import schedule_clustering
+from service.clustering.attempts import SCHEDULER_KEY
 from service.config.hoodie import HoodieConfig
 from service.errors import PlanRefusedError
 from service.lock.in_process import InProcessTableLock
@@ -72,11 +73,12 @@ def _with_field(name: str, avro_type: Any) -> dict[str, Any]:
     return {**SCHEMA, "fields": [*SCHEMA["fields"], {"name": name, "type": avro_type, "default": None}]}
 
 
-def test_a_plan_passing_every_check_is_written(tmp_path: Path) -> None:
+def test_a_plan_passing_every_check_is_written_and_marked_ours(tmp_path: Path) -> None:
     t = _table(tmp_path, VIRTUAL | {"hoodie.table.keygenerator.class": SIMPLE})
     instant = _schedule(t, **{SORT: "v,id"})
     assert instant is not None
     assert (t.base / ".hoodie" / f"{instant}.replacecommit.requested").exists()
+    assert SCHEDULER_KEY.encode() in (t.base / ".hoodie" / f"{instant}.replacecommit.requested").read_bytes()
 
 
 def test_sort_column_missing_from_the_table_schema(tmp_path: Path) -> None:
