@@ -41,7 +41,8 @@ from prometheus_client import CollectorRegistry
 
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
-from service.clustering import execute_clustering, schedule_clustering
+from service.clustering import execute_clustering, purge_pending_clustering, schedule_clustering
+from service.clustering.attempts import failed_attempts, is_our_plan
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
 from service.errors import ConfigError
 from service.executor import SparkExecutor
@@ -49,6 +50,7 @@ from service.lock import close_default_pool as close_kazoo_pool
 from service.lock import create_lock
 from service.lock.base import TableLock
 from service.metrics import MetricsServer, ServiceMetrics
+from service.table.instant import Action
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import METAFOLDER, Timeline, parse_instant_time
@@ -412,14 +414,28 @@ class Daemon:
             return
         with self._slot(TableService.CLUSTERING):
             instant_time = decision.pending_instant
+            if instant_time is not None and self._purge_if_failing(runtime, table, lock, zone, instant_time):
+                return
             if instant_time is None:
                 outcome = schedule_clustering(table, hoodie, lock, now=now, zone=zone, mode=TriggerMode.ASYNC)
                 if outcome.instant_time is None:
                     return
                 instant_time = outcome.instant_time
-            result = execute_clustering(
-                table, instant_time, hoodie, self.executor.run_group, lock, zone=zone, now=self.clock
-            )
+            try:
+                result = execute_clustering(
+                    table, instant_time, hoodie, self.executor.run_group, lock, zone=zone, now=self.clock
+                )
+            except Exception:
+                # The attempt that just failed may be the last one allowed: purge now, so writers
+                # are unblocked without waiting for the next tick (the failure is still recorded).
+                try:
+                    self._purge_if_failing(runtime, table, lock, zone, instant_time)
+                except Exception as purge_error:
+                    log.warning(
+                        "table %s: purging clustering %s failed: %s: %s",
+                        runtime.name, instant_time, type(purge_error).__name__, purge_error,
+                    )  # fmt: skip
+                raise
         name = runtime.name
         self.metrics.run_duration_seconds.labels(name, TableService.CLUSTERING).observe(
             result.duration_seconds
@@ -430,6 +446,32 @@ class Daemon:
         timeline = table.load_timeline()
         decision = clustering_due(timeline, hoodie.clustering, TriggerMode.ASYNC, table.facts_reader)
         self._clustering_gauges(name, table, timeline, decision.commits_since_last_clustering, now, zone)
+
+    def _purge_if_failing(
+        self, runtime: TableRuntime, table: HudiTable, lock: TableLock, zone: tzinfo, instant_time: str
+    ) -> bool:
+        """Purge our pending plan `instant_time` once its execution failed `purge_after` times in a row.
+
+        A pending plan blocks writers' updates to its file groups (Hudi's default
+        `SparkRejectUpdateStrategy` fails them with `HoodieClusteringUpdateException`), so a plan that
+        keeps failing must not stay. Plans scheduled by Hudi's writers are theirs and are left alone.
+        """
+        timeline = table.load_timeline()
+        instant = timeline.find(instant_time, Action.REPLACE_COMMIT)
+        if instant is None or instant.is_completed or not is_our_plan(table, instant):
+            return False
+        failed = failed_attempts(table, timeline, instant_time)
+        limit = self.config.daemon.failures.purge_after
+        if failed < limit:
+            return False
+        purge_pending_clustering(table, lock, zone=zone, now=self.clock(), instant_time=instant_time)
+        self.metrics.clustering_plans_purged.labels(runtime.name).inc()
+        log.error(
+            "table %s: purged clustering plan %s: its execution failed %d times in a row "
+            "(daemon.failures.purge_after=%d); writers may update its file groups again",
+            runtime.name, instant_time, failed, limit,
+        )  # fmt: skip
+        return True
 
     def _clustering_gauges(
         self, name: str, table: HudiTable, timeline: Timeline, commits: int, now: datetime, zone: tzinfo

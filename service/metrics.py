@@ -63,6 +63,9 @@ class ServiceMetrics:
         )
         self.rewritten_files = counter("rewritten_files", "Files written by clustering", table)
         self.rewritten_bytes = counter("rewritten_bytes", "Bytes written by clustering", table)
+        self.clustering_plans_purged = counter(
+            "clustering_plans_purged", "Plans of ours purged after repeated failed executions", table
+        )
         self.deleted_files = counter("deleted_files", "Files deleted by cleaning", table)
         self.deleted_bytes = counter("deleted_bytes", "Bytes deleted by cleaning", table)
         self.failures = counter("failures", "Failed ticks by exception type", ["table", "service", "reason"])
@@ -91,6 +94,7 @@ class ServiceMetrics:
         for metric in (
             self.commits_since_last_clustering, self.commits_since_last_clean, self.pending_clustering_plans,
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
+            self.clustering_plans_purged,
             self.deleted_files, self.deleted_bytes, self.lock_wait_seconds, self.lock_hold_seconds,
         ):  # fmt: skip
             with contextlib.suppress(KeyError):

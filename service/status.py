@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.clustering.attempts import failed_attempts
 from service.table.fs_view import FileSystemView
 from service.table.instant import Action
 from service.table.table import HudiTable
@@ -28,7 +29,7 @@ def table_status(table: HudiTable) -> dict[str, Any]:
         "instants": [
             {"timestamp": i.timestamp, "action": i.action.value, "state": i.state.name} for i in timeline
         ],
-        "pending_clustering": _pending_clustering(view),
+        "pending_clustering": _pending_clustering(table, view),
         "pending_clean": [
             {"timestamp": i.timestamp, "state": i.state.name} for i in pending.by_actions([Action.CLEAN])
         ],
@@ -49,13 +50,19 @@ def table_status(table: HudiTable) -> dict[str, Any]:
     }
 
 
-def _pending_clustering(view: FileSystemView) -> list[dict[str, Any]]:
+def _pending_clustering(table: HudiTable, view: FileSystemView) -> list[dict[str, Any]]:
     by_instant: dict[str, list[list[str]]] = {}
     for (partition, file_id), instant in sorted(view.facts.pending_clustering.items()):
         by_instant.setdefault(instant, []).append([partition, file_id])
     state = {i.timestamp: i.state.name for i in view.timeline.pending().by_actions([Action.REPLACE_COMMIT])}
     return [
-        {"timestamp": ts, "state": state.get(ts, "REQUESTED"), "file_groups": groups}
+        {
+            "timestamp": ts,
+            "state": state.get(ts, "REQUESTED"),
+            "file_groups": groups,
+            # Attempts rolled back with the plan kept (see service/clustering/attempts.py).
+            "failed_attempts": failed_attempts(table, view.timeline, ts),
+        }
         for ts, groups in sorted(by_instant.items())
     ]
 
@@ -74,7 +81,10 @@ def render_text(status: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"pending clustering plans: {len(status['pending_clustering'])}")
     for plan in status["pending_clustering"]:
-        lines.append(f"  {plan['timestamp']} {plan['state']}: {len(plan['file_groups'])} file groups")
+        lines.append(
+            f"  {plan['timestamp']} {plan['state']}: {len(plan['file_groups'])} file groups, "
+            f"{plan['failed_attempts']} failed attempts"
+        )
     lines.append(f"pending clean plans: {len(status['pending_clean'])}")
     for plan in status["pending_clean"]:
         lines.append(f"  {plan['timestamp']} {plan['state']}")

@@ -17,8 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
+from service.clustering.attempts import mark_as_ours
+from service.clustering.preflight import check_plan_executable
 from service.config.hoodie import HoodieConfig
-from service.errors import ConflictError, CorruptTableError, HudiTableServiceError
+from service.errors import ConflictError, CorruptTableError, HudiTableServiceError, PlanRefusedError
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
 from service.table import codecs
@@ -71,6 +73,16 @@ def latest_table_schema(table: HudiTable, timeline: Timeline) -> str | None:
         if meta.table_schema:
             return meta.table_schema
     return None
+
+
+def _readable_schema(table: HudiTable, timeline: Timeline) -> str | None:
+    """`latest_table_schema`, with a commit file that cannot be decoded refusing the plan."""
+    try:
+        return latest_table_schema(table, timeline)
+    except HudiTableServiceError as exc:
+        raise PlanRefusedError(
+            f"table {table.name!r} at {table.base_uri}: the table schema cannot be read: {exc}"
+        ) from exc
 
 
 def read_clustering_plan(table: HudiTable, instant: Instant) -> codecs.ClusteringPlan:
@@ -157,6 +169,7 @@ def group_jobs(
                 parquet=config.parquet,
                 avro_schema_json=schema,
                 group_index=group_index,
+                populate_meta_fields=table.config.populate_meta_fields,
             )
         )
     return jobs
@@ -299,7 +312,8 @@ def schedule_clustering(
     """Plan over a fresh snapshot under the lock and write `T.replacecommit.requested`.
 
     Nothing is written when the trigger says wait, a plan is already pending (at most one pending
-    clustering per table: it runs first), nothing is eligible, or `dry_run` is set.
+    clustering per table: it runs first), nothing is eligible, or `dry_run` is set. A plan that
+    execution could not run raises PlanRefusedError instead (`preflight.check_plan_executable`).
     """
     with lock:
         timeline = table.load_timeline()
@@ -313,10 +327,12 @@ def schedule_clustering(
         if outcome.plan is None:
             log.info("table %s: no clustering scheduled: %s", table.name, outcome.reason)
             return ScheduleOutcome(None, None, outcome.reason)
+        # A pending plan blocks writers' updates to its file groups: never write one that cannot run.
+        check_plan_executable(table, config, outcome.plan, _readable_schema(table, timeline))
         if dry_run:
             return ScheduleOutcome(None, outcome.plan, "dry run: nothing written")
         instant_time = next_instant_time(timeline, now, zone)
-        metadata = outcome.plan.to_requested_metadata(table.storage)
+        metadata = mark_as_ours(outcome.plan.to_requested_metadata(table.storage))
         lock.check_held()
         create_instant_file(
             table.storage,

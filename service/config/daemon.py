@@ -71,6 +71,8 @@ class FailureSettings(_Model):
     backoff_initial_seconds: float = Field(default=30.0, ge=0)
     backoff_max_seconds: float = Field(default=900.0, ge=0)
     quarantine_after: int = Field(default=5, ge=1)  # consecutive failed ticks of one table
+    # A plan of ours whose execution failed this many times in a row is purged (writers unblocked).
+    purge_after: int = Field(default=3, ge=1)
     history_size: int = Field(default=10, ge=1)
 
 

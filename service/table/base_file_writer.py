@@ -7,6 +7,11 @@ what Hudi's Avro write path puts there (HUDI_FORMAT.md §4.4): `parquet.avro.sch
 `hoodie_max_record_key` in Java `String` order. Rows keep their meta values (clustering preserves
 them) except `_hoodie_file_name`, which is set to the name of the file they land in.
 
+Tables with `hoodie.populate.meta.fields=false` (virtual record keys) keep the five meta columns,
+null except `_hoodie_file_name`, and their files carry no bloom filter and no min/max record keys:
+that is what Hudi writes for them (`HoodieFileWriterFactory.enableBloomFilter` is false without
+meta fields, and `HoodieAvroWriteSupport` writes the min/max keys only beside a bloom filter).
+
 Physical conventions follow parquet-avro where pyarrow can: GZIP by default (at zlib's default
 level, as Java), byte/short as plain INT32, timestamps INT64 in micros (or millis) adjusted to
 UTC when tz-aware, decimals FIXED_LEN_BYTE_ARRAY, no `ARROW:schema` key. Lists are the standard
@@ -110,10 +115,17 @@ class BaseFileSchema:
 
     arrow: pa.Schema
     avro_json: str
+    populate_meta_fields: bool = True
+    """`hoodie.populate.meta.fields`; False: virtual keys, no record-key footers (module docstring)."""
 
     @classmethod
     def create(
-        cls, arrow_schema: pa.Schema, avro_schema_json: str | None = None, *, table_name: str | None = None
+        cls,
+        arrow_schema: pa.Schema,
+        avro_schema_json: str | None = None,
+        *,
+        table_name: str | None = None,
+        populate_meta_fields: bool = True,
     ) -> BaseFileSchema:
         """Check the meta columns and pair the (normalised) Arrow schema with the Avro schema.
 
@@ -147,7 +159,7 @@ class BaseFileSchema:
             )
         nullable = top_level_nullability(avro)
         fields = [f.with_nullable(nullable[f.name]) for f in normalized]
-        return cls(pa.schema(fields), avro_schema_json)
+        return cls(pa.schema(fields), avro_schema_json, populate_meta_fields)
 
     def conform(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
         """Cast rows to the file schema; refuses nulls in a non-nullable column."""
@@ -272,10 +284,11 @@ class BaseFileWriter:
         index = rows.schema.get_field_index(FILE_NAME_FIELD)
         file_names = pa.repeat(self.file_name, n).cast(rows.schema.field(index).type)
         rows = rows.set_column(index, rows.schema.field(index), file_names)
-        keys = rows.column(RECORD_KEY_FIELD)
-        self._bloom.add_keys(keys)  # refuses null and empty keys
-        self._key_range = merge_min_max(self._key_range, java_min_max(keys))
-        self._max_key_bytes = max(self._max_key_bytes, int(pc.max(pc.binary_length(keys)).as_py() or 0))
+        if self._schema.populate_meta_fields:
+            keys = rows.column(RECORD_KEY_FIELD)
+            self._bloom.add_keys(keys)  # refuses null and empty keys
+            self._key_range = merge_min_max(self._key_range, java_min_max(keys))
+            self._max_key_bytes = max(self._max_key_bytes, int(pc.max(pc.binary_length(keys)).as_py() or 0))
         self._writer.write_table(rows, row_group_size=n)
         self._records += n
         self._arrow_bytes += rows.nbytes
@@ -286,13 +299,11 @@ class BaseFileWriter:
         if self._closed:
             raise HudiTableServiceError(f"{self.path} is already closed")
         self._closed = True
-        metadata = {
-            AVRO_SCHEMA_KEY: self._schema.avro_json,
-            WRITER_MODEL_KEY: "avro",
-            BLOOM_FILTER_KEY: self._bloom.serialize_to_string(),
-        }
-        if self._bloom.type_code is BloomFilterType.DYNAMIC_V0:
-            metadata[BLOOM_FILTER_TYPE_KEY] = self._bloom.type_code.value
+        metadata = {AVRO_SCHEMA_KEY: self._schema.avro_json, WRITER_MODEL_KEY: "avro"}
+        if self._schema.populate_meta_fields:
+            metadata[BLOOM_FILTER_KEY] = self._bloom.serialize_to_string()
+            if self._bloom.type_code is BloomFilterType.DYNAMIC_V0:
+                metadata[BLOOM_FILTER_TYPE_KEY] = self._bloom.type_code.value
         if self._key_range is not None:
             metadata[MIN_RECORD_KEY], metadata[MAX_RECORD_KEY] = self._key_range
         data_bytes = self.bytes_written
@@ -329,6 +340,8 @@ class BaseFileWriter:
 
 def _key_value_bytes(schema: BaseFileSchema, bloom: BloomFilterConfig, records: int, key_bytes: int) -> int:
     """A footer's key-value part: Avro schema, bloom filter of `records` keys, min/max keys."""
+    if not schema.populate_meta_fields:
+        return len(schema.avro_json.encode()) + 256
     return len(schema.avro_json.encode()) + serialized_length(bloom, records) + key_bytes + 256
 
 

@@ -90,6 +90,8 @@ class GroupJob:
     # task's own partition, so every task gets exactly its key range.
     task_values: tuple[int, ...] = (0,)
     key_prefix: bytes = b""  # leading bytes shared by the sampled order keys (see compact_sort_keys)
+    # `hoodie.populate.meta.fields`: False writes files as Hudi does for virtual keys (no key footers).
+    populate_meta_fields: bool = True
 
     def storage(self) -> Storage:
         return Storage.for_base_uri(self.base_uri, self.storage_options)
@@ -162,7 +164,12 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
     token = f"{ctx.partitionId()}-{ctx.stageId()}-{ctx.taskAttemptId()}" if ctx else "0-0-0"
     storage = job.storage()
     assert job.arrow_schema is not None
-    schema = BaseFileSchema.create(job.arrow_schema, job.avro_schema_json, table_name=job.table_name)
+    schema = BaseFileSchema.create(
+        job.arrow_schema,
+        job.avro_schema_json,
+        table_name=job.table_name,
+        populate_meta_fields=job.populate_meta_fields,
+    )
     results: list[BaseFileWriteResult] = []
     writer: RollingBaseFileWriter | None = None
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from service.clustering.attempts import mark_as_ours
 from service.config.clustering import ClusteringConfig
 from service.config.hoodie import HoodieConfig
 from service.lock import InProcessTableLock
@@ -145,7 +146,8 @@ def test_hudi_executes_our_plan_and_reads_same_rows(
         create_instant_file(
             table.storage,
             Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
-            codecs.encode(outcome.plan.to_requested_metadata(table.storage)),
+            # Marked as scheduled by us (extraMetadata), as schedule_clustering writes it.
+            codecs.encode(mark_as_ours(outcome.plan.to_requested_metadata(table.storage))),
         )
 
     rows = spark.sql(f"CALL run_clustering(path => '{h.base_path}', op => 'execute')").collect()

@@ -1,0 +1,110 @@
+"""Schedule-time checks: a clustering plan that execution could not run is never written.
+
+A pending clustering plan blocks Hudi's writers from updating its file groups (with the default
+`SparkRejectUpdateStrategy` their upserts fail with `HoodieClusteringUpdateException`) until it
+completes or is rolled back, so a plan whose every execution is bound to fail must not be written
+at all. Everything execution depends on that is knowable before reading the data is checked here:
+the table schema is readable and the input files carry its columns, the sort columns are
+top-level columns whose types layout ordering supports, a table without meta fields has a key
+generator Hudi supports whose fields are columns, the Parquet codec is one the writer can
+produce, and the plan's slices have no log files (merge-on-read slices are not executed).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from service.config.clustering import SORT_COLUMNS_KEY
+from service.config.hoodie import HoodieConfig
+from service.errors import HudiTableServiceError, PlanRefusedError
+from service.table.avro_schema import parse_avro_schema, with_meta_fields
+from service.table.base_file_writer import parquet_writer_options
+from service.table.key_generator import VirtualKeyGenerator
+from service.table.table import HudiTable
+from strategies.layout.rank import is_supported
+from strategies.plan.model import PlannedClustering
+
+
+def check_plan_executable(
+    table: HudiTable, config: HoodieConfig, plan: PlannedClustering, table_schema: str | None
+) -> None:
+    """Raise PlanRefusedError (naming table, key and value) if executing `plan` is bound to fail."""
+    where = f"table {table.name!r} at {table.base_uri}"
+    for group in plan.groups:
+        for s in group.slices:
+            if s.log_file_paths:
+                raise PlanRefusedError(
+                    f"{where}: file group {s.partition_path}/{s.file_id} has log files (merge-on-read); "
+                    "only copy-on-write slices are clustered"
+                )
+    try:
+        parquet_writer_options(config.parquet)
+    except HudiTableServiceError as exc:
+        raise PlanRefusedError(f"{where}: {exc}") from exc
+    path, columns = _newest_input_columns(table, plan)
+    if table_schema is not None:
+        # Output files carry the table schema's columns, filled from the inputs' (§ BaseFileSchema):
+        # inputs lacking some of them cannot be rewritten under that schema.
+        missing = [name for name in _schema_fields(table, table_schema) if name not in columns]
+        if missing:
+            raise PlanRefusedError(
+                f"{where}: input file {path} lacks column(s) {missing} of the table schema (commit "
+                "metadata `schema`); its rows cannot be rewritten under that schema"
+            )
+    sort_value = plan.strategy_params.get(SORT_COLUMNS_KEY)
+    for column in (c.strip() for c in (sort_value or "").split(",") if c.strip()):
+        if column not in columns:
+            raise PlanRefusedError(
+                f"{where}: {SORT_COLUMNS_KEY}={sort_value}: {column!r} is not a top-level column of the "
+                f"table (columns of {path}: {', '.join(columns)})"
+            )
+        if not is_supported(columns[column]):
+            raise PlanRefusedError(
+                f"{where}: {SORT_COLUMNS_KEY}={sort_value}: column {column!r} has type {columns[column]}, "
+                "which layout optimization cannot order (supported: integers, floats, decimals, "
+                "booleans, strings, binaries, dates, times, timestamps)"
+            )
+    if not table.config.populate_meta_fields:
+        try:
+            keygen = VirtualKeyGenerator.for_table(table.config, table.base_uri)
+        except HudiTableServiceError as exc:
+            raise PlanRefusedError(str(exc)) from exc
+        missing = keygen.missing_fields(list(columns))
+        if missing:
+            raise PlanRefusedError(
+                f"{where}: hoodie.table.recordkey.fields={','.join(keygen.record_key_fields)}: "
+                f"{missing} not in the table's columns, so Hudi could not derive record keys "
+                "(hoodie.populate.meta.fields=false)"
+            )
+
+
+def _schema_fields(table: HudiTable, table_schema: str) -> list[str]:
+    """Top-level field names of the table's Avro schema; PlanRefusedError if it cannot be read."""
+    try:
+        return [str(f["name"]) for f in parse_avro_schema(with_meta_fields(table_schema))["fields"]]
+    except (ValueError, KeyError, TypeError, HudiTableServiceError) as exc:
+        raise PlanRefusedError(
+            f"table {table.name!r} at {table.base_uri}: the table schema in the commit metadata "
+            f"cannot be read: {exc}"
+        ) from exc
+
+
+def _newest_input_columns(table: HudiTable, plan: PlannedClustering) -> tuple[str, dict[str, pa.DataType]]:
+    """The newest input file's top-level columns and their Arrow types.
+
+    Execution reads every input file and unifies their schemas; reading one footer here (under
+    the table lock) keeps scheduling cheap, and the newest file is the one most likely to carry
+    every column of an evolved schema (columns are added over time).
+    """
+    slices = [s for g in plan.groups for s in g.slices]
+    newest = max(slices, key=lambda s: s.base_instant_time)
+    path = table.storage.relativize(newest.base_file_path)
+    try:
+        with table.storage.open_input(path) as f:
+            schema = pq.read_schema(f)
+    except (OSError, pa.ArrowException) as exc:
+        raise PlanRefusedError(
+            f"table {table.name!r} at {table.base_uri}: input file {path} cannot be read: {exc}"
+        ) from exc
+    return path, {f.name: f.type for f in schema}
