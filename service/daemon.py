@@ -50,9 +50,9 @@ from service.clustering import execute_clustering, schedule_clustering
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
 from service.errors import ConfigError, TableServicesRefusedError
 from service.executor import SparkExecutor
-from service.lock import close_default_pool as close_kazoo_pool
 from service.lock import create_lock
 from service.lock.base import TableLock
+from service.lock.kazoo_pool import KazooClientPool
 from service.metrics import MetricsServer, ServiceMetrics
 from service.table.properties import PROPERTIES_FILE
 from service.table.storage import Storage
@@ -117,6 +117,8 @@ class TableRuntime:
     errors: deque[FailureRecord] = field(init=False)
     quarantined_at_timeline: tuple[tuple[str, int], ...] | None = None
     refusal: Refusal | None = None
+    # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
+    kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
     guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -156,7 +158,7 @@ class TableRuntime:
                 props = {**self.entry.hoodie.effective(), "hoodie.base.path": table.base_uri}
                 self.table, self.lock, self.zone = (
                     table,
-                    create_lock(self.lock_provider, table.name, props),
+                    create_lock(self.lock_provider, table.name, props, pool=self.kazoo_pool),
                     zone,
                 )
             return self.table, self.lock, self.zone
@@ -213,6 +215,7 @@ class Daemon:
             TableService.CLUSTERING: threading.BoundedSemaphore(settings.max_concurrent_clusterings),
             TableService.CLEANING: threading.BoundedSemaphore(settings.max_concurrent_cleans),
         }
+        self._kazoo_pool = KazooClientPool()
         self.runtimes: dict[str, TableRuntime] = {
             entry.name: self._new_runtime(entry, config) for entry in config.tables
         }
@@ -278,7 +281,9 @@ class Daemon:
         for runtime in self.runtimes.values():
             if runtime.lock is not None:
                 runtime.lock.release()
-        close_kazoo_pool()
+        # A tick still running after the grace period finds the pool closed (LockError) instead of
+        # opening a ZooKeeper client nobody would close.
+        self._kazoo_pool.close()
         if self.http is not None:
             self.http.stop()
         self.executor.stop()
@@ -336,7 +341,9 @@ class Daemon:
 
     def _new_runtime(self, entry: TableEntry, config: DaemonConfig) -> TableRuntime:
         daemon = config.daemon
-        return TableRuntime(entry, daemon.lock.provider, daemon.failures.history_size)
+        return TableRuntime(
+            entry, daemon.lock.provider, daemon.failures.history_size, kazoo_pool=self._kazoo_pool
+        )
 
     def _remove_jobs(self, table_name: str) -> None:
         for service in TableService:
