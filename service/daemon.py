@@ -174,9 +174,12 @@ class TableRuntime:
             return (f"<unreadable {type(exc).__name__}>", 0, None)
         return ("<absent>", 0, None) if status is None else ("", status.size, status.mtime_ns)
 
-    def lift_refusal(self) -> None:
+    def lift_refusal(self, refusal: Refusal) -> None:
+        """Check the table again on the next open; a no-op if the other service's tick already did
+        (and perhaps refused it anew, which must stand)."""
         with self.guard:
-            self.refusal = None
+            if self.refusal is refusal:
+                self.refusal = None
 
     def forget_table(self) -> None:
         """Reopen on the next tick: hoodie.properties may have been what failed.
@@ -420,7 +423,7 @@ class Daemon:
             if runtime.properties_stamp() == refusal.properties:
                 return Outcome.REFUSED
             log.info("table %s: hoodie.properties changed; checking again whether it is served", runtime.name)
-            runtime.lift_refusal()
+            runtime.lift_refusal(refusal)
         if runtime.quarantined:
             if runtime.timeline_signature() == runtime.quarantined_at_timeline:
                 return Outcome.QUARANTINED
