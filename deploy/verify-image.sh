@@ -3,7 +3,10 @@
 # hadolint the Dockerfile, debootstrap a Debian bookworm base (Python 3.11) locally, import it into
 # podman, build the image against it with chroot isolation, and smoke-test the installed CLI.
 #
-#   deploy/verify-image.sh            (needs root; installs podman, debootstrap via apt if missing)
+#   deploy/verify-image.sh            (needs root)
+#
+# It installs what it calls: podman and debootstrap (Debian packages) when missing, and hadolint
+# through `./run setup` (the `deploy` extra, pinned in constraints.txt, into $HTS_HOME/venv).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,10 +18,18 @@ MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 say() { printf 'verify-image: %s\n' "$*"; }
 
+missing=()
 for tool in podman debootstrap; do
-    command -v "$tool" >/dev/null || { say "installing $tool"; apt-get install -y -qq "$tool" >/dev/null; }
+    command -v "$tool" >/dev/null || missing+=("$tool")
 done
+if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
 
+# The venv with hadolint (idempotent: a no-op when it is up to date).
+HTS_HOME="$HTS_HOME" "$REPO/run" setup
 say "hadolint"
 "$HTS_HOME/venv/bin/hadolint" "$REPO/Dockerfile"
 

@@ -64,6 +64,8 @@ class CommandContext:
 
 def open_context(args: argparse.Namespace, storage_options: Mapping[str, str]) -> CommandContext:
     table = HudiTable.open(args.base_path, storage_options)
+    # Before anything is planned, locked or written: `status` reads such tables, services do not.
+    table.config.check_services_supported(table.base_uri)
     props = load_hoodie_props([args.props] if args.props else [], args.hoodie_conf)
     config = HoodieConfig.from_mapping(props, table.name)
     zone = table.timeline_zone(parse_zone(args.timezone))

@@ -10,6 +10,11 @@ of its own kind. Every exception of a tick is caught, logged once with the table
 retried with capped exponential backoff; after `quarantine_after` consecutive failures the table is
 quarantined until its config entry or its timeline (the `.hoodie` listing) changes.
 
+A table the services must not touch yet (merge-on-read: `TableConfig.check_services_supported`) is
+*refused*, not failing: logged once (WARNING, with the reason), `hudi_table_service_table_refused` = 1,
+no failure counted, no quarantine; each tick only stats `hoodie.properties`, and the table is
+re-evaluated when that file or its config entry changes.
+
 Hot reload (the file changed, or SIGHUP): tables are added, removed or re-tuned without a restart; a
 changed table entry gets a fresh runtime (lifting its quarantine). An invalid file keeps the running
 config, logged and reported by `hudi_table_service_config_reload_success` = 0.
@@ -44,13 +49,14 @@ from service.cleaning.snapshot import read_last_clean
 from service.clustering import execute_clustering, purge_pending_clustering, schedule_clustering
 from service.clustering.attempts import failed_attempts, is_our_plan
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
-from service.errors import ConfigError
+from service.errors import ConfigError, TableServicesRefusedError
 from service.executor import SparkExecutor
-from service.lock import close_default_pool as close_kazoo_pool
 from service.lock import create_lock
 from service.lock.base import TableLock
+from service.lock.kazoo_pool import KazooClientPool
 from service.metrics import MetricsServer, ServiceMetrics
 from service.table.instant import Action
+from service.table.properties import PROPERTIES_FILE
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import METAFOLDER, Timeline, parse_instant_time
@@ -76,6 +82,7 @@ class Outcome(StrEnum):
     FAILED = "failed"
     BACKING_OFF = "backing_off"
     QUARANTINED = "quarantined"
+    REFUSED = "refused"  # the services must not touch this table (yet); not a failure
     STOPPING = "stopping"
 
 
@@ -84,6 +91,17 @@ class FailureRecord:
     at: datetime
     service: TableService
     error: str
+
+
+PropertiesStamp = tuple[str, int, int | None]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the services refuse a table, and the `hoodie.properties` (size, mtime) it was read from."""
+
+    reason: str
+    properties: PropertiesStamp
 
 
 @dataclass
@@ -100,6 +118,9 @@ class TableRuntime:
     retry_at: dict[TableService, datetime] = field(default_factory=dict)
     errors: deque[FailureRecord] = field(init=False)
     quarantined_at_timeline: tuple[tuple[str, int], ...] | None = None
+    refusal: Refusal | None = None
+    # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
+    kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
     guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -113,19 +134,54 @@ class TableRuntime:
     def quarantined(self) -> bool:
         return self.quarantined_at_timeline is not None
 
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
     def open(self) -> tuple[HudiTable, TableLock, tzinfo]:
+        """The table, its lock and zone; TableServicesRefusedError (logged once) for a refused table."""
         with self.guard:
+            if self.refusal is not None:
+                raise TableServicesRefusedError(self.refusal.reason)
             if self.table is None or self.lock is None or self.zone is None:
                 settings = self.entry.settings
+                stamp = self.properties_stamp()  # before reading: a later change is seen as one
                 table = HudiTable.open(settings.base_path, settings.storage_options)
+                try:
+                    table.config.check_services_supported(table.base_uri)
+                except TableServicesRefusedError as exc:
+                    self.refusal = Refusal(str(exc), stamp)
+                    log.warning(
+                        "table %s: refused until hoodie.properties or its config entry changes: %s",
+                        self.name, exc,
+                    )  # fmt: skip
+                    raise
                 zone = table.timeline_zone(self.entry.zone)
                 props = {**self.entry.hoodie.effective(), "hoodie.base.path": table.base_uri}
                 self.table, self.lock, self.zone = (
                     table,
-                    create_lock(self.lock_provider, table.name, props),
+                    create_lock(self.lock_provider, table.name, props, pool=self.kazoo_pool),
                     zone,
                 )
             return self.table, self.lock, self.zone
+
+    def properties_stamp(self) -> PropertiesStamp:
+        """`hoodie.properties`'s (size, mtime): one stat, cheaper than a `.hoodie` listing. Hudi
+        rewrites the file (`HoodieTableConfig.modify`: backup, delete, write), so its mtime moves."""
+        settings = self.entry.settings
+        try:
+            storage = Storage.for_base_uri(settings.base_path, settings.storage_options)
+            status = storage.status(PROPERTIES_FILE)
+        except Exception as exc:  # unreachable: stays as it is until it answers
+            return (f"<unreadable {type(exc).__name__}>", 0, None)
+        return ("<absent>", 0, None) if status is None else ("", status.size, status.mtime_ns)
+
+    def lift_refusal(self, refusal: Refusal) -> None:
+        """Check the table again on the next open; a no-op if the other service's tick already did
+        (and perhaps refused it anew, which must stand)."""
+        with self.guard:
+            if self.refusal is refusal:
+                self.refusal = None
 
     def forget_table(self) -> None:
         """Reopen on the next tick: hoodie.properties may have been what failed.
@@ -164,9 +220,9 @@ class Daemon:
             TableService.CLUSTERING: threading.BoundedSemaphore(settings.max_concurrent_clusterings),
             TableService.CLEANING: threading.BoundedSemaphore(settings.max_concurrent_cleans),
         }
+        self._kazoo_pool = KazooClientPool()
         self.runtimes: dict[str, TableRuntime] = {
-            entry.name: TableRuntime(entry, settings.lock.provider, settings.failures.history_size)
-            for entry in config.tables
+            entry.name: self._new_runtime(entry, config) for entry in config.tables
         }
         # Threads start lazily; room for every table's two services plus tables added by reloads, so
         # a long clustering never holds up another table's tick.
@@ -230,7 +286,9 @@ class Daemon:
         for runtime in self.runtimes.values():
             if runtime.lock is not None:
                 runtime.lock.release()
-        close_kazoo_pool()
+        # A tick still running after the grace period finds the pool closed (LockError) instead of
+        # opening a ZooKeeper client nobody would close.
+        self._kazoo_pool.close()
         if self.http is not None:
             self.http.stop()
         self.executor.stop()
@@ -280,13 +338,17 @@ class Daemon:
                 continue
             if current is not None:
                 self._remove_jobs(name)
-            self.runtimes[name] = TableRuntime(
-                entry, new.daemon.lock.provider, new.daemon.failures.history_size
-            )
+            self.runtimes[name] = self._new_runtime(entry, new)
             if not self._stopping.is_set():
                 self._add_jobs(self.runtimes[name])
             log.info("config reload: table %s %s", name, "added" if current is None else "updated")
         self._update_quarantine_gauge()
+
+    def _new_runtime(self, entry: TableEntry, config: DaemonConfig) -> TableRuntime:
+        daemon = config.daemon
+        return TableRuntime(
+            entry, daemon.lock.provider, daemon.failures.history_size, kazoo_pool=self._kazoo_pool
+        )
 
     def _remove_jobs(self, table_name: str) -> None:
         for service in TableService:
@@ -358,6 +420,12 @@ class Daemon:
         """One tick of one table service; never raises (failures are logged, counted and backed off)."""
         if self._stopping.is_set():
             return Outcome.STOPPING
+        refusal = runtime.refusal
+        if refusal is not None:
+            if runtime.properties_stamp() == refusal.properties:
+                return Outcome.REFUSED
+            log.info("table %s: hoodie.properties changed; checking again whether it is served", runtime.name)
+            runtime.lift_refusal(refusal)
         if runtime.quarantined:
             if runtime.timeline_signature() == runtime.quarantined_at_timeline:
                 return Outcome.QUARANTINED
@@ -371,11 +439,15 @@ class Daemon:
                 self._clean(runtime)
             else:
                 self._cluster(runtime, now)
+        except TableServicesRefusedError:
+            self.metrics.table_refused.labels(runtime.name).set(1)
+            return Outcome.REFUSED
         except Exception as exc:
             if self._stopping.is_set() and isinstance(exc, InterruptedError):
                 return Outcome.STOPPING
             self._record_failure(runtime, service, now, exc)
             return Outcome.FAILED
+        self.metrics.table_refused.labels(runtime.name).set(0)
         runtime.consecutive_failures.pop(service, None)
         runtime.retry_at.pop(service, None)
         self.metrics.last_success_timestamp_seconds.labels(runtime.name, service).set(time.time())

@@ -15,6 +15,10 @@ class UnsupportedTableError(HudiTableServiceError):
     """The table is a Hudi table the product must not touch (version, metadata table, layout)."""
 
 
+class TableServicesRefusedError(UnsupportedTableError):
+    """The table is readable (`status`), but clustering and cleaning must not touch it yet."""
+
+
 class CorruptTableError(HudiTableServiceError):
     """A file under `.hoodie` (or a data file name) cannot be parsed; the message names the file."""
 

@@ -85,6 +85,9 @@ class ServiceMetrics:
         )
         self.config_reload_failures = counter("config_reload_failures", "Config reloads that failed")
         self.tables_quarantined = gauge("tables_quarantined", "Tables quarantined after repeated failures")
+        self.table_refused = gauge(
+            "table_refused", "1 while the services refuse the table (e.g. merge-on-read), else 0", table
+        )
         self.scheduler_lag_seconds = gauge(
             "scheduler_lag_seconds", "Delay between a job's scheduled time and its submission"
         )
@@ -96,6 +99,7 @@ class ServiceMetrics:
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
             self.clustering_plans_purged,
             self.deleted_files, self.deleted_bytes, self.lock_wait_seconds, self.lock_hold_seconds,
+            self.table_refused,
         ):  # fmt: skip
             with contextlib.suppress(KeyError):
                 metric.remove(table)

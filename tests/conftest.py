@@ -11,6 +11,7 @@ import pytest
 
 from service.lock.kazoo_pool import KazooClientPool
 from service.lock.zookeeper import close_default_pool
+from tests.support import leaks
 from tests.support.spark import SparkStart, start_spark
 from tests.support.zookeeper import ZookeeperServer
 
@@ -19,11 +20,16 @@ if TYPE_CHECKING:
 
 pytest_plugins = ["tests.support.histories"]
 
+# Threads take a moment to end after close(): kazoo's connection thread waits out its select.
+LEAK_GRACE_SECONDS = 5.0
+
 
 @pytest.fixture(scope="session")
 def spark_start(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStart]:
     """The started session and its start-up time; starts on first use, stops at session end."""
+    before = leaks.snapshot()
     started = start_spark(tmp_path_factory.mktemp("spark"))
+    leaks.expect_started_since(before)  # its JVM and py4j threads live for the session
     yield started
     started.session.stop()
 
@@ -36,7 +42,14 @@ def spark(spark_start: SparkStart) -> SparkSession:
 @pytest.fixture(scope="session")
 def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZookeeperServer]:
     """One ZooKeeper for the session; tests must not stop it (use `private_zookeeper` for that)."""
-    yield from _running(ZookeeperServer(tmp_path_factory.mktemp("zookeeper")))
+    server = ZookeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    before = leaks.snapshot()
+    try:
+        server.start()
+        leaks.expect_started_since(before)  # its process and proxy threads live for the session
+        yield server
+    finally:
+        server.close()
 
 
 @pytest.fixture
@@ -54,12 +67,23 @@ def _running(server: ZookeeperServer) -> Iterator[ZookeeperServer]:
 
 
 @pytest.fixture(autouse=True)
-def _no_zookeeper_client_outlives_its_test() -> Iterator[None]:
-    """Close the process-wide ZooKeeper clients after each test: one left open keeps reconnecting to
-    its stopped server in the background (logging, and drawing on `random`, which hypothesis flags
-    in whatever test runs next)."""
+def _nothing_outlives_its_test() -> Iterator[None]:
+    """Fail the test that leaves a ZooKeeper client, HTTP server, scheduler or Spark gateway thread,
+    or a ZooKeeper/Prometheus/other child process, running after it (see tests/support/leaks.py).
+
+    The process-wide ZooKeeper clients of in-process CLI runs (`cluster`, `clean`) are closed first:
+    a CLI process closes them at exit (atexit), a test plays one process.
+    """
+    before = leaks.snapshot()
     yield
     close_default_pool()
+    found = leaks.find_leaks(before, grace_s=LEAK_GRACE_SECONDS)
+    if found:
+        pytest.fail(
+            f"left running after the test ({LEAK_GRACE_SECONDS:g} s grace): "
+            + "; ".join(str(leak) for leak in found),
+            pytrace=False,
+        )
 
 
 @pytest.fixture

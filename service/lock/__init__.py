@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from service.errors import ConfigError
 from service.lock.base import TableLock
 from service.lock.in_process import InProcessTableLock
+from service.lock.kazoo_pool import KazooClientPool
 from service.lock.settings import DEFAULT_WAIT_TIME_MS, WAIT_TIME_MS, ZookeeperLockSettings, read_int
 from service.lock.zookeeper import ZookeeperTableLock, close_default_pool
 
@@ -29,15 +30,19 @@ _ZOOKEEPER_NAMES = {"zookeeper", ZOOKEEPER_PROVIDER_CLASS}
 _IN_PROCESS_NAMES = {"in-process", IN_PROCESS_PROVIDER_CLASS}
 
 
-def create_lock(provider: str, table_name: str, props: Mapping[str, str]) -> TableLock:
+def create_lock(
+    provider: str, table_name: str, props: Mapping[str, str], pool: KazooClientPool | None = None
+) -> TableLock:
     """A lock for `table_name` configured from Hudi's `hoodie.write.lock.*` props.
 
     `provider` is "zookeeper" or "in-process", or the matching Hudi class name. The in-process lock is
     keyed by `hoodie.base.path` when given (as Hudi's InProcessLockProvider), else by the table name.
+    A ZooKeeper lock takes its client from `pool` (a daemon's own), else from the process-wide pool.
     """
     name = provider.strip()
     if name in _ZOOKEEPER_NAMES:
-        return ZookeeperTableLock(ZookeeperLockSettings.from_hoodie_props(props, table_name), table_name)
+        settings = ZookeeperLockSettings.from_hoodie_props(props, table_name)
+        return ZookeeperTableLock(settings, table_name, pool=pool)
     if name in _IN_PROCESS_NAMES:
         wait_ms = read_int(props, WAIT_TIME_MS, DEFAULT_WAIT_TIME_MS, table_name)
         key = (props.get(BASE_PATH) or "").strip() or table_name

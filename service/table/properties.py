@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from service.errors import CorruptTableError, NotAHudiTableError, UnsupportedTableError
+from service.errors import (
+    CorruptTableError,
+    NotAHudiTableError,
+    TableServicesRefusedError,
+    UnsupportedTableError,
+)
 from service.table import java_properties
 from service.table.storage import Storage
 
@@ -153,6 +158,27 @@ class TableConfig:
                 "or clean would leave those listings wrong (missing new files, listing deleted ones). "
                 "Disable it: run every writer with hoodie.metadata.enable=false once; Hudi then deletes "
                 ".hoodie/metadata and clears hoodie.table.metadata.partitions itself."
+            )
+
+    def check_services_supported(self, base_uri: str) -> None:
+        """Refuse clustering and cleaning of tables whose layout they do not handle yet (`status`
+        still reads them): merge-on-read, until its support lands.
+
+        On MERGE_ON_READ a writer's update to a file group is a deltacommit appending a log file to
+        the group's latest file slice; the slice's base instant stays the same. The clustering
+        commit's conflict check compares base instants of its input file groups (Hudi itself
+        resolves it through `SimpleConcurrentFileWritesConflictResolutionStrategy`, which sees the
+        log file's write stat), so it would commit a replacecommit over the log-file update and
+        drop it. Cleaning is refused with it: its plans are proven equal to Hudi's `CleanPlanner`
+        on copy-on-write histories only, not on slices with log files and pending compactions.
+        """
+        if self.table_type is TableType.MERGE_ON_READ:
+            raise TableServicesRefusedError(
+                f"table {self.name!r} at {base_uri} is MERGE_ON_READ (hoodie.table.type): clustering "
+                "and cleaning refuse it for now. A writer's update appends a log file to a file group "
+                "without changing its base instant, so the clustering conflict check cannot see it and "
+                "would drop it; cleaning is verified against Hudi's cleaner on copy-on-write only. "
+                "Merge-on-read tables are served once merge-on-read support lands; `status` reads them."
             )
 
 

@@ -138,7 +138,7 @@ def _timeline(base_path: Path) -> list[tuple[str, str]]:
     out = []
     for name in ht.timeline_files(base_path):
         instant, _, action = name.partition(".")
-        if action in ("commit", "replacecommit", "clean", "rollback"):
+        if action in ("commit", "deltacommit", "replacecommit", "clean", "rollback"):
             out.append((instant, action))
     return sorted(out)
 
@@ -208,12 +208,27 @@ def build_nonpartitioned(spark: SparkSession, base_path: Path) -> HudiHistory:
     return b.finish()
 
 
+MERGE_ON_READ_OPTIONS = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+
+
+def build_merge_on_read(spark: SparkSession, base_path: Path) -> HudiHistory:
+    """Partitioned MERGE_ON_READ; insert, insert, then two upserts that Hudi writes as deltacommits
+    appending log files to existing file groups (no compaction: inline compaction is off)."""
+    b = _Builder(spark, "merge_on_read", base_path, partitioned=True, opts=MERGE_ON_READ_OPTIONS)
+    b.write("insert", _batch(0), batch=0)
+    b.write("insert", _batch(1), batch=1)
+    b.write("upsert", list(range(0, 60, 3)), batch=2)
+    b.write("upsert", list(range(60, 120, 5)), batch=3)
+    return b.finish()
+
+
 BUILDERS: dict[str, Callable[[SparkSession, Path], HudiHistory]] = {
     "many_commits": build_many_commits,
     "with_replace": build_with_replace,
     "with_rollback": build_with_rollback,
     "with_clean": build_with_clean,
     "nonpartitioned": build_nonpartitioned,
+    "merge_on_read": build_merge_on_read,
 }
 
 
@@ -266,3 +281,8 @@ def history_with_clean(hudi_histories: HistoryCache, tmp_path: Path) -> HudiHist
 @pytest.fixture
 def history_nonpartitioned(hudi_histories: HistoryCache, tmp_path: Path) -> HudiHistory:
     return _copy(hudi_histories, "nonpartitioned", tmp_path)
+
+
+@pytest.fixture
+def history_merge_on_read(hudi_histories: HistoryCache, tmp_path: Path) -> HudiHistory:
+    return _copy(hudi_histories, "merge_on_read", tmp_path)

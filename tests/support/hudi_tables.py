@@ -35,7 +35,7 @@ _VALIDATORS = "org.apache.hudi.client.validator"
 _KEYGEN = "org.apache.hudi.keygen"
 # `<query>#<expected result>`: this query always returns 0, so validation always fails.
 _NEVER_MATCHES = "select count(*) from <TABLE_NAME> where 1 = 0#1"
-_COMPLETED = re.compile(r"^(\d{17})\.(commit|replacecommit)$")
+_COMPLETED = re.compile(r"^(\d{17})\.(commit|deltacommit|replacecommit)$")
 _INFLIGHT_COMMIT = re.compile(r"^(\d{17})\.inflight$")
 
 
@@ -371,7 +371,7 @@ def timeline_files(base_path: str | Path) -> list[str]:
 
 
 def completed_instants(base_path: str | Path) -> list[str]:
-    """Instant times of completed commits and replacecommits, ascending."""
+    """Instant times of completed commits, deltacommits and replacecommits, ascending."""
     if not (Path(base_path) / ".hoodie").exists():
         return []
     return sorted(m.group(1) for name in timeline_files(base_path) if (m := _COMPLETED.match(name)))
