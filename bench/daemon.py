@@ -20,6 +20,7 @@ the delay until `.replacecommit.requested` appears is measured from the two file
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import multiprocessing
@@ -55,6 +56,13 @@ COMMITS_AFTER_CLUSTERING = 39
 CLUSTERING_MAX_COMMITS = COMMITS_AFTER_CLUSTERING + 1  # one more commit crosses it
 CLEAN_MAX_COMMITS = COMMITS_AFTER_CLUSTERING + 2  # the crossing commit does not trigger a clean
 BASE_FILE_BYTES = 64 * 1024  # sparse: a size for the planner without writing data
+META_COLUMNS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
 TARGET_TICK_MS = 5.0
 TARGET_RSS_MB = 300.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -105,6 +113,26 @@ def _file_id(table: int, n: int) -> str:
     return f"{table:08x}-{n:04x}-4000-8000-{table * 10_000 + n:012x}-0"
 
 
+@functools.cache
+def _parquet_footer() -> bytes:
+    """The tail of a real Parquet file of the table's columns (footer, its length, `PAR1`).
+
+    Scheduling reads one input file's schema from its footer (the clustering preflight); a sparse
+    file that ends with this tail answers that read without the benchmark writing row data. Its
+    row-group offsets point nowhere: the benchmark refuses Spark, so no row is ever read.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {name: pa.array([], pa.string()) for name in (*META_COLUMNS, "id", "p")}
+    columns["v"] = pa.array([], pa.int64())
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), sink)
+    data = sink.getvalue().to_pybytes()
+    footer_length = int.from_bytes(data[-8:-4], "little")
+    return data[-(footer_length + 8) :]
+
+
 def _write(path: Path, data: bytes) -> None:
     with open(path, "wb") as f:
         f.write(data)
@@ -148,6 +176,9 @@ class _TableBuilder:
         fd = os.open(self.base / partition / name, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644)
         try:
             os.ftruncate(fd, BASE_FILE_BYTES)
+            footer = _parquet_footer()
+            os.pwrite(fd, b"PAR1", 0)
+            os.pwrite(fd, footer, BASE_FILE_BYTES - len(footer))
         finally:
             os.close(fd)
         self.latest.setdefault(partition, []).append((file_id, instant_time))
