@@ -208,7 +208,6 @@ class BaseFileWriter:
         self._bloom = HoodieBloomFilter(self._bloom_config)
         self._key_range: tuple[str, str] | None = None
         self._records = 0
-        self._arrow_bytes = 0
         self._row_groups = 0
         self._max_key_bytes = 0
         self.footer_bytes = 0  # known after close()
@@ -230,10 +229,6 @@ class BaseFileWriter:
     def bytes_written(self) -> int:
         """Bytes of data flushed so far (header and closed row groups; the footer comes at close)."""
         return int(self._stream.tell())
-
-    @property
-    def arrow_bytes_written(self) -> int:
-        return self._arrow_bytes
 
     @property
     def row_groups(self) -> int:
@@ -278,7 +273,6 @@ class BaseFileWriter:
         self._max_key_bytes = max(self._max_key_bytes, int(pc.max(pc.binary_length(keys)).as_py() or 0))
         self._writer.write_table(rows, row_group_size=n)
         self._records += n
-        self._arrow_bytes += rows.nbytes
         self._row_groups += 1
 
     def close(self) -> BaseFileWriteResult:

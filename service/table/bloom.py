@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -401,13 +401,3 @@ def _read_bits(view: memoryview, pos: int, vector_size: int) -> npt.NDArray[np.b
         raise ValueError("bit vector truncated")
     packed = np.frombuffer(view[pos : pos + size], dtype=np.uint8)
     return np.unpackbits(packed, bitorder="little")[:vector_size].astype(np.bool_)
-
-
-def build_bloom_filter(
-    keys: Iterable[pa.Array | pa.ChunkedArray], config: BloomFilterConfig
-) -> HoodieBloomFilter:
-    """A filter over all keys of several arrays, added in order."""
-    bloom = HoodieBloomFilter(config)
-    for array in keys:
-        bloom.add_keys(array)
-    return bloom

@@ -68,9 +68,6 @@ class HudiTable:
             )
         return local_zone
 
-    def reload_config(self) -> None:
-        self.config = load_table_config(self.storage)
-
     def load_timeline(self) -> Timeline:
         self._timeline = load_timeline(self.storage, self._timeline)
         return self._timeline
