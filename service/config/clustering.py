@@ -8,12 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from service.config.hoodie_keys import SORT_COLUMNS
 from service.config.reader import KeyReader
 
 _PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _UPDATE = "org.apache.hudi.client.clustering.update.strategy."
 
-SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
+SORT_COLUMNS_KEY = SORT_COLUMNS
 
 
 class ClusteringPlanKind(StrEnum):

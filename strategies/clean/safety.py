@@ -13,8 +13,6 @@ from collections.abc import Iterable
 from service.errors import PlanRefusedError
 from service.table.fs_view import FileSystemView
 
-DEFAULT_MAX_DELETE_FRACTION = 0.75
-
 
 def latest_snapshot_paths(view: FileSystemView) -> frozenset[str]:
     """Base-relative paths of every file of the latest slice of every live file group."""
