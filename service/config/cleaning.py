@@ -1,4 +1,4 @@
-"""`CleanConfig` and `ArchivalConfig`: cleaning (§7.2) and archival (§7.3) keys as typed, frozen views."""
+"""`CleanConfig` and `ArchivalConfig`: `HoodieCleanConfig` and `HoodieArchivalConfig` keys as typed views."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`ClusteringConfig`: the clustering keys (§7.1 of HUDI_FORMAT.md) as one typed, validated, frozen view."""
+"""`ClusteringConfig`: Hudi's `HoodieClusteringConfig` keys as one typed, validated, frozen view."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class CurveBuildMethod(StrEnum):
 
 
 class UpdateStrategy(StrEnum):
-    """What Java writers do with updates to file groups in a pending clustering plan (§6.5)."""
+    """What Java writers do with updates to file groups in a pending clustering plan (`UpdateStrategy`)."""
 
     REJECT = "REJECT"
     ALLOW = "ALLOW"

@@ -51,7 +51,7 @@ class HoodieKey:
 
 LOCK_PREFIX = "hoodie.write.lock."
 
-# Prefixes of the keys the product implements; an unknown key under them is probably a typo (DECISIONS.md).
+# Prefixes of the keys the product implements; an unknown key under them is probably a typo (warned about).
 WATCHED_PREFIXES: tuple[str, ...] = (
     "hoodie.clustering.",
     "hoodie.cleaner.",

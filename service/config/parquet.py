@@ -1,4 +1,4 @@
-"""`ParquetWriteConfig`: what the product's Parquet writer needs (HoodieStorageConfig keys, §7.3)."""
+"""`ParquetWriteConfig`: what the product's Parquet writer needs (HoodieStorageConfig keys)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
 """Hudi base files written from Arrow data: Hudi's meta columns, footers and size roll-over.
 
 A base file is a Parquet file whose first five columns are the meta columns and whose footer holds
-what Hudi's Avro write path puts there (HUDI_FORMAT.md §4.4): `parquet.avro.schema`,
-`writer.model.name=avro`, the record-key bloom filter (`org.apache.hudi.bloomfilter`, plus
-`hoodie_bloom_filter_type_code` for dynamic filters) and `hoodie_min_record_key` /
-`hoodie_max_record_key` in Java `String` order. Rows keep their meta values (clustering preserves
-them) except `_hoodie_file_name`, which is set to the name of the file they land in.
+what Hudi's Avro write path (`HoodieAvroWriteSupport`; docs/format.md, "Base files") puts there:
+`parquet.avro.schema`, `writer.model.name=avro`, the record-key bloom filter
+(`org.apache.hudi.bloomfilter`, plus `hoodie_bloom_filter_type_code` for dynamic filters) and
+`hoodie_min_record_key` / `hoodie_max_record_key` in Java `String` order. Rows keep their meta
+values (clustering preserves them) except `_hoodie_file_name`, which is set to the name of the file
+they land in.
 
 Physical conventions follow parquet-avro where pyarrow can: GZIP by default (at zlib's default
 level, as Java), byte/short as plain INT32, timestamps INT64 in micros (or millis) adjusted to
@@ -82,7 +83,7 @@ _MIN_COLUMN_CHUNK_FOOTER_BYTES = 64
 
 
 def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
-    """`<fileId>_<writeToken>_<instantTime>.parquet`; neither part may contain `_` (§4.1)."""
+    """`<fileId>_<writeToken>_<instantTime>.parquet` (`FSUtils.makeBaseFileName`); no part may contain `_`."""
     for label, value in (("file id", file_id), ("write token", write_token), ("instant time", instant_time)):
         if not value or "_" in value or "/" in value:
             raise HudiTableServiceError(f"{label} {value!r} cannot be part of a base file name")

@@ -2,7 +2,8 @@
 
 Java's BLOOM index reads the filter from every base file's footer (`org.apache.hudi.bloomfilter`), so
 files the product writes must carry a filter Java can deserialise and that answers `mightContain`
-exactly as a Java-built one would. The layout is HUDI_FORMAT.md §4.4: Hadoop's bloom filter with
+exactly as a Java-built one would. The layout is Hudi's `SimpleBloomFilter` /
+`HoodieDynamicBoundedBloomFilter` (docs/format.md, "Base files"): Hadoop's bloom filter with
 `nbHash` chained MurmurHash 2 rounds over the key's UTF-8 bytes, serialised big-endian and Base64'd.
 
 Hashing is vectorised with numpy over whole arrays of keys (a clustering output file can hold
