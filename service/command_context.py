@@ -11,6 +11,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from service.config.hoodie import HoodieConfig
+from service.config.hoodie_keys import BASE_PATH
 from service.config.locking import LockProviderKind, WriteConcurrencyMode
 from service.config.props import load_hoodie_props
 from service.errors import ConfigError, HudiTableServiceError
@@ -70,7 +71,7 @@ def open_context(args: argparse.Namespace, storage_options: Mapping[str, str]) -
     config = HoodieConfig.from_mapping(props, table.name)
     zone = table.timeline_zone(parse_zone(args.timezone))
     provider = args.lock_provider or default_lock_provider(config)
-    lock = create_lock(provider, table.name, {**config.effective(), "hoodie.base.path": table.base_uri})
+    lock = create_lock(provider, table.name, {**config.effective(), BASE_PATH: table.base_uri})
     return CommandContext(table, config, lock, zone)
 
 

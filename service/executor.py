@@ -32,6 +32,9 @@ DEFAULT_SPARK_CONF = {
     "spark.ui.showConsoleProgress": "false",
 }
 
+# Packages the executors' Python workers never import.
+_DRIVER_ONLY = ("service/demo/",)
+
 
 class SparkExecutor:
     def __init__(
@@ -89,7 +92,8 @@ def _project_zip() -> Path:
 
     On a cluster, group jobs run in Python workers on other machines (or other working
     directories): shipping the code means only the dependencies (pyarrow, numpy) must be
-    installed there, not this project, and never a different version of it.
+    installed there, not this project, and never a different version of it. The demo's Hudi
+    writer (`service/demo/`) runs on the driver only, so it is not shipped.
     """
     import service
     import strategies
@@ -99,6 +103,8 @@ def _project_zip() -> Path:
         for package in (service, strategies):
             root = Path(package.__file__ or "").parent
             for path in sorted(root.rglob("*")):
-                if path.suffix in (".py", ".avsc") and "__pycache__" not in path.parts:
-                    archive.write(path, path.relative_to(root.parent).as_posix())
+                name = path.relative_to(root.parent).as_posix()
+                shipped = path.suffix in (".py", ".avsc") and "__pycache__" not in path.parts
+                if shipped and not name.startswith(_DRIVER_ONLY):
+                    archive.write(path, name)
     return target

@@ -1,6 +1,6 @@
 """Roll back a failed or pending write instant the way Hudi 0.15's rollback does.
 
-Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`, HUDI_FORMAT.md §8.2):
+Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`):
 
 1. Plan: a `HoodieRollbackPlan` naming the files the instant wrote. From its markers (one request
    per marker: partition, file id, base instant, the file), as `MarkerBasedRollbackStrategy`; when

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, tzinfo
 
 from service.config.hoodie import HoodieConfig
+from service.config.hoodie_keys import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
 from service.table import codecs
@@ -35,8 +36,8 @@ def heartbeat_expired(table: HudiTable, instant_time: str, now_ms: int, max_inte
 
 def failed_writes(table: HudiTable, timeline: Timeline, config: HoodieConfig, now: datetime) -> list[Instant]:
     """Pending commits and non-clustering replacecommits whose writer's heartbeat has expired."""
-    interval = config.get("hoodie.client.heartbeat.interval_in_ms")
-    misses = config.get("hoodie.client.heartbeat.tolerable.misses")
+    interval = config.get(HEARTBEAT_INTERVAL_MS)
+    misses = config.get(HEARTBEAT_TOLERABLE_MISSES)
     assert interval is not None and misses is not None
     max_interval_ms = int(interval) * int(misses)
     now_ms = int(now.timestamp() * 1000)

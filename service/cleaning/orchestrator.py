@@ -1,7 +1,7 @@
 """Cleaning end to end: finish pending clean plans, schedule a new one under the lock, execute it.
 
-Order and locking follow Hudi's CleanActionExecutor / CleanPlanActionExecutor (HUDI_FORMAT.md §5.5,
-§6.2, §8.3):
+Order and locking follow Hudi's CleanActionExecutor / CleanPlanActionExecutor under its `TransactionManager`
+(docs/format.md, "What Hudi does under the table lock"):
 1. Every pending clean (requested or inflight, ours or a Java writer's) is finished first.
 2. Scheduling runs under the table lock, on a timeline reloaded under it: trigger, plan, safety
    checks, then `T.clean.requested` (only when the plan deletes a file).

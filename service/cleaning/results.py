@@ -59,10 +59,6 @@ class CleanRunResult:
     commits_since_last_clean: int | None = None
 
     @property
-    def cleans_completed(self) -> int:
-        return 0 if self.dry_run else len(self.cleans)
-
-    @property
     def files_deleted(self) -> int:
         return sum(c.files_deleted for c in self.cleans)
 

@@ -1,6 +1,6 @@
 """Clustering orchestration: schedule a plan, execute its groups on Spark, commit as a replacecommit.
 
-Commit protocol (HUDI_FORMAT.md §8.2): `Tc.replacecommit.inflight` (empty), DIRECT markers before
+Commit protocol (Hudi's `completeClustering`): `Tc.replacecommit.inflight` (empty), DIRECT markers before
 every data file, then under the table lock: reload the timeline, re-check that no completed commit
 touched an input file group since the plan (whatever the update strategy: committing would drop that
 update), delete files with markers that are not in the write stats, write `Tc.replacecommit`. A

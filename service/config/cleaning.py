@@ -1,10 +1,17 @@
-"""`CleanConfig` and `ArchivalConfig`: cleaning (§7.2) and archival (§7.3) keys as typed, frozen views."""
+"""`CleanConfig` and `ArchivalConfig`: `HoodieCleanConfig` and `HoodieArchivalConfig` keys as typed views."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
 
+from service.config.hoodie_keys import (
+    CLEANER_COMMITS_RETAINED,
+    CLEANER_FILEVERSIONS_RETAINED,
+    CLEANER_HOURS_RETAINED,
+    CLEANER_POLICY,
+    CLEANER_POLICY_FAILED_WRITES,
+)
 from service.config.locking import WriteConcurrencyMode
 from service.config.reader import KeyReader
 
@@ -25,12 +32,17 @@ class CleaningTriggerStrategy(StrEnum):
     NUM_COMMITS = "NUM_COMMITS"
 
 
-POLICY_KEY = "hoodie.cleaner.policy"
-FAILED_WRITES_KEY = "hoodie.cleaner.policy.failed.writes"
+# The product's volume breaker, not a Hudi key: a clean deleting more than this fraction of a table's data
+# files is refused unless forced (`daemon.deletion.max_delete_fraction`, `clean --max-delete-fraction`).
+DEFAULT_MAX_DELETE_FRACTION = 0.75
+
+
+POLICY_KEY = CLEANER_POLICY
+FAILED_WRITES_KEY = CLEANER_POLICY_FAILED_WRITES
 RETAINED_KEYS: dict[CleaningPolicy, str] = {
-    CleaningPolicy.KEEP_LATEST_COMMITS: "hoodie.cleaner.commits.retained",
-    CleaningPolicy.KEEP_LATEST_BY_HOURS: "hoodie.cleaner.hours.retained",
-    CleaningPolicy.KEEP_LATEST_FILE_VERSIONS: "hoodie.cleaner.fileversions.retained",
+    CleaningPolicy.KEEP_LATEST_COMMITS: CLEANER_COMMITS_RETAINED,
+    CleaningPolicy.KEEP_LATEST_BY_HOURS: CLEANER_HOURS_RETAINED,
+    CleaningPolicy.KEEP_LATEST_FILE_VERSIONS: CLEANER_FILEVERSIONS_RETAINED,
 }
 
 

@@ -1,4 +1,4 @@
-"""`ClusteringConfig`: the clustering keys (§7.1 of HUDI_FORMAT.md) as one typed, validated, frozen view."""
+"""`ClusteringConfig`: Hudi's `HoodieClusteringConfig` keys as one typed, validated, frozen view."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
+from service.config.hoodie_keys import SORT_COLUMNS
 from service.config.reader import KeyReader
 
 _PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _UPDATE = "org.apache.hudi.client.clustering.update.strategy."
 
-SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
+SORT_COLUMNS_KEY = SORT_COLUMNS
 
 
 class ClusteringPlanKind(StrEnum):
@@ -51,7 +53,7 @@ class CurveBuildMethod(StrEnum):
 
 
 class UpdateStrategy(StrEnum):
-    """What Java writers do with updates to file groups in a pending clustering plan (§6.5)."""
+    """What Java writers do with updates to file groups in a pending clustering plan (`UpdateStrategy`)."""
 
     REJECT = "REJECT"
     ALLOW = "ALLOW"
@@ -229,23 +231,43 @@ def _closest(name: str, candidates: list[str]) -> str:
     return matches[0] if matches else candidates[0]
 
 
+_Choice = TypeVar("_Choice")
+
+
 def _plan_kind(r: KeyReader, class_name: str) -> ClusteringPlanKind:
-    key = "hoodie.clustering.plan.strategy.class"
-    if class_name in PLAN_STRATEGY_CLASSES:
-        return PLAN_STRATEGY_CLASSES[class_name]
-    if class_name in UNSUPPORTED_PLAN_STRATEGY_CLASSES:
-        reason = UNSUPPORTED_PLAN_STRATEGY_CLASSES[class_name]
-        raise r.error(key, f"is not supported by the product (it plans {reason})")
-    closest = _closest(class_name, list(PLAN_STRATEGY_CLASSES))
-    raise r.error(key, f"is not a known clustering plan strategy class; closest known: {closest}")
+    return _known_class(
+        r,
+        "hoodie.clustering.plan.strategy.class",
+        class_name,
+        PLAN_STRATEGY_CLASSES,
+        {name: f"it plans {why}" for name, why in UNSUPPORTED_PLAN_STRATEGY_CLASSES.items()},
+        "clustering plan strategy class",
+    )
 
 
 def _update_strategy(r: KeyReader, class_name: str) -> UpdateStrategy:
-    key = "hoodie.clustering.updates.strategy"
-    if class_name in UPDATE_STRATEGY_CLASSES:
-        return UPDATE_STRATEGY_CLASSES[class_name]
-    if class_name in UNSUPPORTED_UPDATE_STRATEGY_CLASSES:
-        reason = UNSUPPORTED_UPDATE_STRATEGY_CLASSES[class_name]
-        raise r.error(key, f"is not supported by the product (it is for {reason})")
-    closest = _closest(class_name, list(UPDATE_STRATEGY_CLASSES))
-    raise r.error(key, f"is not a known clustering update strategy class; closest known: {closest}")
+    return _known_class(
+        r,
+        "hoodie.clustering.updates.strategy",
+        class_name,
+        UPDATE_STRATEGY_CLASSES,
+        {name: f"it is for {why}" for name, why in UNSUPPORTED_UPDATE_STRATEGY_CLASSES.items()},
+        "clustering update strategy class",
+    )
+
+
+def _known_class(
+    r: KeyReader,
+    key: str,
+    class_name: str,
+    known: Mapping[str, _Choice],
+    unsupported: Mapping[str, str],
+    what: str,
+) -> _Choice:
+    """What `class_name` selects; ConfigError for a Hudi class the product does not implement, or a typo."""
+    if class_name in known:
+        return known[class_name]
+    if class_name in unsupported:
+        raise r.error(key, f"is not supported by the product ({unsupported[class_name]})")
+    closest = _closest(class_name, list(known))
+    raise r.error(key, f"is not a known {what}; closest known: {closest}")

@@ -20,13 +20,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
 from service.config.hoodie import HoodieConfig
+from service.config.hoodie_keys import LOCK_PREFIX
+from service.config.locking import ZookeeperLockSettings
 from service.errors import ConfigError
-from service.lock.settings import ZookeeperLockSettings
-from strategies.clean import DEFAULT_MAX_DELETE_FRACTION
 
 HoodieValue = str | int | float | bool
-LOCK_KEY_PREFIX = "hoodie.write.lock."
+LOCK_KEY_PREFIX = LOCK_PREFIX
 
 
 class _Model(BaseModel):

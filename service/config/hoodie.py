@@ -13,6 +13,7 @@ import difflib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from types import MappingProxyType
 
 from service.config.cleaning import ArchivalConfig, CleanConfig, check_archival_against_cleaning
@@ -23,9 +24,15 @@ from service.config.parquet import ParquetWriteConfig
 from service.config.reader import KeyReader
 from service.config.values import TypedValue, normalise, parse
 from service.errors import ConfigError
-from service.table.properties import TimelineTimezone
 
 logger = logging.getLogger(__name__)
+
+
+class TimelineTimezone(StrEnum):
+    """`hoodie.table.timeline.timezone` (Hudi's `HoodieTimelineTimeZone`): the zone of instant times."""
+
+    LOCAL = "LOCAL"
+    UTC = "UTC"
 
 
 @dataclass(frozen=True)

@@ -49,18 +49,47 @@ class HoodieKey:
     used: bool = True  # False: Hudi's key, recognised and validated, but no product behaviour hangs on it
 
 
-# Prefixes of the keys the product implements; an unknown key under them is probably a typo (DECISIONS.md).
+LOCK_PREFIX = "hoodie.write.lock."
+
+# Prefixes of the keys the product implements; an unknown key under them is probably a typo (warned about).
 WATCHED_PREFIXES: tuple[str, ...] = (
     "hoodie.clustering.",
     "hoodie.cleaner.",
     "hoodie.clean.",
     "hoodie.layout.",
-    "hoodie.write.lock.",
+    LOCK_PREFIX,
 )
 
 # Real Hudi keys under a watched prefix that belong to components outside the Spark bundle (hudi-aws's
 # DynamoDB lock provider); they are not typos, so they pass without a warning.
 RECOGNISED_FOREIGN_PREFIXES: tuple[str, ...] = ("hoodie.write.lock.dynamodb.",)
+
+# Names of the keys other modules refer to by name; each is also an entry of the registry below.
+SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
+CLEANER_POLICY = "hoodie.cleaner.policy"
+CLEANER_POLICY_FAILED_WRITES = "hoodie.cleaner.policy.failed.writes"
+CLEANER_COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
+CLEANER_HOURS_RETAINED = "hoodie.cleaner.hours.retained"
+CLEANER_FILEVERSIONS_RETAINED = "hoodie.cleaner.fileversions.retained"
+PARQUET_COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
+BLOOM_FPP = "hoodie.index.bloom.fpp"
+LOCK_PROVIDER = "hoodie.write.lock.provider"
+LOCK_ZK_URL = "hoodie.write.lock.zookeeper.url"
+LOCK_ZK_PORT = "hoodie.write.lock.zookeeper.port"
+LOCK_ZK_BASE_PATH = "hoodie.write.lock.zookeeper.base_path"
+LOCK_ZK_LOCK_KEY = "hoodie.write.lock.zookeeper.lock_key"
+LOCK_ZK_SESSION_TIMEOUT_MS = "hoodie.write.lock.zookeeper.session_timeout_ms"
+LOCK_ZK_CONNECTION_TIMEOUT_MS = "hoodie.write.lock.zookeeper.connection_timeout_ms"
+LOCK_WAIT_TIME_MS = "hoodie.write.lock.wait_time_ms"
+LOCK_RETRY_WAIT_TIME_MS = "hoodie.write.lock.wait_time_ms_between_retry"
+LOCK_RETRY_MAX_WAIT_TIME_MS = "hoodie.write.lock.max_wait_time_ms_between_retry"
+LOCK_NUM_RETRIES = "hoodie.write.lock.num_retries"
+LOCK_CLIENT_NUM_RETRIES = "hoodie.write.lock.client.num_retries"
+LOCK_CLIENT_RETRY_WAIT_TIME_MS = "hoodie.write.lock.client.wait_time_ms_between_retry"
+TABLE_NAME = "hoodie.table.name"
+BASE_PATH = "hoodie.base.path"
+HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
+HEARTBEAT_TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 
 _CLUSTERING_PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _CLUSTERING_RUN = "org.apache.hudi.client.clustering.run.strategy."
@@ -177,7 +206,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         _C,
     ),
     HoodieKey(
-        "hoodie.clustering.plan.strategy.sort.columns",
+        SORT_COLUMNS,
         KeyType.STRING,
         None,
         "Comma-separated columns the clustered output is sorted by; copied into strategyParams.",
@@ -308,7 +337,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         _CL,
     ),
     HoodieKey(
-        "hoodie.cleaner.policy",
+        CLEANER_POLICY,
         KeyType.ENUM,
         "KEEP_LATEST_COMMITS",
         "Cleaning policy; inferred from the one retained key set when not given.",
@@ -316,7 +345,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         allowed=("KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_COMMITS", "KEEP_LATEST_BY_HOURS"),
     ),
     HoodieKey(
-        "hoodie.cleaner.commits.retained",
+        CLEANER_COMMITS_RETAINED,
         KeyType.INT,
         "10",
         "KEEP_LATEST_COMMITS: number of commits whose file slices are retained.",
@@ -324,7 +353,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=0,
     ),
     HoodieKey(
-        "hoodie.cleaner.hours.retained",
+        CLEANER_HOURS_RETAINED,
         KeyType.INT,
         "24",
         "KEEP_LATEST_BY_HOURS: hours of commits whose file slices are retained.",
@@ -332,7 +361,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=0,
     ),
     HoodieKey(
-        "hoodie.cleaner.fileversions.retained",
+        CLEANER_FILEVERSIONS_RETAINED,
         KeyType.INT,
         "3",
         "KEEP_LATEST_FILE_VERSIONS: file slices retained per file group.",
@@ -363,7 +392,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         _CL,
     ),
     HoodieKey(
-        "hoodie.cleaner.policy.failed.writes",
+        CLEANER_POLICY_FAILED_WRITES,
         KeyType.ENUM,
         "EAGER",
         "Cleaning of failed writes; Hudi forces LAZY under optimistic concurrency control.",
@@ -460,21 +489,21 @@ _KEYS: tuple[HoodieKey, ...] = (
     ),
     # -- locking (HoodieLockConfig / LockConfiguration)
     HoodieKey(
-        "hoodie.write.lock.provider",
+        LOCK_PROVIDER,
         KeyType.STRING,
         "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
         "Lock provider class; the product implements the ZooKeeper and in-process providers.",
         _L,
     ),
     HoodieKey(
-        "hoodie.write.lock.zookeeper.url",
+        LOCK_ZK_URL,
         KeyType.STRING,
         None,
         "Whole ZooKeeper connect string (host1:2181,host2:2181); the port key is not appended.",
         _L,
     ),
     HoodieKey(
-        "hoodie.write.lock.zookeeper.port",
+        LOCK_ZK_PORT,
         KeyType.INT,
         None,
         "Declared by Hudi but not used by ZookeeperBasedLockProvider.",
@@ -482,21 +511,21 @@ _KEYS: tuple[HoodieKey, ...] = (
         used=False,
     ),
     HoodieKey(
-        "hoodie.write.lock.zookeeper.base_path",
+        LOCK_ZK_BASE_PATH,
         KeyType.STRING,
         None,
         "Parent znode of the lock; must equal the writers'.",
         _L,
     ),
     HoodieKey(
-        "hoodie.write.lock.zookeeper.lock_key",
+        LOCK_ZK_LOCK_KEY,
         KeyType.STRING,
         None,
         "Lock znode name under base_path; Hudi infers it from hoodie.table.name.",
         _L,
     ),
     HoodieKey(
-        "hoodie.write.lock.zookeeper.session_timeout_ms",
+        LOCK_ZK_SESSION_TIMEOUT_MS,
         KeyType.LONG,
         "60000",
         "ZooKeeper session timeout.",
@@ -504,7 +533,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=1,
     ),
     HoodieKey(
-        "hoodie.write.lock.zookeeper.connection_timeout_ms",
+        LOCK_ZK_CONNECTION_TIMEOUT_MS,
         KeyType.LONG,
         "15000",
         "ZooKeeper connection timeout.",
@@ -512,7 +541,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=1,
     ),
     HoodieKey(
-        "hoodie.write.lock.wait_time_ms",
+        LOCK_WAIT_TIME_MS,
         KeyType.LONG,
         "60000",
         "Timeout of one lock acquisition attempt.",
@@ -520,7 +549,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=0,
     ),
     HoodieKey(
-        "hoodie.write.lock.wait_time_ms_between_retry",
+        LOCK_RETRY_WAIT_TIME_MS,
         KeyType.LONG,
         "1000",
         "Base sleep between ZooKeeper connection retries.",
@@ -528,18 +557,16 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=0,
     ),
     HoodieKey(
-        "hoodie.write.lock.max_wait_time_ms_between_retry",
+        LOCK_RETRY_MAX_WAIT_TIME_MS,
         KeyType.LONG,
         "16000",
         "Maximum sleep between ZooKeeper connection retries.",
         _L,
         min_value=0,
     ),
+    HoodieKey(LOCK_NUM_RETRIES, KeyType.INT, "15", "ZooKeeper connection retries.", _L, min_value=0),
     HoodieKey(
-        "hoodie.write.lock.num_retries", KeyType.INT, "15", "ZooKeeper connection retries.", _L, min_value=0
-    ),
-    HoodieKey(
-        "hoodie.write.lock.client.num_retries",
+        LOCK_CLIENT_NUM_RETRIES,
         KeyType.INT,
         "50",
         "Retries of a failed lock acquisition.",
@@ -547,7 +574,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=0,
     ),
     HoodieKey(
-        "hoodie.write.lock.client.wait_time_ms_between_retry",
+        LOCK_CLIENT_RETRY_WAIT_TIME_MS,
         KeyType.LONG,
         "5000",
         "Sleep between retries of a failed lock acquisition.",
@@ -612,7 +639,7 @@ _KEYS: tuple[HoodieKey, ...] = (
     ),
     # -- Parquet output and Hudi's footer bloom filter (HoodieStorageConfig)
     HoodieKey(
-        "hoodie.parquet.compression.codec",
+        PARQUET_COMPRESSION_CODEC,
         KeyType.ENUM,
         "gzip",
         "Parquet compression codec.",
@@ -674,9 +701,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         _S,
         min_value=1,
     ),
-    HoodieKey(
-        "hoodie.index.bloom.fpp", KeyType.FLOAT, "0.000000001", "Bloom filter false positive probability.", _S
-    ),
+    HoodieKey(BLOOM_FPP, KeyType.FLOAT, "0.000000001", "Bloom filter false positive probability.", _S),
     HoodieKey(
         "hoodie.bloom.index.filter.dynamic.max.entries",
         KeyType.INT,
@@ -704,14 +729,21 @@ _KEYS: tuple[HoodieKey, ...] = (
         allowed=("LOCAL", "UTC"),
     ),
     HoodieKey(
-        "hoodie.table.name",
+        BASE_PATH,
+        KeyType.STRING,
+        None,
+        "Table base path; the in-process lock is keyed by it, as Hudi's InProcessLockProvider.",
+        _W,
+    ),
+    HoodieKey(
+        TABLE_NAME,
         KeyType.STRING,
         None,
         "Writers' table name; ZooKeeper lock_key defaults to it.",
         _W,
     ),
     HoodieKey(
-        "hoodie.client.heartbeat.interval_in_ms",
+        HEARTBEAT_INTERVAL_MS,
         KeyType.INT,
         "60000",
         "Writers' heartbeat interval (LAZY failed-writes cleaning).",
@@ -719,7 +751,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=1,
     ),
     HoodieKey(
-        "hoodie.client.heartbeat.tolerable.misses",
+        HEARTBEAT_TOLERABLE_MISSES,
         KeyType.INT,
         "2",
         "Missed heartbeats before a write counts as failed.",

@@ -1,14 +1,15 @@
-"""`ParquetWriteConfig`: what the product's Parquet writer needs (HoodieStorageConfig keys, §7.3)."""
+"""`ParquetWriteConfig`: what the product's Parquet writer needs (HoodieStorageConfig keys)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
 
+from service.config.hoodie_keys import BLOOM_FPP, PARQUET_COMPRESSION_CODEC
 from service.config.reader import KeyReader
 
-CODEC_KEY = "hoodie.parquet.compression.codec"
-FPP_KEY = "hoodie.index.bloom.fpp"
+CODEC_KEY = PARQUET_COMPRESSION_CODEC
+FPP_KEY = BLOOM_FPP
 
 # Parquet codec (Hudi's `CompressionCodecName`) -> pyarrow's `compression=` name. LZO and LZ4_RAW are valid
 # for Hudi but pyarrow cannot write them.

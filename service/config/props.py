@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from service.config import java_properties
 from service.errors import ConfigError
-from service.table import java_properties
 
 PropsSyntax = Literal["hudi", "java"]
 

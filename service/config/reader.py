@@ -39,9 +39,6 @@ class KeyReader:
         assert isinstance(value, int) and not isinstance(value, bool), key
         return value
 
-    def get_optional_int(self, key: str) -> int | None:
-        return None if self.string(key) is None else self.get_int(key)
-
     def get_bool(self, key: str) -> bool:
         value = self.typed(key)
         assert isinstance(value, bool), key

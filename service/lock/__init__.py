@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from service.config.hoodie_keys import BASE_PATH, LOCK_PROVIDER
+from service.config.locking import (
+    IN_PROCESS_PROVIDER,
+    ZOOKEEPER_PROVIDER,
+    ZookeeperLockSettings,
+    lock_config_from_props,
+)
 from service.errors import ConfigError
 from service.lock.base import TableLock
 from service.lock.in_process import InProcessTableLock
 from service.lock.kazoo_pool import KazooClientPool
-from service.lock.settings import DEFAULT_WAIT_TIME_MS, WAIT_TIME_MS, ZookeeperLockSettings, read_int
 from service.lock.zookeeper import ZookeeperTableLock, close_default_pool
 
 __all__ = [
@@ -22,9 +28,8 @@ __all__ = [
     "create_lock",
 ]
 
-ZOOKEEPER_PROVIDER_CLASS = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
-IN_PROCESS_PROVIDER_CLASS = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
-BASE_PATH = "hoodie.base.path"
+ZOOKEEPER_PROVIDER_CLASS = ZOOKEEPER_PROVIDER
+IN_PROCESS_PROVIDER_CLASS = IN_PROCESS_PROVIDER
 
 _ZOOKEEPER_NAMES = {"zookeeper", ZOOKEEPER_PROVIDER_CLASS}
 _IN_PROCESS_NAMES = {"in-process", IN_PROCESS_PROVIDER_CLASS}
@@ -44,10 +49,10 @@ def create_lock(
         settings = ZookeeperLockSettings.from_hoodie_props(props, table_name)
         return ZookeeperTableLock(settings, table_name, pool=pool)
     if name in _IN_PROCESS_NAMES:
-        wait_ms = read_int(props, WAIT_TIME_MS, DEFAULT_WAIT_TIME_MS, table_name)
+        wait_ms = lock_config_from_props(props, table_name).acquire_timeout_ms
         key = (props.get(BASE_PATH) or "").strip() or table_name
         return InProcessTableLock(table_name, key=key, default_timeout_s=wait_ms / 1000)
     raise ConfigError(
-        f"table '{table_name}': hoodie.write.lock.provider={provider!r} is not supported; "
+        f"table '{table_name}': {LOCK_PROVIDER}={provider!r} is not supported; "
         f"use zookeeper ({ZOOKEEPER_PROVIDER_CLASS}) or in-process ({IN_PROCESS_PROVIDER_CLASS})"
     )

@@ -1,6 +1,7 @@
 """The table lock interface: one mutex per Hudi table, held while instants are planned and completed.
 
-Hudi's transaction boundaries (HUDI_FORMAT.md §6.2) decide when it is taken: while a plan's
+Hudi's transaction boundaries (its `TransactionManager`; docs/format.md, "What Hudi does under the
+table lock") decide when it is taken: while a plan's
 `.requested` file is written, and while a completed instant is written after the conflict re-check.
 The committer calls `check_held()` immediately before writing the completed instant, so a lock that
 was lost meanwhile (ZooKeeper session suspended or expired) aborts the commit instead of racing a

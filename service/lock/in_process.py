@@ -3,7 +3,7 @@
 WARNING: THIS LOCK DOES NOT EXCLUDE HUDI'S JAVA WRITERS (Spark, Flink, Hudi Streamer), NOR ANY OTHER
 PROCESS. It is only correct for a daemon that is the table's SOLE committer: no Java writer commits
 to the table while the daemon runs. With concurrent writers use the ZooKeeper provider on the
-writers' `base_path`/`lock_key` (DECISIONS.md: the in-process lock is only for a sole committer).
+writers' `base_path`/`lock_key`: this lock is only for a sole committer.
 
 Like Hudi's `InProcessLockProvider`, a thread that already holds a table's lock and asks for it again
 gets a LockError at once instead of deadlocking.

@@ -19,8 +19,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
+from service.config.locking import ZookeeperLockSettings
 from service.errors import LockError
-from service.lock.settings import ZookeeperLockSettings
 from service.lock.znodes import find_protected
 
 log = logging.getLogger(__name__)

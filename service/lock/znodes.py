@@ -1,6 +1,7 @@
 """Curator InterProcessMutex node names, so ours and Hudi's contenders share one queue.
 
-Facts from HUDI_FORMAT.md §6.2-6.3.
+Sources: Curator's `InterProcessMutex` and `StandardLockInternalsDriver.fixForSorting`, as used by
+Hudi's `ZookeeperBasedLockProvider` (docs/format.md, "The ZooKeeper lock").
 
 Curator (Hudi 0.14/0.15 bundle Curator 2.7.1) names a contender `_c_<java UUID>-lock-<10-digit seq>`
 ("protected" mode) and orders ALL children of the lock znode by the text after the LAST `lock-`,

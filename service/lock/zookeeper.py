@@ -39,10 +39,10 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
+from service.config.locking import ZookeeperLockSettings
 from service.errors import LockError
 from service.lock.base import Clock, TableLock
 from service.lock.kazoo_pool import KazooClientPool, PooledClient
-from service.lock.settings import ZookeeperLockSettings
 from service.lock.znodes import find_protected, new_protected_prefix, ordered_contenders
 
 __all__ = [

@@ -1,11 +1,12 @@
 """Hudi base files written from Arrow data: Hudi's meta columns, footers and size roll-over.
 
 A base file is a Parquet file whose first five columns are the meta columns and whose footer holds
-what Hudi's Avro write path puts there (HUDI_FORMAT.md §4.4): `parquet.avro.schema`,
-`writer.model.name=avro`, the record-key bloom filter (`org.apache.hudi.bloomfilter`, plus
-`hoodie_bloom_filter_type_code` for dynamic filters) and `hoodie_min_record_key` /
-`hoodie_max_record_key` in Java `String` order. Rows keep their meta values (clustering preserves
-them) except `_hoodie_file_name`, which is set to the name of the file they land in.
+what Hudi's Avro write path (`HoodieAvroWriteSupport`; docs/format.md, "Base files") puts there:
+`parquet.avro.schema`, `writer.model.name=avro`, the record-key bloom filter
+(`org.apache.hudi.bloomfilter`, plus `hoodie_bloom_filter_type_code` for dynamic filters) and
+`hoodie_min_record_key` / `hoodie_max_record_key` in Java `String` order. Rows keep their meta
+values (clustering preserves them) except `_hoodie_file_name`, which is set to the name of the file
+they land in.
 
 Tables with `hoodie.populate.meta.fields=false` (virtual record keys) keep the five meta columns,
 null except `_hoodie_file_name`, and their files carry no bloom filter and no min/max record keys:
@@ -87,7 +88,7 @@ _MIN_COLUMN_CHUNK_FOOTER_BYTES = 64
 
 
 def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
-    """`<fileId>_<writeToken>_<instantTime>.parquet`; neither part may contain `_` (§4.1)."""
+    """`<fileId>_<writeToken>_<instantTime>.parquet` (`FSUtils.makeBaseFileName`); no part may contain `_`."""
     for label, value in (("file id", file_id), ("write token", write_token), ("instant time", instant_time)):
         if not value or "_" in value or "/" in value:
             raise HudiTableServiceError(f"{label} {value!r} cannot be part of a base file name")
@@ -220,7 +221,6 @@ class BaseFileWriter:
         self._bloom = HoodieBloomFilter(self._bloom_config)
         self._key_range: tuple[str, str] | None = None
         self._records = 0
-        self._arrow_bytes = 0
         self._row_groups = 0
         self._max_key_bytes = 0
         self.footer_bytes = 0  # known after close()
@@ -242,10 +242,6 @@ class BaseFileWriter:
     def bytes_written(self) -> int:
         """Bytes of data flushed so far (header and closed row groups; the footer comes at close)."""
         return int(self._stream.tell())
-
-    @property
-    def arrow_bytes_written(self) -> int:
-        return self._arrow_bytes
 
     @property
     def row_groups(self) -> int:
@@ -291,7 +287,6 @@ class BaseFileWriter:
             self._max_key_bytes = max(self._max_key_bytes, int(pc.max(pc.binary_length(keys)).as_py() or 0))
         self._writer.write_table(rows, row_group_size=n)
         self._records += n
-        self._arrow_bytes += rows.nbytes
         self._row_groups += 1
 
     def close(self) -> BaseFileWriteResult:

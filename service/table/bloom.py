@@ -2,7 +2,8 @@
 
 Java's BLOOM index reads the filter from every base file's footer (`org.apache.hudi.bloomfilter`), so
 files the product writes must carry a filter Java can deserialise and that answers `mightContain`
-exactly as a Java-built one would. The layout is HUDI_FORMAT.md §4.4: Hadoop's bloom filter with
+exactly as a Java-built one would. The layout is Hudi's `SimpleBloomFilter` /
+`HoodieDynamicBoundedBloomFilter` (docs/format.md, "Base files"): Hadoop's bloom filter with
 `nbHash` chained MurmurHash 2 rounds over the key's UTF-8 bytes, serialised big-endian and Base64'd.
 
 Hashing is vectorised with numpy over whole arrays of keys (a clustering output file can hold
@@ -16,7 +17,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -401,13 +402,3 @@ def _read_bits(view: memoryview, pos: int, vector_size: int) -> npt.NDArray[np.b
         raise ValueError("bit vector truncated")
     packed = np.frombuffer(view[pos : pos + size], dtype=np.uint8)
     return np.unpackbits(packed, bitorder="little")[:vector_size].astype(np.bool_)
-
-
-def build_bloom_filter(
-    keys: Iterable[pa.Array | pa.ChunkedArray], config: BloomFilterConfig
-) -> HoodieBloomFilter:
-    """A filter over all keys of several arrays, added in order."""
-    bloom = HoodieBloomFilter(config)
-    for array in keys:
-        bloom.add_keys(array)
-    return bloom

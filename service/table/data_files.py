@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import uuid
 from dataclasses import dataclass
 
 from service.errors import CorruptTableError
@@ -12,7 +11,6 @@ from service.errors import CorruptTableError
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
 # `.<fileId>_<baseInstant>.log.<version>_<writeToken>`, optional `.cdc` suffix (Hudi's regex).
 _LOG_NAME = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
-_WRITE_TOKEN = re.compile(r"^\d+-\d+-\d+$")
 
 
 @dataclass(frozen=True)
@@ -71,17 +69,6 @@ def parse_log_file(partition_path: str, file_name: str, size_bytes: int = 0) -> 
         return None
     file_id, base_instant, _kind, version, _, token = match.groups()[:6]
     return LogFile(partition_path, file_name, file_id, base_instant, int(version), token, size_bytes)
-
-
-def new_file_id() -> str:
-    """A new file group id: a UUID v4 and the `-0` suffix Hudi writers use."""
-    return f"{uuid.uuid4()}-0"
-
-
-def make_write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> str:
-    token = f"{task_partition_id}-{stage_id}-{task_attempt_id}"
-    assert _WRITE_TOKEN.match(token), token
-    return token
 
 
 def base_file_name(file_id: str, write_token: str, instant_time: str, extension: str = ".parquet") -> str:

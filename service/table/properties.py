@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from service.config import java_properties
+from service.config.hoodie import TimelineTimezone
 from service.errors import (
     CorruptTableError,
     NotAHudiTableError,
     TableServicesRefusedError,
     UnsupportedTableError,
 )
-from service.table import java_properties
 from service.table.storage import Storage
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
@@ -26,11 +27,6 @@ SUPPORTED_TABLE_VERSION = 6
 class TableType(StrEnum):
     COPY_ON_WRITE = "COPY_ON_WRITE"
     MERGE_ON_READ = "MERGE_ON_READ"
-
-
-class TimelineTimezone(StrEnum):
-    LOCAL = "LOCAL"
-    UTC = "UTC"
 
 
 def table_checksum(database_name: str, table_name: str) -> int:

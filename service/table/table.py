@@ -7,11 +7,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 
+from service.config.hoodie import TimelineTimezone
 from service.errors import ConfigError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import FileSystemView
 from service.table.paths import PathGuard
-from service.table.properties import TableConfig, TimelineTimezone, load_table_config
+from service.table.properties import TableConfig, load_table_config
 from service.table.storage import FileStatus, Storage
 from service.table.timeline import METAFOLDER, Timeline, load_timeline
 from service.table.timeline_facts import TimelineFactsReader
@@ -67,9 +68,6 @@ class HudiTable:
                 "must be configured (IANA name) so new instants sort after theirs"
             )
         return local_zone
-
-    def reload_config(self) -> None:
-        self.config = load_table_config(self.storage)
 
     def load_timeline(self) -> Timeline:
         self._timeline = load_timeline(self.storage, self._timeline)

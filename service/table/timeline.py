@@ -97,9 +97,6 @@ class Timeline:
                 return instant
         return None
 
-    def has_file(self, instant: Instant) -> bool:
-        return instant.file_name in self.files
-
     @property
     def max_timestamp(self) -> str | None:
         return max((i.timestamp for i in self.instants), default=None)
@@ -140,14 +137,6 @@ def load_timeline(storage: Storage, previous: Timeline | None = None) -> Timelin
 
 def instant_path(instant: Instant) -> str:
     return f"{METAFOLDER}/{instant.file_name}"
-
-
-def read_instant(storage: Storage, instant: Instant) -> bytes:
-    """Content of the instant's file in its current state."""
-    try:
-        return storage.read_bytes(instant_path(instant))
-    except FileNotFoundError:
-        raise CorruptTableError(f"{storage.qualify(instant_path(instant))} vanished while reading") from None
 
 
 def read_requested(storage: Storage, instant: Instant) -> bytes | None:

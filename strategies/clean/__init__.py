@@ -6,12 +6,12 @@ Pure: every function takes a loaded timeline, file-system view and decoded timel
 
 from __future__ import annotations
 
+from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
 from strategies.clean.partitions import PartitionScope, partitions_to_scan
 from strategies.clean.plan import CleanPlan, CleanTarget
 from strategies.clean.planner import plan_clean
 from strategies.clean.retention import RETENTION_ACTIONS, earliest_commit_to_retain
 from strategies.clean.safety import (
-    DEFAULT_MAX_DELETE_FRACTION,
     latest_snapshot_paths,
     refuse_latest_snapshot_targets,
     refuse_volume,

@@ -18,10 +18,6 @@ class PartitionScope:
     partitions: frozenset[str] | None
     incremental: bool = False
 
-    @property
-    def is_full(self) -> bool:
-        return self.partitions is None
-
 
 NOTHING = PartitionScope(frozenset())
 FULL = PartitionScope(None)

@@ -1,6 +1,7 @@
 """`plan_clean`: the files a clean deletes, per partition, exactly as Hudi 0.15's `CleanPlanner`.
 
-Rules (HUDI_FORMAT.md §5.5, checked against the 0.15.0 bytecode):
+Rules (`CleanPlanner.getFilesToCleanKeepingLatestCommits` / `...KeepingLatestVersions`, checked against the
+0.15.0 bytecode):
 - KEEP_LATEST_COMMITS / KEEP_LATEST_BY_HOURS, once more completed commits exist than retained
   (0 for hours): every slice of a file group replaced before the ECTR; in other file groups every
   slice older than the ECTR except the latest slice and the newest slice before the ECTR.

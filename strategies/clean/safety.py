@@ -1,4 +1,4 @@
-"""Safety rules beyond Hudi's cleaner (DECISIONS.md, correctness rules), as pure checks.
+"""Safety rules beyond Hudi's cleaner (`CleanPlanner` has neither), as pure checks.
 
 - The latest snapshot is never a target: a plan naming any file of a live file group's latest
   slice is refused, always.
@@ -12,8 +12,6 @@ from collections.abc import Iterable
 
 from service.errors import PlanRefusedError
 from service.table.fs_view import FileSystemView
-
-DEFAULT_MAX_DELETE_FRACTION = 0.75
 
 
 def latest_snapshot_paths(view: FileSystemView) -> frozenset[str]:

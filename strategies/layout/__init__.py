@@ -5,6 +5,7 @@ Runs in Spark's Python workers (on Arrow record batches) and in the driver (samp
 
 from __future__ import annotations
 
+from service.config.clustering import CurveBuildMethod, LayoutStrategy
 from strategies.layout.curve import curve_key_width, curve_key_words, curve_sort_key, sort_indices
 from strategies.layout.rank import NULL_RANK, RankKeys, column_rank_keys
 from strategies.layout.sample import (
@@ -14,7 +15,6 @@ from strategies.layout.sample import (
     build_sample_bounds,
     default_num_buckets,
 )
-from strategies.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 __all__ = [
     "NULL_RANK",

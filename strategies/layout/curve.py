@@ -28,12 +28,12 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from service.config.clustering import LayoutStrategy
 from strategies.layout.bits import interleave_words, key_bytes, words_to_bytes
 from strategies.layout.hilbert import hilbert_words
 from strategies.layout.rank import column_rank_keys, dense_ranks, normalize_column, rank_is_exact
 from strategies.layout.sample import Bounds, bucket_ids
 from strategies.layout.schema import column_of
-from strategies.layout.strategy import LayoutStrategy
 
 DIRECT_BITS_PER_DIM = 64
 _ROWS_PER_CHUNK = 32_768  # keeps the per-level working arrays in cache

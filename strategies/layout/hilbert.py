@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from strategies.layout.bits import WORD_BITS, interleave_bytes, interleave_words
+from strategies.layout.bits import WORD_BITS, interleave_words
 
 _ONE = np.uint64(1)
 
@@ -66,8 +66,3 @@ def axes_to_transpose(dims: Sequence[np.ndarray], bits_per_dim: int) -> list[np.
 def hilbert_words(dims: Sequence[np.ndarray], bits_per_dim: int) -> np.ndarray:
     """Hilbert index as (N, W) uint64 words, word 0 most significant."""
     return interleave_words(axes_to_transpose(dims, bits_per_dim), bits_per_dim)
-
-
-def hilbert_bytes(dims: Sequence[np.ndarray], bits_per_dim: int) -> np.ndarray:
-    """Hilbert index as (N, ceil(n*b/8)) big-endian bytes."""
-    return interleave_bytes(axes_to_transpose(dims, bits_per_dim), bits_per_dim)

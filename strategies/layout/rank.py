@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from service.config.hoodie_keys import SORT_COLUMNS as SORT_COLUMNS_KEY
 from service.errors import ConfigError
 
-SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
 NULL_RANK = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 _SIGN_BIT = np.uint64(1 << 63)
 _CANONICAL_NAN_BITS = np.uint64(0x7FF8_0000_0000_0000)

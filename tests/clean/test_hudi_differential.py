@@ -5,7 +5,7 @@ insert_overwrite, a clustering, a savepoint, a pending clustering) and copied pe
 one copy (`CALL run_clean`), we clean the other: the deleted files must be identical, and Hudi's
 reader must return the same rows from both copies (and from the uncleaned history) for the latest
 snapshot, every retained commit (time travel) and the savepoint. KEEP_LATEST_BY_HOURS needs commits
-hours apart, so it is compared on a fixture table (DECISIONS.md, tests with real Hudi).
+hours apart, so it is compared on a fixture table whose instants Hudi's cleaner also reads.
 """
 
 from __future__ import annotations

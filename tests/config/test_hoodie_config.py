@@ -15,11 +15,10 @@ from service.config.clustering import (
     PartitionFilterMode,
     UpdateStrategy,
 )
-from service.config.hoodie import HoodieConfig
+from service.config.hoodie import HoodieConfig, TimelineTimezone
 from service.config.locking import LockProviderKind, WriteConcurrencyMode
 from service.config.parquet import BloomFilterType
 from service.errors import ConfigError
-from service.table.properties import TimelineTimezone
 
 RUN = "org.apache.hudi.client.clustering.run.strategy."
 

@@ -14,7 +14,7 @@ from service.config.values import parse
 
 CLUSTERING = "org.apache.hudi.client.clustering."
 
-# Hudi 0.15.0's defaults (HUDI_FORMAT.md §6.1, §7; the bundle's ConfigProperty values).
+# Hudi 0.15.0's defaults: the bundle's `ConfigProperty.defaultValue()` (HoodieLockConfig, ...).
 HUDI_DEFAULTS: dict[str, str | None] = {
     "hoodie.clustering.inline": "false",
     "hoodie.clustering.inline.max.commits": "4",

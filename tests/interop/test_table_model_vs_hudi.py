@@ -144,7 +144,7 @@ def test_every_hudi_timeline_file_decodes_and_reencodes_for_hudi(
         theirs, again = json.loads(orig.read_text()), json.loads(mine.read_text())
         if "HoodieClean" in orig.name:
             # 0.15 added the optional top-level extraMetadata; our 0.14.1 schema reads past it and
-            # does not write it, so Hudi reads it back as null (DECISIONS: read and may ignore).
+            # does not write it, so Hudi reads it back as null (an optional field: read and may ignore).
             assert again.pop("extraMetadata") is None
             theirs.pop("extraMetadata")
         assert again == theirs, orig.name

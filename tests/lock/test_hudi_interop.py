@@ -2,7 +2,7 @@
 
 The Java side is Hudi's own provider in a JVM (`tests/support/java/HudiZkLock.java`), synchronised on
 its stdout replies. Each direction also has the waiter queue behind the holder before the release,
-which is where stock kazoo naming would let both sides hold the lock (HUDI_FORMAT.md §6.3).
+which is where stock kazoo naming would let both sides hold the lock (docs/format.md, "The ZooKeeper lock").
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from service.config.locking import ZookeeperLockSettings
 from service.errors import ConfigError
 from service.lock import (
     IN_PROCESS_PROVIDER_CLASS,
@@ -12,7 +13,6 @@ from service.lock import (
     ZookeeperTableLock,
     create_lock,
 )
-from service.lock.settings import ZookeeperLockSettings
 from service.lock.znodes import find_protected, new_protected_prefix, ordered_contenders, sort_key
 
 ZK_PROPS = {
@@ -62,13 +62,16 @@ def test_settings_from_hoodie_props_read_every_key() -> None:
 @pytest.mark.parametrize(
     ("override", "fragment"),
     [
-        ({"hoodie.write.lock.zookeeper.url": ""}, "hoodie.write.lock.zookeeper.url is required"),
-        ({"hoodie.write.lock.zookeeper.base_path": ""}, "hoodie.write.lock.zookeeper.base_path is required"),
+        ({"hoodie.write.lock.zookeeper.url": ""}, "needs hoodie.write.lock.zookeeper.url"),
+        ({"hoodie.write.lock.zookeeper.base_path": ""}, "needs hoodie.write.lock.zookeeper.base_path"),
         ({"hoodie.write.lock.zookeeper.base_path": "/hudi/"}, "base_path='/hudi/'"),
         ({"hoodie.write.lock.zookeeper.base_path": "hudi"}, "base_path='hudi'"),
         ({"hoodie.write.lock.zookeeper.lock_key": "a//b"}, "lock_key='a//b'"),
         ({"hoodie.write.lock.wait_time_ms": "soon"}, "wait_time_ms='soon' is not an integer"),
-        ({"hoodie.write.lock.zookeeper.session_timeout_ms": "0"}, "session_timeout_ms='0' must be >= 1"),
+        (
+            {"hoodie.write.lock.zookeeper.session_timeout_ms": "0"},
+            "session_timeout_ms='0' must be at least 1",
+        ),
     ],
 )
 def test_settings_reject_bad_values_naming_key_and_value(override: dict[str, str], fragment: str) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
-from service.lock.settings import ZookeeperLockSettings
+from service.config.locking import ZookeeperLockSettings
 from tests.support.zookeeper import ZookeeperServer
 
 

@@ -1,6 +1,6 @@
 """Write and read copy-on-write tables with real Hudi 0.15.0 (Spark datasource) and hudi-rs.
 
-Writers use the configuration DECISIONS.md asks of a daemon deployment (metadata table off,
+Writers use the configuration a daemon deployment asks of them (metadata table off, as the service requires,
 automatic table services off) plus what tests need: `hoodie.parquet.small.file.limit=0` so every
 insert makes new file groups (small files to cluster) and archiving off so histories stay whole.
 Pass `extra_opts` to change any of it, e.g. `occ_zookeeper_options(...)` for optimistic concurrency.

@@ -5,7 +5,7 @@ import pytest
 from service.errors import CorruptTableError
 from service.table.instant import Action, Instant, State, parse_instant_file_name
 
-# Every (file name -> action, state) of table version 6 (HUDI_FORMAT.md §1.4).
+# Every (file name -> action, state) of table version 6 (Hudi's `HoodieInstant.getFileName`).
 NAMES = {
     "20240101000000000.commit.requested": (Action.COMMIT, State.REQUESTED),
     "20240101000000000.inflight": (Action.COMMIT, State.INFLIGHT),

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from service.config import java_properties
 from service.errors import CorruptTableError, NotAHudiTableError, UnsupportedTableError
-from service.table import java_properties
 from service.table.properties import (
     PROPERTIES_FILE,
     TableConfig,

@@ -26,6 +26,18 @@ Int32 = Annotated[int, annotated_types.Interval(ge=-(2**31), le=2**31 - 1)]
 Int64 = Annotated[int, annotated_types.Interval(ge=-(2**63), le=2**63 - 1)]
 
 
+# Hudi's stored records (Avro and JSON alike): camelCase field names on disk, snake_case attributes here;
+# frozen, and an unknown field is an error.
+HUDI_RECORD_CONFIG = ConfigDict(
+    frozen=True,
+    extra="forbid",
+    alias_generator=to_camel,
+    validate_by_name=True,
+    validate_by_alias=True,
+    serialize_by_alias=True,
+)
+
+
 class AvroModel(BaseModel):
     """A Hudi Avro record: snake_case attributes, Avro field names (camelCase) as aliases.
 
@@ -33,14 +45,7 @@ class AvroModel(BaseModel):
     subclass says Java always writes something else.
     """
 
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-    )
+    model_config = HUDI_RECORD_CONFIG
 
 
 class AvroRootModel(AvroModel):

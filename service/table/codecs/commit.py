@@ -15,12 +15,11 @@ from enum import StrEnum
 from operator import itemgetter
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from service.errors import CorruptTableError
 from service.table.codecs import jackson_json
-from service.table.codecs.avro_file import Int64
+from service.table.codecs.avro_file import HUDI_RECORD_CONFIG, Int64
 
 NULL_COMMIT = "null"  # HoodieWriteStat.NULL_COMMIT: `prevCommit` of a new file group
 SCHEMA_KEY = "schema"  # extraMetadata key holding the writer's Avro schema
@@ -50,14 +49,7 @@ class WriteOperationType(StrEnum):
 
 
 class _JsonModel(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-    )
+    model_config = HUDI_RECORD_CONFIG
 
 
 class RuntimeStats(_JsonModel):
