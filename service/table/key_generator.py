@@ -31,7 +31,6 @@ import pyarrow.compute as pc
 from service.errors import UnsupportedTableError
 from service.table.properties import TableConfig
 
-KEY_GENERATOR_CLASS_KEY = "hoodie.table.keygenerator.class"
 _KEYGEN_PACKAGE = "org.apache.hudi.keygen."
 # KeyGenUtils: a complex key's null and empty field values are written as these placeholders.
 NULL_RECORDKEY_PLACEHOLDER = "__null__"
@@ -62,13 +61,13 @@ class VirtualKeyGenerator:
     @classmethod
     def for_table(cls, config: TableConfig, base_uri: str) -> VirtualKeyGenerator:
         """The table's generator; UnsupportedTableError names the class Hudi itself would refuse."""
-        class_name = config.raw.get(KEY_GENERATOR_CLASS_KEY) or _DEFAULT_KIND.class_name
+        class_name = config.key_generator_class or _DEFAULT_KIND.class_name
         kind = next((k for k in KeyGeneratorKind if k.class_name == class_name), None)
         if kind is None:
             supported = ", ".join(k.class_name for k in KeyGeneratorKind)
             raise UnsupportedTableError(
                 f"table {config.name!r} at {base_uri}: hoodie.populate.meta.fields=false with "
-                f"{KEY_GENERATOR_CLASS_KEY}={class_name}; record keys are then derived from the data "
+                f"hoodie.table.keygenerator.class={class_name}; record keys are then derived from the data "
                 f"and only {supported} are supported (Hudi's own writers refuse the others too)"
             )
         fields = tuple(config.record_key_fields)

@@ -87,6 +87,11 @@ class TableConfig:
         return "." + self.raw.get("hoodie.table.base.file.format", "PARQUET").lower()
 
     @property
+    def key_generator_class(self) -> str | None:
+        """`hoodie.table.keygenerator.class` as written; None when the table does not record it."""
+        return self.raw.get("hoodie.table.keygenerator.class") or None
+
+    @property
     def populate_meta_fields(self) -> bool:
         return self.raw.get("hoodie.populate.meta.fields", "true").lower() == "true"
 
