@@ -18,6 +18,7 @@ from service.clustering.orchestrator import (
 from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
+from service.table.heartbeat import HeartbeatSettings
 from strategies.plan.model import PlannedClustering
 from strategies.plan.trigger import pending_clustering_instants
 
@@ -78,8 +79,9 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
             print("pending clustering plans:", ", ".join(_pending(ctx)) or "none")
             return 0
         purged = purge_pending_clustering(
-            ctx.table, ctx.lock, zone=ctx.zone, now=now, instant_time=args.instant_time
-        )
+            ctx.table, ctx.lock, zone=ctx.zone, now=now, instant_time=args.instant_time,
+            heartbeat_settings=HeartbeatSettings.from_config(ctx.config),
+        )  # fmt: skip
         print("rolled back:", ", ".join(purged) or "nothing pending")
         return 0
 
