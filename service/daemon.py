@@ -43,7 +43,7 @@ from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
 from service.clustering import execute_clustering, schedule_clustering
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
-from service.errors import ConfigError
+from service.errors import ConfigError, InstantOwnedError
 from service.executor import SparkExecutor
 from service.lock import close_default_pool as close_kazoo_pool
 from service.lock import create_lock
@@ -75,6 +75,7 @@ class Outcome(StrEnum):
     BACKING_OFF = "backing_off"
     QUARANTINED = "quarantined"
     STOPPING = "stopping"
+    OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
 
 
 @dataclass(frozen=True)
@@ -369,6 +370,12 @@ class Daemon:
                 self._clean(runtime)
             else:
                 self._cluster(runtime, now)
+        except InstantOwnedError as exc:
+            # Another executor runs that instant (its heartbeat is alive): not a failure of ours, so no
+            # backoff and no quarantine; the next tick looks again.
+            self.metrics.instant_owned_elsewhere.labels(runtime.name, service).inc()
+            log.info("table %s: %s skipped this tick: %s", runtime.name, service, exc)
+            return Outcome.OWNED_ELSEWHERE
         except Exception as exc:
             if self._stopping.is_set() and isinstance(exc, InterruptedError):
                 return Outcome.STOPPING
