@@ -49,12 +49,13 @@ from service.cleaning.snapshot import read_last_clean
 from service.clustering import execute_clustering, purge_pending_clustering, schedule_clustering
 from service.clustering.attempts import failed_attempts, is_our_plan
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
-from service.errors import ConfigError, TableServicesRefusedError
+from service.errors import ConfigError, InstantOwnedError, TableServicesRefusedError
 from service.executor import SparkExecutor
 from service.lock import create_lock
 from service.lock.base import TableLock
 from service.lock.kazoo_pool import KazooClientPool
 from service.metrics import MetricsServer, ServiceMetrics
+from service.table.heartbeat import HeartbeatSettings
 from service.table.instant import Action
 from service.table.properties import PROPERTIES_FILE
 from service.table.storage import Storage
@@ -84,6 +85,7 @@ class Outcome(StrEnum):
     QUARANTINED = "quarantined"
     REFUSED = "refused"  # the services must not touch this table (yet); not a failure
     STOPPING = "stopping"
+    OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
 
 
 @dataclass(frozen=True)
@@ -442,6 +444,12 @@ class Daemon:
         except TableServicesRefusedError:
             self.metrics.table_refused.labels(runtime.name).set(1)
             return Outcome.REFUSED
+        except InstantOwnedError as exc:
+            # Another executor runs that instant (its heartbeat is alive): not a failure of ours, so no
+            # backoff and no quarantine; the next tick looks again.
+            self.metrics.instant_owned_elsewhere.labels(runtime.name, service).inc()
+            log.info("table %s: %s skipped this tick: %s", runtime.name, service, exc)
+            return Outcome.OWNED_ELSEWHERE
         except Exception as exc:
             if self._stopping.is_set() and isinstance(exc, InterruptedError):
                 return Outcome.STOPPING
@@ -536,7 +544,10 @@ class Daemon:
         limit = self.config.daemon.failures.purge_after
         if failed < limit:
             return False
-        purge_pending_clustering(table, lock, zone=zone, now=self.clock(), instant_time=instant_time)
+        purge_pending_clustering(
+            table, lock, zone=zone, now=self.clock(), instant_time=instant_time,
+            heartbeat_settings=HeartbeatSettings.from_config(runtime.entry.hoodie),
+        )  # fmt: skip
         self.metrics.clustering_plans_purged.labels(runtime.name).inc()
         log.error(
             "table %s: purged clustering plan %s: its execution failed %d times in a row "

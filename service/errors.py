@@ -60,3 +60,23 @@ class PathOutsideTableError(PlanRefusedError):
         self.field = field
         self.path = path
         self.reason = reason
+
+
+class InstantOwnedError(HudiTableServiceError):
+    """A pending instant is being executed by another process (its heartbeat is alive): leave it alone.
+
+    Not a failure of this process: the daemon skips the tick, the CLI exits non-zero saying why.
+    """
+
+    def __init__(self, message: str, *, instant: str, heartbeat_age_seconds: float | None = None) -> None:
+        super().__init__(message)
+        self.instant = instant
+        self.heartbeat_age_seconds = heartbeat_age_seconds
+
+
+class HeartbeatLostError(HudiTableServiceError):
+    """This process's heartbeat of an instant lapsed past the expiry window: it no longer owns it."""
+
+    def __init__(self, message: str, *, instant: str) -> None:
+        super().__init__(message)
+        self.instant = instant

@@ -69,6 +69,11 @@ class ServiceMetrics:
         self.deleted_files = counter("deleted_files", "Files deleted by cleaning", table)
         self.deleted_bytes = counter("deleted_bytes", "Bytes deleted by cleaning", table)
         self.failures = counter("failures", "Failed ticks by exception type", ["table", "service", "reason"])
+        self.instant_owned_elsewhere = counter(
+            "instant_owned_elsewhere",
+            "Ticks skipped because another executor owns the pending instant (its heartbeat is alive)",
+            per_service,
+        )
         self.lock_wait_seconds = Histogram(
             PREFIX + "lock_wait_seconds", "Time waited for the table lock", table,
             buckets=LOCK_BUCKETS, registry=registry,
@@ -104,7 +109,9 @@ class ServiceMetrics:
             with contextlib.suppress(KeyError):
                 metric.remove(table)
         for service in ("clustering", "cleaning"):
-            for per_service in (self.run_duration_seconds, self.last_success_timestamp_seconds):
+            for per_service in (
+                self.run_duration_seconds, self.last_success_timestamp_seconds, self.instant_owned_elsewhere
+            ):  # fmt: skip
                 with contextlib.suppress(KeyError):
                     per_service.remove(table, service)
 

@@ -7,11 +7,15 @@ Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`):
    the instant left no markers, from a listing of the base files carrying its instant time in the
    partitions it touched (one request per partition, as `ListingBasedRollbackStrategy`). An instant
    still in REQUESTED state wrote nothing: its plan has no requests, as in Java.
-2. `R.rollback.requested` (the Avro plan), then an empty `R.rollback.inflight`, outside the lock as in
-   Java: R is strictly later than every instant on the timeline, so no other process creates it.
+2. Under the table lock (on object stores "create if absent" is exclusive only under it): reload
+   the timeline, refuse a T whose heartbeat is alive (unless the caller owns it), write
+   `R.rollback.requested` (the Avro plan), start R's heartbeat (`.hoodie/.heartbeat/R`, kept until
+   the rollback ends), write an empty `R.rollback.inflight`. A pending rollback of T whose heartbeat
+   (R's own) is alive is another process's at work and is refused; one without is resumed.
 3. Delete the files. A file already gone counts as deleted, so a re-run after a crash completes; a
    file that cannot be deleted fails the rollback before step 4, leaving it pending for a retry.
-4. Under the table lock: delete `T.<action>.inflight`, then `T.<action>.requested` (unless the plan is
+4. Under the table lock, after re-checking that R's heartbeat (and the caller's of T) never lapsed:
+   delete `T.<action>.inflight`, then `T.<action>.requested` (unless the plan is
    kept for a retry, as Java's `rollbackInflightClustering` does), then write `R.rollback` (Avro
    `HoodieRollbackMetadata`). Java's `finishRollback` uses this order under its transaction lock.
 5. Delete `.hoodie/.temp/T` (the markers) and, when the instant is gone, its heartbeat file.
@@ -19,8 +23,9 @@ Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`):
 Re-running is idempotent: a pending rollback whose plan targets T is completed (never a second one
 started), and a T that is gone with a completed rollback naming it is reported as already rolled
 back. The caller must know T is dead (its own failed attempt, or a writer whose heartbeat expired):
-rolling back a live write breaks it. The lock is taken here, only for step 4: the caller must not
-hold it (table locks are not re-entrant).
+rolling back a live write breaks it; as a last guard, a T whose heartbeat file is alive is refused
+(`InstantOwnedError`) unless the caller passes its own heartbeat of T. The lock is taken here, for
+steps 2 and 4: the caller must not hold it (table locks are not re-entrant).
 """
 
 from __future__ import annotations
@@ -40,12 +45,22 @@ from service.errors import (
     DeleteFailedError,
     HudiTableServiceError,
     InstantExistsError,
+    InstantOwnedError,
     PlanRefusedError,
     UnsupportedTableError,
 )
 from service.lock.base import TableLock
 from service.table import codecs
 from service.table.data_files import parse_base_file
+from service.table.heartbeat import (
+    Heartbeat,
+    HeartbeatSettings,
+    heartbeat_path,
+    instant_name,
+    is_expired,
+    last_heartbeat_ms,
+    refuse_if_alive,
+)
 from service.table.instant import Action, Instant, State
 from service.table.markers import IOType, Marker, delete_marker_dir, list_markers
 from service.table.table import HudiTable
@@ -62,7 +77,6 @@ log = logging.getLogger(__name__)
 
 ROLLBACK_PLAN_VERSION = 1
 ROLLBACK_METADATA_VERSION = 1
-HEARTBEAT_FOLDER = f"{METAFOLDER}/.heartbeat"
 # Write actions whose pending instants the product rolls back (merge-on-read log blocks are not).
 ROLLBACK_ACTIONS = frozenset({Action.COMMIT, Action.REPLACE_COMMIT})
 
@@ -299,47 +313,116 @@ def rollback_instant(
     tz: tzinfo | None = None,
     keep_requested: bool = False,
     clock: Clock = time.monotonic,
+    heartbeat_settings: HeartbeatSettings | None = None,
+    owner: Heartbeat | None = None,
 ) -> RollbackOutcome:
     """Roll back the pending instant `instant_time` (see the module docstring for the protocol).
 
-    `now` and `tz` choose the rollback instant time (`tz` may be omitted for UTC-timeline tables).
-    `keep_requested=True` undoes a failed attempt but keeps `T.<action>.requested` so the plan can
-    run again, as Java does before re-executing an inflight clustering.
+    `now` and `tz` choose the rollback instant time (`tz` may be omitted for UTC-timeline tables);
+    `now` is also the wall clock heartbeats are judged by. `keep_requested=True` undoes a failed
+    attempt but keeps `T.<action>.requested` so the plan can run again, as Java does before
+    re-executing an inflight clustering. `owner`: the caller's own heartbeat of T (it executes or
+    has claimed T); without it, T is refused while a heartbeat file of T is alive. The rollback
+    instant keeps its own heartbeat (`heartbeat_settings`, Hudi's defaults when None) while it runs.
     """
     started = clock()
+    settings = heartbeat_settings or HeartbeatSettings()
     timeline = table.load_timeline()
-    pending = find_pending_rollback(table, timeline, instant_time)
-    if pending is not None:
-        rollback, plan = pending
+    plan: codecs.RollbackPlan | None = None
+    target: Instant | None = None
+    if find_pending_rollback(table, timeline, instant_time) is None:
+        target = _find_target(timeline, instant_time)
+        if target is None:
+            done = find_completed_rollback(table, timeline, instant_time)
+            if done is None:
+                raise HudiTableServiceError(
+                    f"{table.base_uri}: no pending instant {instant_time} to roll back"
+                )
+            delete_marker_dir(table.storage, instant_time)
+            return RollbackOutcome(instant_time, done[0].timestamp, done[1], already_rolled_back=True)
+        if target.is_completed:
+            raise PlanRefusedError(
+                f"{table.base_uri}: {target} is completed; only pending or failed instants are rolled back"
+            )
+        if keep_requested and target.state is State.REQUESTED:
+            return RollbackOutcome(instant_time, None, None)  # nothing was attempted: nothing to undo
+        plan = plan_rollback(table, target)  # listing work: outside the lock
+
+    # Claim under the lock: on object stores "create if absent" is exclusive only there.
+    with lock as held:
+        timeline = table.load_timeline()
+        pending = find_pending_rollback(table, timeline, instant_time)
+        if pending is not None:
+            rollback, plan = pending
+            # A pending rollback with a live heartbeat is another process's at work; one without a
+            # heartbeat (a crashed run, or Java's, which keeps none) is finished, as Java's
+            # getPendingRollbackInfo re-uses it: deleting and completing are idempotent.
+            refuse_if_alive(
+                table.storage, rollback.with_state(State.REQUESTED), settings, now.timestamp(), "resuming"
+            )
+            rollback_time, resumed = rollback.timestamp, True
+        else:
+            current = _find_target(timeline, instant_time)
+            if target is None or plan is None or current != target:
+                raise ConflictError(
+                    f"{table.base_uri}: {instant_time} changed while its rollback was planned "
+                    f"({target} -> {current}); try again"
+                )
+            _refuse_live_target(table, current, settings, now, owner)
+            rollback_time, resumed = next_instant_time(timeline, now, _zone(table, tz)), False
+            _check_held(held)
+            create_instant_file(
+                table.storage, Instant(rollback_time, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan)
+            )
+        heartbeat = Heartbeat(table.storage, rollback_time, settings, table_name=table.name).start()
+        try:
+            inflight = Instant(rollback_time, Action.ROLLBACK, State.INFLIGHT)
+            if not table.storage.exists(instant_path(inflight)):
+                _check_held(held)
+                create_instant_file(table.storage, inflight)
+        except BaseException:
+            heartbeat.stop()
+            raise
+    if resumed:
+        log.info("table %s: completing pending rollback %s of %s", table.name, rollback_time, instant_time)
+    else:
         log.info(
-            "table %s: completing pending rollback %s of %s", table.name, rollback.timestamp, instant_time
+            "table %s: rolling back %s as %s (%d requests)",
+            table.name, target, rollback_time, len(plan.rollback_requests or ()),
+        )  # fmt: skip
+    try:
+        return _run(
+            table, rollback_time, plan, lock, keep_requested, started, clock, resumed, heartbeat, owner
         )
-        return _run(table, rollback.timestamp, plan, lock, keep_requested, started, clock, resumed=True)
+    finally:
+        heartbeat.stop()
 
-    target = _find_target(timeline, instant_time)
-    if target is None:
-        done = find_completed_rollback(table, timeline, instant_time)
-        if done is None:
-            raise HudiTableServiceError(f"{table.base_uri}: no pending instant {instant_time} to roll back")
-        delete_marker_dir(table.storage, instant_time)
-        return RollbackOutcome(instant_time, done[0].timestamp, done[1], already_rolled_back=True)
-    if target.is_completed:
-        raise PlanRefusedError(
-            f"{table.base_uri}: {target} is completed; only pending or failed instants are rolled back"
+
+def _refuse_live_target(
+    table: HudiTable, target: Instant, settings: HeartbeatSettings, now: datetime, owner: Heartbeat | None
+) -> None:
+    if owner is not None:
+        if owner.instant_time != target.timestamp:
+            raise HudiTableServiceError(
+                f"{table.base_uri}: the heartbeat passed for rolling back {target} is {owner.instant_time}'s"
+            )
+        owner.check_owned()
+        return
+    beat_ms = last_heartbeat_ms(table.storage, target.timestamp)
+    now_ms = int(now.timestamp() * 1000)
+    if beat_ms is not None and not is_expired(table.storage, target.timestamp, now_ms, settings):
+        raise InstantOwnedError(
+            f"{table.base_uri}: not rolling back {instant_name(target)}: its heartbeat is "
+            f"{now.timestamp() - beat_ms / 1000:.1f} s old (expiry window {settings.window_seconds:g} s); "
+            "its writer is alive",
+            instant=target.timestamp,
+            heartbeat_age_seconds=now.timestamp() - beat_ms / 1000,
         )
-    if keep_requested and target.state is State.REQUESTED:
-        return RollbackOutcome(instant_time, None, None)  # nothing was attempted: nothing to undo
 
-    plan = plan_rollback(table, target)
-    rollback_time = next_instant_time(timeline, now, _zone(table, tz))
-    create_instant_file(
-        table.storage, Instant(rollback_time, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan)
-    )
-    log.info(
-        "table %s: rolling back %s as %s (%d requests)",
-        table.name, target, rollback_time, len(plan.rollback_requests or ()),
-    )  # fmt: skip
-    return _run(table, rollback_time, plan, lock, keep_requested, started, clock, resumed=False)
+
+def _check_held(held: object) -> None:
+    if isinstance(held, TableLock):
+        held.check_held()
 
 
 def _find_target(timeline: Timeline, instant_time: str) -> Instant | None:
@@ -367,20 +450,23 @@ def _run(
     started: float,
     clock: Clock,
     resumed: bool,
+    heartbeat: Heartbeat,
+    owner: Heartbeat | None,
 ) -> RollbackOutcome:
     target_info = plan.instant_to_rollback
     if target_info is None:
         raise CorruptTableError(f"{table.base_uri}: rollback plan {rollback_time} names no instant")
     instant_time = target_info.commit_time
     action = Action(target_info.action)
-    inflight = Instant(rollback_time, Action.ROLLBACK, State.INFLIGHT)
-    if not table.storage.exists(instant_path(inflight)):
-        create_instant_file(table.storage, inflight)
 
     requested = Instant(rollback_time, Action.ROLLBACK, State.REQUESTED)
     partition_metadata = execute_rollback_plan(table, plan, table.storage.qualify(instant_path(requested)))
 
     with lock as held:
+        # Neither the rollback nor (when the caller executes it) T may have changed hands meanwhile.
+        heartbeat.check_owned()
+        if owner is not None:
+            owner.check_owned()
         timeline = table.load_timeline()
         current = timeline.find(instant_time, action)
         if current is not None and current.is_completed:
@@ -399,8 +485,7 @@ def _run(
             version=ROLLBACK_METADATA_VERSION,
             instants_rollback=(codecs.InstantInfo(commit_time=instant_time, action=action.value),),
         )
-        if isinstance(held, TableLock):
-            held.check_held()
+        _check_held(held)
         completed = Instant(rollback_time, Action.ROLLBACK, State.COMPLETED)
         try:
             create_instant_file(table.storage, completed, codecs.encode(metadata))
@@ -409,7 +494,7 @@ def _run(
             metadata = table.facts_reader.metadata(completed, codecs.RollbackMetadata)
     delete_marker_dir(table.storage, instant_time)
     if not keep_requested:
-        table.storage.delete_file(f"{HEARTBEAT_FOLDER}/{instant_time}")
+        table.storage.delete_file(heartbeat_path(instant_time))
     log.info(
         "table %s: rollback %s of %s done: %d files deleted",
         table.name, rollback_time, instant_time, metadata.total_files_deleted,

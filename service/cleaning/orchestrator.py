@@ -5,10 +5,12 @@ Order and locking follow Hudi's CleanActionExecutor / CleanPlanActionExecutor un
 1. Every pending clean (requested or inflight, ours or a Java writer's) is finished first.
 2. Scheduling runs under the table lock, on a timeline reloaded under it: trigger, plan, safety
    checks, then `T.clean.requested` (only when the plan deletes a file).
-3. Execution: `T.clean.inflight` (the plan's bytes again), parallel deletes (a missing file counts
-   as deleted), then `T.clean` under the lock. If `T.clean` already exists another writer finished
-   the same plan, which is fine. A file that could not be deleted (an error, or still there after
-   its delete) fails the clean before `T.clean` is written.
+3. Execution: under the lock, the clean's heartbeat and `T.clean.inflight` (the plan's bytes
+   again; a clean another executor is running is left alone, see `Cleaner._claim`), parallel
+   deletes (a missing file counts as deleted), then `T.clean` under the lock, after checking the
+   heartbeat never lapsed. If `T.clean` already exists another writer finished the same plan, which
+   is fine. A file that could not be deleted (an error, or still there after its delete) fails the
+   clean before `T.clean` is written.
 A crash or a failed delete leaves a requested or inflight plan that the next run finishes; deletes
 are idempotent, and nothing outside the plan is touched.
 """
@@ -35,10 +37,11 @@ from service.cleaning.records import (
 from service.cleaning.results import CleanFile, CleanInstantResult, CleanRunResult, PartitionSummary
 from service.cleaning.snapshot import load_clean_snapshot, read_last_clean
 from service.config.hoodie import HoodieConfig
-from service.errors import CorruptTableError, DeleteFailedError, InstantExistsError
+from service.errors import CorruptTableError, DeleteFailedError, InstantExistsError, InstantOwnedError
 from service.lock.base import TableLock
 from service.table import codecs
 from service.table.data_files import PARTITION_METAFILE_PREFIX
+from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.paths import PathGuard
 from service.table.table import HudiTable
@@ -75,6 +78,7 @@ class Cleaner:
         options: CleanOptions | None = None,
         now: Clock = _utc_now,
         delete: DeleteFn | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.table = table
         self.config = config
@@ -83,6 +87,8 @@ class Cleaner:
         self.options = options or CleanOptions()
         self.now = now
         self._delete = delete
+        self.wall_clock = wall_clock  # judges other executors' heartbeats (real time, unlike `now`)
+        self._owned: Heartbeat | None = None  # the heartbeat of the clean being executed
 
     # ------------------------------------------------------------------ one pass
     def run(self) -> CleanRunResult:
@@ -225,25 +231,67 @@ class Cleaner:
         deletable_partitions = self._deletable_partitions(stored, guard)
         if self.options.dry_run:
             return self._result(stored, checked, None, resumed, started)
-        if instant.state is State.REQUESTED:
-            try:  # Java re-serialises the same plan into the inflight file
-                create_instant_file(storage, requested.with_state(State.INFLIGHT), content)
-            except InstantExistsError:
-                log.info("table %s: clean %s is already inflight (another writer)", self.table.name, instant)
-        report = delete_files(storage, stored.files, self.config.clean.parallelism, self._delete)
-        if report.failures:
-            # Nothing is recorded for a failed delete: `T.clean` is not written, so no metadata ever
-            # lists the file, and the inflight plan is retried whole (Hudi 0.15 fails the clean too).
-            first = [f"{storage.qualify(p)} ({error})" for p, error in sorted(report.failures.items())[:3]]
-            raise DeleteFailedError(
-                f"table {self.table.name!r}: clean {instant.timestamp} could not delete "
-                f"{len(report.failures)} file(s), e.g. {'; '.join(first)}; the plan stays inflight and the "
-                "next run retries it"
-            )
-        self._delete_empty_partitions(deletable_partitions)
-        metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))
-        completed_by_other = self._complete(instant, codecs.encode(metadata))
+        heartbeat = self._claim(instant, content)
+        if heartbeat is None:
+            return self._result(stored, checked, None, resumed, started, completed_by_other=True)
+        self._owned = heartbeat
+        try:
+            report = delete_files(storage, stored.files, self.config.clean.parallelism, self._delete)
+            if report.failures:
+                # Nothing is recorded for a failed delete: `T.clean` is not written, so no metadata
+                # ever lists the file, and the inflight plan is retried whole (Hudi 0.15 fails the
+                # clean too).
+                failures = sorted(report.failures.items())[:3]
+                first = [f"{storage.qualify(p)} ({error})" for p, error in failures]
+                raise DeleteFailedError(
+                    f"table {self.table.name!r}: clean {instant.timestamp} could not delete "
+                    f"{len(report.failures)} file(s), e.g. {'; '.join(first)}; the plan stays inflight and "
+                    "the next run retries it"
+                )
+            self._delete_empty_partitions(deletable_partitions)
+            metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))
+            completed_by_other = self._complete(instant, codecs.encode(metadata))
+        finally:
+            self._owned = None
+            heartbeat.stop()
         return self._result(stored, checked, report.outcomes, resumed, started, completed_by_other)
+
+    def _claim(self, instant: Instant, content: bytes) -> Heartbeat | None:
+        """Under the lock: take clean `instant` (heartbeat, then requested -> inflight); None if completed.
+
+        One executor per clean: an inflight clean alive by `service.table.heartbeat.judge` (another
+        cleaner's heartbeat, or Java's young inflight file: Java's cleans keep no heartbeat) raises
+        `InstantOwnedError` and is left alone this run; Java's `CleanActionExecutor` would run it again.
+        """
+        storage = self.table.storage
+        settings = HeartbeatSettings.from_config(self.config)
+        heartbeat = Heartbeat(storage, instant.timestamp, settings, table_name=self.table.name)
+        with self.lock:
+            current = self.table.load_timeline().find(instant.timestamp, Action.CLEAN)
+            if current is None:
+                raise CorruptTableError(f"{storage.base_uri}: pending clean {instant} vanished")
+            if current.is_completed:
+                log.info("table %s: clean %s was completed by another writer", self.table.name, instant)
+                return None
+            refuse_if_alive(storage, current, settings, self.wall_clock(), "executing")
+            heartbeat.start()
+            try:
+                if current.state is State.REQUESTED:
+                    self.lock.check_held()
+                    # Java re-serialises the same plan into the inflight file.
+                    create_instant_file(storage, current.with_state(State.INFLIGHT), content)
+            except InstantExistsError:
+                heartbeat.stop()
+                # A Java cleaner moves its plan to inflight without our lock: it runs it right now.
+                raise InstantOwnedError(
+                    f"{storage.base_uri}: not executing clean {instant.timestamp}: another writer has just "
+                    "made it inflight",
+                    instant=instant.timestamp,
+                ) from None
+            except BaseException:
+                heartbeat.stop()
+                raise
+        return heartbeat
 
     def _complete(self, instant: Instant, content: bytes) -> bool:
         """Write `T.clean` under the lock; True when another writer had completed it already."""
@@ -255,6 +303,8 @@ class Cleaner:
                 )
                 return True
             self.lock.check_held()
+            if self._owned is not None:
+                self._owned.check_owned()  # Java's HeartbeatUtils.abortIfHeartbeatExpired before a commit
             try:
                 create_instant_file(self.table.storage, completed, content)
             except InstantExistsError:

@@ -21,6 +21,7 @@ from service.clustering.plan_report import plan_report, plan_to_json, render_pla
 from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
+from service.table.heartbeat import HeartbeatSettings
 from strategies.plan.model import PlannedClustering
 from strategies.plan.trigger import pending_clustering_instants
 
@@ -106,8 +107,9 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
             reply.say(f"pending clustering plans: {', '.join(pending) or 'none'}", pending=pending)
             return reply.finish(0)
         purged = purge_pending_clustering(
-            ctx.table, ctx.lock, zone=ctx.zone, now=now, instant_time=args.instant_time
-        )
+            ctx.table, ctx.lock, zone=ctx.zone, now=now, instant_time=args.instant_time,
+            heartbeat_settings=HeartbeatSettings.from_config(ctx.config),
+        )  # fmt: skip
         reply.say(f"rolled back: {', '.join(purged) or 'nothing pending'}", rolled_back=purged)
         return reply.finish(0)
 

@@ -1,10 +1,12 @@
 """Clustering orchestration: schedule a plan, execute its groups on Spark, commit as a replacecommit.
 
-Commit protocol (Hudi's `completeClustering`): `Tc.replacecommit.inflight` (empty), DIRECT markers before
-every data file, then under the table lock: reload the timeline, re-check that no completed commit
-touched an input file group since the plan (whatever the update strategy: committing would drop that
-update), delete files with markers that are not in the write stats, write `Tc.replacecommit`. A
-failure anywhere leaves readers on the old file groups; the failed attempt is rolled back by markers.
+Commit protocol (Hudi's `completeClustering`): under the table lock, the attempt's heartbeat and
+`Tc.replacecommit.inflight` (empty; one executor per instant, see `execute_clustering`), DIRECT
+markers before every data file, then under the table lock: check the attempt still owns the instant,
+reload the timeline, re-check that no completed commit touched an input file group since the plan
+(whatever the update strategy: committing would drop that update), delete files with markers that
+are not in the write stats, write `Tc.replacecommit`. A failure anywhere leaves readers on the old
+file groups; the failed attempt is rolled back by markers.
 """
 
 from __future__ import annotations
@@ -20,12 +22,19 @@ from datetime import UTC, datetime, tzinfo
 from service.clustering.attempts import mark_as_ours
 from service.clustering.preflight import check_plan_executable
 from service.config.hoodie import HoodieConfig
-from service.errors import ConflictError, CorruptTableError, HudiTableServiceError, PlanRefusedError
+from service.errors import (
+    ConflictError,
+    CorruptTableError,
+    HeartbeatLostError,
+    HudiTableServiceError,
+    PlanRefusedError,
+)
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.data_files import parse_base_file
+from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.table import HudiTable
@@ -251,9 +260,19 @@ def commit_clustering(
     results: Sequence[BaseFileWriteResult],
     schema: str | None,
     lock: TableLock,
+    heartbeat: Heartbeat | None = None,
+    inflight_mtime_ns: int | None = None,
 ) -> None:
-    """Under the lock: conflict re-check, finalize (drop unreferenced files), write the replacecommit."""
+    """Under the lock: conflict re-check, finalize (drop unreferenced files), write the replacecommit.
+
+    With `heartbeat` (this attempt's) it first re-checks that the attempt still owns the instant:
+    the heartbeat never lapsed past the expiry window (Java's `HeartbeatUtils.abortIfHeartbeatExpired`
+    before a commit) and `Tc.replacecommit.inflight` is still the file this attempt created
+    (`inflight_mtime_ns`): an executor that took the instant over rolled it back and re-created it.
+    """
     with lock:
+        if heartbeat is not None:
+            _check_still_owned(table, instant_time, heartbeat, inflight_mtime_ns)
         check_no_conflict(table, instant_time, plan)
         keep = {r.path for r in results}
         for stray in sorted(_marker_files(table, instant_time) - keep):
@@ -271,12 +290,39 @@ def commit_clustering(
             partition_to_replace_file_ids={p: tuple(ids) for p, ids in replaced.items()},
         )
         lock.check_held()
+        if heartbeat is not None:
+            heartbeat.check_owned()  # finalizing may have taken a while
         create_instant_file(
             table.storage,
             Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),
             codecs.encode(metadata),
         )
     delete_marker_dir(table.storage, instant_time)
+
+
+def _check_still_owned(
+    table: HudiTable, instant_time: str, heartbeat: Heartbeat, inflight_mtime_ns: int | None
+) -> None:
+    heartbeat.check_owned()
+    if inflight_mtime_ns is None:
+        return
+    inflight = Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
+    status = table.storage.status(instant_path(inflight))
+    if status is None or status.mtime_ns != inflight_mtime_ns:
+        raise HeartbeatLostError(
+            f"{table.base_uri}: {inflight} is not the file this attempt created (another executor took "
+            "the clustering over); this attempt neither commits nor rolls back",
+            instant=instant_time,
+        )
+
+
+def _create_inflight(table: HudiTable, instant_time: str, lock: TableLock) -> int | None:
+    """Under the lock: `Tc.replacecommit.inflight`; its mtime identifies this attempt's claim."""
+    lock.check_held()
+    inflight = Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
+    create_instant_file(table.storage, inflight)
+    status = table.storage.status(instant_path(inflight))
+    return status.mtime_ns if status is not None else None
 
 
 def run_groups(
@@ -355,53 +401,122 @@ def execute_clustering(
     *,
     zone: tzinfo,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    wall_clock: Callable[[], float] = time.time,
 ) -> ClusteringResult:
-    """Execute a pending clustering plan (ours or Hudi's) and commit it.
+    """Execute a pending clustering plan (ours or Hudi's) and commit it; one executor per instant.
 
-    A previous failed attempt is rolled back first (its files, via markers; the plan stays). If a
-    group fails, this attempt is rolled back at once, so no partial file outlives the failure (hudi-rs
-    would show such files once a later commit completes). If committing would drop a concurrent
-    update, the whole clustering is rolled back and the result says so.
+    Claim, under the lock on a reloaded timeline: a REQUESTED plan is claimed by starting its
+    heartbeat (`.hoodie/.heartbeat/Tc`, as `HoodieHeartbeatClient.start`) and writing
+    `Tc.replacecommit.inflight`. An INFLIGHT one is another attempt's: while it is alive by
+    `service.table.heartbeat.judge` this raises `InstantOwnedError` (naming the instant and the
+    heartbeat's age) and touches nothing. Unlike Hudi 0.15's `BaseHoodieTableServiceClient.cluster`,
+    which rolls back any inflight clustering it is asked to run, an abandoned attempt only is
+    claimed (heartbeat under the lock), rolled back by markers (the plan stays), and re-executed.
+
+    The heartbeat beats through the Spark work and the commit, and is stopped and deleted at the end,
+    whatever happens (`wall_clock` judges others' heartbeats). If a group fails, this attempt is
+    rolled back at once, so no partial file outlives the failure (hudi-rs would show such files once
+    a later commit completes). If committing would drop a concurrent update, the whole clustering is
+    rolled back and the result says so. If the heartbeat lapsed (`HeartbeatLostError`), nothing is
+    committed or rolled back: the instant may be another executor's by then.
     """
     started = time.monotonic()
-    timeline = table.load_timeline()
-    instant = timeline.find(instant_time, Action.REPLACE_COMMIT)
+    settings = HeartbeatSettings.from_config(config)
+    instant = table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
     if instant is None or instant.is_completed:
         raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
     plan = read_clustering_plan(table, instant)
     confine_clustering_plan(table, instant_time, plan)  # before anything is read or rolled back
-    if instant.state is State.INFLIGHT:
-        log.warning(
-            "table %s: clustering %s was interrupted; rolling back that attempt", table.name, instant_time
-        )
-        rollback_instant(table, instant_time, lock, now=now(), tz=zone, keep_requested=True)
-    schema = latest_table_schema(table, timeline)
-    jobs = group_jobs(table, instant_time, plan, config, schema)
+    heartbeat = Heartbeat(table.storage, instant_time, settings, table_name=table.name)
+    inflight_mtime_ns: int | None = None
+    with lock:
+        timeline = table.load_timeline()
+        instant = timeline.find(instant_time, Action.REPLACE_COMMIT)
+        if instant is None or instant.is_completed:
+            raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
+        verdict = refuse_if_alive(table.storage, instant, settings, wall_clock(), "executing")
+        schema = latest_table_schema(table, timeline)
+        # Planned before anything is written: a plan that cannot run leaves no inflight attempt.
+        jobs = group_jobs(table, instant_time, plan, config, schema)
+        heartbeat.start()
+        try:
+            if instant.state is State.REQUESTED:
+                inflight_mtime_ns = _create_inflight(table, instant_time, lock)
+        except BaseException:
+            heartbeat.stop()
+            raise
+    try:
+        if instant.state is State.INFLIGHT:
+            log.warning(
+                "table %s: clustering %s was interrupted (%s); rolling back that attempt",
+                table.name, instant_time, verdict.describe(),
+            )  # fmt: skip
+            rollback_instant(
+                table, instant_time, lock, now=now(), tz=zone, keep_requested=True,
+                heartbeat_settings=settings, owner=heartbeat,
+            )  # fmt: skip
+            with lock:
+                heartbeat.check_owned()
+                inflight_mtime_ns = _create_inflight(table, instant_time, lock)
+        return _run_and_commit(
+            table, instant_time, plan, config, runner, lock, jobs, schema, heartbeat, inflight_mtime_ns,
+            zone=zone, now=now, started=started,
+        )  # fmt: skip
+    finally:
+        heartbeat.stop()
+
+
+def _run_and_commit(
+    table: HudiTable,
+    instant_time: str,
+    plan: codecs.ClusteringPlan,
+    config: HoodieConfig,
+    runner: GroupRunner,
+    lock: TableLock,
+    jobs: list[GroupJob],
+    schema: str | None,
+    heartbeat: Heartbeat,
+    inflight_mtime_ns: int | None,
+    *,
+    zone: tzinfo,
+    now: Callable[[], datetime],
+    started: float,
+) -> ClusteringResult:
+    """The Spark work and the commit of a claimed attempt (its heartbeat beating)."""
+    settings = heartbeat.settings
     result = ClusteringResult(
         instant_time,
         groups=len(jobs),
         input_files=sum(len(j.input_paths) for j in jobs),
         input_bytes=sum(sum(j.input_sizes) for j in jobs),
     )
-    create_instant_file(table.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT))
     try:
         results = run_groups(jobs, runner, config.clustering.max_parallelism)
     except BaseException:
-        log.error("table %s: clustering %s failed; rolling back this attempt", table.name, instant_time)
-        rollback_instant(table, instant_time, lock, now=now(), tz=zone, keep_requested=True)
+        if heartbeat.lost:
+            log.error("table %s: clustering %s failed after losing its heartbeat", table.name, instant_time)
+        else:
+            log.error("table %s: clustering %s failed; rolling back this attempt", table.name, instant_time)
+            rollback_instant(
+                table, instant_time, lock, now=now(), tz=zone, keep_requested=True,
+                heartbeat_settings=settings, owner=heartbeat,
+            )  # fmt: skip
         raise
     result.written = results
     result.output_files = len(results)
     result.output_bytes = sum(r.file_size_bytes for r in results)
     try:
-        commit_clustering(table, instant_time, plan, results, schema, lock)
+        commit_clustering(table, instant_time, plan, results, schema, lock, heartbeat, inflight_mtime_ns)
     except ConflictError as conflict:
         # The lock is released by now (locks are not re-entrant; rollback takes it itself).
         # The plan goes too (its `.requested` file), as when Hudi 0.15's writer gives up a clustering
         # its update conflicts with (a rollback with deleteInstants): kept, it would conflict on every
         # retry. A writer that listed the plan just before may fail once reading it; it retries.
         log.warning("table %s: %s; rolling back clustering %s", table.name, conflict, instant_time)
-        rollback_instant(table, instant_time, lock, now=now(), tz=zone, keep_requested=False)
+        rollback_instant(
+            table, instant_time, lock, now=now(), tz=zone, keep_requested=False,
+            heartbeat_settings=settings, owner=heartbeat,
+        )  # fmt: skip
         result.rolled_back = True
         result.reason = str(conflict)
         result.duration_seconds = time.monotonic() - started
@@ -417,14 +532,41 @@ def execute_clustering(
 
 
 def purge_pending_clustering(
-    table: HudiTable, lock: TableLock, *, zone: tzinfo, now: datetime, instant_time: str | None = None
+    table: HudiTable,
+    lock: TableLock,
+    *,
+    zone: tzinfo,
+    now: datetime,
+    instant_time: str | None = None,
+    heartbeat_settings: HeartbeatSettings | None = None,
 ) -> list[str]:
-    """Roll back pending clustering plans (one, or all): their files and instant files go."""
+    """Roll back pending clustering plans (one, or all): their files and instant files go.
+
+    A plan another executor is running (alive by `service.table.heartbeat.judge`) is refused with
+    `InstantOwnedError`; otherwise it is claimed under the lock (our heartbeat, so no executor
+    starts it meanwhile) before it is rolled back.
+    """
+    settings = heartbeat_settings or HeartbeatSettings()
     timeline = table.load_timeline()
     pending = [i.timestamp for i in pending_clustering_instants(timeline, table.facts_reader)]
     targets = [t for t in pending if instant_time is None or t == instant_time]
     if instant_time is not None and not targets:
         raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
+    purged = []
     for target in targets:
-        rollback_instant(table, target, lock, now=now, tz=zone, keep_requested=False)
-    return targets
+        heartbeat = Heartbeat(table.storage, target, settings, table_name=table.name)
+        with lock:
+            instant = table.load_timeline().find(target, Action.REPLACE_COMMIT)
+            if instant is None or instant.is_completed:
+                continue  # finished or purged by someone else meanwhile
+            refuse_if_alive(table.storage, instant, settings, now.timestamp(), "purging")
+            heartbeat.start()
+        try:
+            rollback_instant(
+                table, target, lock, now=now, tz=zone, keep_requested=False,
+                heartbeat_settings=settings, owner=heartbeat,
+            )  # fmt: skip
+        finally:
+            heartbeat.stop()
+        purged.append(target)
+    return purged

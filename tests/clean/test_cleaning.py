@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +35,11 @@ def _cleaner(
     config = HoodieConfig.from_mapping(props, table.name)
     lock = InProcessTableLock(table.name, key=str(base), default_timeout_s=5)
     return Cleaner(table, config, lock, UTC, options, now=lambda: NOW, delete=delete)
+
+
+def _age(path: Path, seconds: float) -> None:
+    when = time.time() - seconds
+    os.utime(path, (when, when))
 
 
 def _data_files(base: Path) -> set[str]:
@@ -189,6 +196,8 @@ def test_crash_between_inflight_and_completed_rerun_finishes_same_plan(tmp_path:
     assert inflight.endswith(".clean.inflight") and requested.endswith(".clean.requested")
     partly = before - _data_files(tmp_path)
     assert 0 < len(partly) < 6  # two slices per group are older than the ECTR's newest: 6 files planned
+    # The crash was a while ago: an inflight clean without heartbeat is left alone for one window.
+    _age(tmp_path / ".hoodie" / inflight, seconds=600)
 
     result = _cleaner(tmp_path, {COMMITS: 1}).run()
     [resumed] = result.cleans

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -164,6 +166,10 @@ def test_crash_between_data_files_and_commit_is_rolled_back_then_retried(
     )
     assert written and all((base / r.path).exists() for r in written)
     assert _rows(ht.read_snapshot(spark, base)) == before[0]  # Hudi hides files of the pending instant
+    # The process died a while ago (no heartbeat, an inflight file older than the expiry window).
+    inflight = base / ".hoodie" / f"{instant}.replacecommit.inflight"
+    long_ago = time.time() - 600
+    os.utime(inflight, (long_ago, long_ago))
 
     result = _execute(table, instant, config, spark)
     assert result.committed

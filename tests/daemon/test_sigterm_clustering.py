@@ -40,6 +40,7 @@ defaults:
   hoodie.clustering.async.max.commits: 1
   hoodie.clustering.plan.strategy.sort.columns: qty,price
   hoodie.layout.optimize.strategy: HILBERT
+  hoodie.client.heartbeat.interval_in_ms: 1000  # the killed attempt is abandoned 2 s after its last beat
 tables:
   - {{name: {base.name}, base_path: '{base}', timezone: UTC, cleaning: {{enabled: false}}}}
 """

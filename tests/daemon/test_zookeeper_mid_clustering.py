@@ -92,7 +92,8 @@ def test_zookeeper_lost_while_the_commit_holds_the_lock_aborts_it_then_the_retry
 ) -> None:
     base = history_many_commits.base_path
     table = HudiTable.open(str(base))
-    config = HoodieConfig.from_mapping({}, table.name)
+    # A 1 s heartbeat expiry window: the aborted attempt is abandoned (taken over) 1 s after it ends.
+    config = HoodieConfig.from_mapping({"hoodie.client.heartbeat.interval_in_ms": 500}, table.name)
     settings = zk_settings(private_zookeeper, lock_base_path, lock_key=table.name)
     lock = ZookeeperTableLock(settings, table.name, pool=new_pool())
     run_group = SparkExecutor(session=spark).run_group
@@ -119,6 +120,7 @@ def test_zookeeper_lost_while_the_commit_holds_the_lock_aborts_it_then_the_retry
     _assert_readers_see(history_many_commits, spark)
 
     private_zookeeper.start()
+    time.sleep(1.1)  # past the expiry window of the aborted attempt's inflight file
     result = execute_clustering(table, instant, config, run_group, lock, zone=UTC)
     assert result.committed
     assert _clustering_state(table, instant) is State.COMPLETED
@@ -167,6 +169,7 @@ daemon:
       hoodie.write.lock.wait_time_ms: 3000
 defaults:
   hoodie.clustering.async.max.commits: 1
+  hoodie.client.heartbeat.interval_in_ms: 500  # the aborted attempt is taken over 1 s after it ends
 tables:
   - name: {history.table_name}
     base_path: {base}

@@ -19,6 +19,7 @@ class RecordingLock:
 
     base: Path
     fail_on_enter: bool = False
+    fail_from_enter: int | None = None  # the n-th acquisition (0-based) and later ones fail
     entered: list[set[str]] = field(default_factory=list)
     exited: list[set[str]] = field(default_factory=list)
     held: bool = False
@@ -27,7 +28,9 @@ class RecordingLock:
         return {p.name for p in (self.base / ".hoodie").iterdir() if p.is_file()}
 
     def __enter__(self) -> RecordingLock:
-        if self.fail_on_enter:
+        if self.fail_on_enter or (
+            self.fail_from_enter is not None and len(self.entered) >= self.fail_from_enter
+        ):
             raise RuntimeError("lock service down")
         self.held = True
         self.entered.append(self._names())

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from service.errors import (
     ConfigError,
     CorruptTableError,
     HudiTableServiceError,
+    InstantOwnedError,
     PlanRefusedError,
     UnsupportedTableError,
 )
@@ -103,17 +105,20 @@ def test_rollback_takes_lock_only_for_instant_files(tmp_path: Path) -> None:
     lock = RecordingLock(s.base)
     outcome = _rollback(s, lock)
     r = outcome.rollback_time
-    assert len(lock.entered) == 1
-    # Data files are gone before the lock is taken; the pending instant still exists then.
+    # Two short holds: R goes requested -> inflight in the first, completed in the second; the data
+    # files are deleted between them, without the lock.
+    assert len(lock.entered) == 2
+    assert not {n for n in lock.entered[0] if n.startswith(str(r))}
+    assert {f"{r}.rollback.requested", f"{r}.rollback.inflight"} <= lock.exited[0]
     assert not any(s.exists(p) for p in s.outputs)
     assert {
         f"{T}.replacecommit.requested",
         f"{T}.replacecommit.inflight",
         f"{r}.rollback.inflight",
-    } <= lock.entered[0]
-    assert f"{r}.rollback" not in lock.entered[0]
-    assert f"{r}.rollback" in lock.exited[0]
-    assert not {n for n in lock.exited[0] if n.startswith(T)}
+    } <= lock.entered[1]
+    assert f"{r}.rollback" not in lock.entered[1]
+    assert f"{r}.rollback" in lock.exited[1]
+    assert not {n for n in lock.exited[1] if n.startswith(T)}
 
 
 def test_rollback_with_in_process_table_lock(tmp_path: Path) -> None:
@@ -220,7 +225,7 @@ def test_rollback_rerun_after_crash_before_deleting_files(
 def test_rollback_rerun_after_crash_before_lock_counts_gone_files_as_deleted(tmp_path: Path) -> None:
     s = pending_clustering_scenario(tmp_path)
     with pytest.raises(RuntimeError, match="lock service down"):
-        _rollback(s, RecordingLock(s.base, fail_on_enter=True))
+        _rollback(s, RecordingLock(s.base, fail_from_enter=1))  # down once the files are deleted
     assert not any(s.exists(p) for p in s.outputs)
     assert f"{T}.replacecommit.inflight" in s.timeline_names()
 
@@ -318,9 +323,25 @@ def test_rollback_removes_checksum_siblings_and_heartbeat(tmp_path: Path) -> Non
     heartbeat = s.base / ".hoodie/.heartbeat" / T
     heartbeat.parent.mkdir(parents=True)
     heartbeat.write_bytes(b"")
+    expired = (NOW - timedelta(minutes=10)).timestamp()  # the dead writer's last beat
+    os.utime(heartbeat, (expired, expired))
     _rollback(s)
     assert not crc.exists()
     assert not heartbeat.exists()
+
+
+def test_rollback_refuses_an_instant_whose_heartbeat_is_alive(tmp_path: Path) -> None:
+    s = pending_clustering_scenario(tmp_path)
+    heartbeat = s.base / ".hoodie/.heartbeat" / T
+    heartbeat.parent.mkdir(parents=True)
+    heartbeat.write_bytes(b"")
+    alive = (NOW - timedelta(seconds=30)).timestamp()  # within 60 s x 2 misses
+    os.utime(heartbeat, (alive, alive))
+    with pytest.raises(InstantOwnedError, match=rf"not rolling back replacecommit {T} .*30\.0 s old"):
+        _rollback(s)
+    assert all(s.exists(p) for p in s.outputs)  # nothing deleted
+    assert f"{T}.replacecommit.inflight" in s.timeline_names()
+    assert not _rollback_instants(s)
 
 
 def test_rollback_local_timezone_table_needs_writers_zone(tmp_path: Path) -> None:
