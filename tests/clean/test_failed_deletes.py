@@ -6,6 +6,7 @@ real `Storage.delete_file` and the real `Cleaner` decide what a failed delete me
 
 from __future__ import annotations
 
+import time
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ import pytest
 
 from service.cleaning import Cleaner, CleanOptions
 from service.config.hoodie import HoodieConfig
-from service.errors import DeleteFailedError
+from service.errors import DeleteFailedError, InstantOwnedError
 from service.lock import InProcessTableLock
 from service.table import codecs
 from service.table.storage import Storage
@@ -41,10 +42,15 @@ def _history(t: FixtureTable) -> set[str]:
     return {f"{p}/{t.file_name(p, fid(n), ts(i))}" for p, n in (("a", 1), ("b", 2)) for i in (1, 2)}
 
 
-def _cleaner(table: HudiTable, options: CleanOptions | None = None) -> Cleaner:
+# A retry runs once the failed attempt's inflight file is past the heartbeat expiry window (2 min
+# by default): a young inflight clean without a heartbeat may be another cleaner at work.
+LATER_SECONDS = 3600.0
+
+
+def _cleaner(table: HudiTable, options: CleanOptions | None = None, later: float = 0.0) -> Cleaner:
     config = HoodieConfig.from_mapping({COMMITS: 1}, table.name)
     lock = InProcessTableLock(table.name, key=table.base_uri, default_timeout_s=5)
-    return Cleaner(table, config, lock, UTC, options, now=lambda: NOW)
+    return Cleaner(table, config, lock, UTC, options, now=lambda: NOW, wall_clock=lambda: time.time() + later)
 
 
 def _clean_files(base: Path) -> list[str]:
@@ -132,7 +138,9 @@ def test_failed_delete_leaves_clean_inflight_and_retry_completes_same_instant(
     assert not any((tmp_path / p).exists() for p in planned - {stuck})  # the others were deleted
 
     storage.heal()
-    [resumed] = _cleaner(storage.open_table()).run().cleans
+    with pytest.raises(InstantOwnedError, match="inflight file"):  # at once: it may be another cleaner's
+        _cleaner(storage.open_table()).run()
+    [resumed] = _cleaner(storage.open_table(), later=LATER_SECONDS).run().cleans
     assert resumed.resumed and resumed.instant_time == instant_time
     assert (resumed.files_deleted, resumed.files_already_gone) == (1, 3)
     assert _clean_files(tmp_path) == [f"{instant_time}.clean{s}" for s in ("", ".inflight", ".requested")]
@@ -183,7 +191,7 @@ def test_hudi_table_reads_unchanged_while_a_clean_is_stuck_and_after_its_retry(
     assert ht.normalise_rows(ht.read_snapshot(spark, h.base_path)) == expected
 
     storage.heal()
-    [done] = _cleaner(storage.open_table()).run().cleans
+    [done] = _cleaner(storage.open_table(), later=LATER_SECONDS).run().cleans
     assert done.resumed and done.instant_time == instant_time
     assert done.files_deleted == done.files_planned > 0 and done.files_already_gone == 0
     assert len(before - _data_files(h.base_path)) == done.files_planned
