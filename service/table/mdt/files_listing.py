@@ -110,11 +110,16 @@ class _Scan:
     valid: frozenset[str]
 
     def readable(self, block: LogBlock) -> bool | None:
-        """AbstractHoodieLogRecordReader.scanInternalV1's filters for a data or delete block:
-        None stops the scan (a block newer than the latest completed MDT instant), False skips it."""
+        """AbstractHoodieLogRecordReader.scanInternalV1's filters: None stops the scan (any non-corrupt
+        block newer than the latest completed MDT instant), False skips a data or delete block of an
+        MDT instant not completed (or inflight) or outside the valid instants."""
+        if block.block_type is BlockType.CORRUPT_BLOCK:
+            return True
         instant = block.instant_time
         if instant > self.latest_instant:
             return None
+        if block.block_type is BlockType.COMMAND_BLOCK:
+            return True
         committed = instant in self.completed or (
             self.timeline_start is not None and instant < self.timeline_start
         )
@@ -171,25 +176,18 @@ def _merge_logs(storage: Storage, file_slice: FilesSlice, scan: _Scan) -> dict[s
     for name in file_slice.log_files:
         path = f"{MDT_BASE}/{FILES_PARTITION}/{name}"
         for block in read_log_blocks(storage.read_bytes(path), storage.qualify(path)):
-            if block.block_type in (
-                BlockType.HFILE_DATA_BLOCK,
-                BlockType.DELETE_BLOCK,
-                BlockType.AVRO_DATA_BLOCK,
-                BlockType.PARQUET_DATA_BLOCK,
-                BlockType.CDC_DATA_BLOCK,
-            ):
-                verdict = scan.readable(block)
-                if verdict is None:
-                    stopped = True
-                    break
-                if verdict:
-                    queued.append(block)
-            elif block.block_type is BlockType.CORRUPT_BLOCK:
-                queued.append(block)
-            elif block.is_rollback_command():
+            verdict = scan.readable(block)
+            if verdict is None:
+                stopped = True
+                break
+            if not verdict:
+                continue
+            if block.block_type is BlockType.COMMAND_BLOCK:
+                if not block.is_rollback_command():
+                    raise UnsupportedTableError(f"{block.source}: command block {block.header} in the MDT")
                 _apply_rollback(queued, block.header.get(HeaderKey.TARGET_INSTANT_TIME, ""))
             else:
-                raise UnsupportedTableError(f"{block.source}: command block {block.header} in the MDT")
+                queued.append(block)
         if stopped:
             break
     merged: dict[str, FilesRecord] = {}

@@ -10,8 +10,9 @@ int32 block type, header map, int64 content length, content, footer map, int64 r
 A map is int32 count then (int32 key ordinal, int32 byte length, UTF-8 bytes) per entry. The reverse
 pointer is the number of bytes written before it (magic + length field + block length - 8), i.e.
 magic length + block length. A block whose length runs past the end of the file or whose reverse
-pointer disagrees is a corrupt block, as `HoodieLogFileReader.isBlockCorrupted` decides; the reader then resumes at the next magic (`scanForNextAvailableBlockOffset`) and the
-scanner skips it, like `AbstractHoodieLogRecordReader`.
+pointer disagrees is a corrupt block, as `HoodieLogFileReader.isBlockCorrupted` decides; the reader
+then resumes at the next magic (`scanForNextAvailableBlockOffset`) and the scanner skips it, like
+`AbstractHoodieLogRecordReader`.
 """
 
 from __future__ import annotations

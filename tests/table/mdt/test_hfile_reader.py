@@ -133,7 +133,10 @@ def test_cell_key_length_beyond_the_block_is_refused() -> None:
     block = reader._read_block(0, b"DATABLK*")
     bad = struct.pack(">ii", 1_000_000, 4) + block.payload[8:]
     forged = type(block)(block.magic, 0, block.on_disk_size, bad)
-    with pytest.raises(CorruptTableError, match=r"cells.hfile \(data block at offset 0\): at offset 4: key length 1000000 out of range"):
+    with pytest.raises(
+        CorruptTableError,
+        match=r"cells.hfile \(data block at offset 0\): at offset 4: key length 1000000 out of range",
+    ):
         list(reader._block_cells(forged))
 
 
@@ -174,7 +177,7 @@ def test_log_file_not_starting_with_magic_is_refused() -> None:
 def test_delete_block_with_records_is_refused() -> None:
     content = struct.pack(">ii", 3, 2) + b"\x02\x00"
     block = LogBlock("x.log", 0, BlockType.DELETE_BLOCK, {HeaderKey.INSTANT_TIME: "1"}, content)
-    with pytest.raises(UnsupportedTableError, match="x.log@0: delete block"):
+    with pytest.raises(UnsupportedTableError, match=r"x\.log@0: delete block"):
         block.check_empty_delete()
     empty = LogBlock("x.log", 0, BlockType.DELETE_BLOCK, {}, struct.pack(">ii", 3, 1) + b"\x00")
     empty.check_empty_delete()
