@@ -8,7 +8,9 @@ groups), Hudi's own clean, and the rollback of a failed write.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,10 +37,19 @@ def _batch(k: int) -> range:
     return range(k * BATCH_ROWS, (k + 1) * BATCH_ROWS)
 
 
+@dataclass(frozen=True)
+class MdtHistory:
+    """The history, the instant of its failed (then rolled back) write, and a copy of the table taken
+    right after the insert_overwrite (before Hudi's clean removed the replaced file groups)."""
+
+    history: HudiHistory
+    failed_instant: str
+    after_replace: Path
+
+
 def build_mdt_history(
     spark: SparkSession, base_path: Path, opts: Mapping[str, str] = MDT_ON, name: str = "mdt_files"
-) -> tuple[HudiHistory, str]:
-    """Writes the history; returns it and the instant of the failed (then rolled back) write."""
+) -> MdtHistory:
     b = _Builder(spark, name, base_path, partitioned=True, opts=opts)
     b.write("insert", _batch(0), batch=0)
     b.write("insert", _batch(1), batch=1)
@@ -46,6 +57,8 @@ def build_mdt_history(
     b.write("insert", _batch(2), batch=3)
     asia = [i for i in range(1000, 1030) if ht.PARTITIONS[i % 3] == "asia"]
     b.write("insert_overwrite", asia, batch=4)
+    after_replace = base_path.parent / f"{name}_after_replace"
+    shutil.copytree(base_path, after_replace, symlinks=True)
     failed = ht.write_failing(
         spark,
         base_path,
@@ -64,7 +77,7 @@ def build_mdt_history(
         extra={"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "2"},
     )
     b.write("upsert", list(range(120, 135)), batch=8)
-    return b.finish(), failed
+    return MdtHistory(b.finish(), failed, after_replace)
 
 
 def build_mdt_indexes_history(spark: SparkSession, base_path: Path) -> HudiHistory:
