@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -38,15 +38,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 
 @pytest.fixture(scope="session")
-def mdt_history_built(
-    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[HudiHistory, str]:
+def mdt_history_built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> MdtHistory:
     return build_mdt_history(spark, tmp_path_factory.mktemp("mdt-history") / "mdt_files")
 
 
 @pytest.fixture
-def mdt_history(mdt_history_built: tuple[HudiHistory, str], tmp_path: Path) -> HudiHistory:
-    return mdt_history_built[0].copy_to(tmp_path / "mdt_files")
+def mdt_history(mdt_history_built: MdtHistory, tmp_path: Path) -> HudiHistory:
+    return mdt_history_built.history.copy_to(tmp_path / "mdt_files")
 
 
 @pytest.fixture(scope="session")
@@ -69,13 +67,12 @@ def storage_listing(base_path: Path) -> dict[str, dict[str, int]]:
 
 def hudi_mdt_listing(spark: SparkSession, base_path: Path) -> dict[str, dict[str, int]]:
     """Hudi's own MDT reader (HoodieBackedTableMetadata), names and sizes."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
+    jsc: Any = spark._jsc
     base = str(base_path)
-    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark._jsc)  # type: ignore[attr-defined]
+    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(jsc)
     config = jvm.org.apache.hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
-    hadoop_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
-        spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
-    )
+    hadoop_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration())
     storage = jvm.org.apache.hudi.storage.HoodieStorageUtils.getStorage(base, hadoop_conf)
     metadata = jvm.org.apache.hudi.metadata.HoodieTableMetadata.create(context, storage, config, base)
     try:
@@ -113,7 +110,7 @@ def test_history_crossed_mdt_compaction_with_hfile_base_and_log_blocks(mdt_histo
         f"_{file_slice.base_instant}.hfile"
     )
     assert file_slice.log_files, "the latest slice has log files after the compaction"
-    types = set()
+    types: set[BlockType] = set()
     for name in file_slice.log_files:
         path = mdt_history.base_path / MDT_BASE / "files" / name
         types.update(b.block_type for b in read_log_blocks(path.read_bytes(), str(path)))
