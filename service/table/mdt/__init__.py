@@ -1,0 +1,1 @@
+"""Hudi's metadata table (`.hoodie/metadata`) of a table version 6 table: read side of `files`."""

@@ -1,0 +1,118 @@
+"""`HoodieMetadataRecord`s of the MDT `files` partition: decode, and merge as `HoodieMetadataPayload` does.
+
+Values in HFiles (base files and log data blocks) are Avro binary records in the writer schema
+Hudi stores beside them (the log block's SCHEMA header, the HFile's `schema` file-info entry): our
+`schemas/HoodieMetadataRecord.avsc` with the five `_hoodie_*` meta fields prepended. We read them
+with fastavro against our schema as reader schema, which drops the meta fields. Hudi blanks the `key`
+field in HFile values (`HoodieHFileDataBlock` / `HoodieAvroHFileWriter` truncate it) and restores
+it from the cell's row key (`HoodieAvroHFileReader`); so do we.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any
+
+import fastavro
+
+from service.errors import CorruptTableError
+from service.table.codecs.avro_file import schema_json
+
+RECORD_TYPE_PARTITION_LIST = 1  # HoodieMetadataPayload.METADATA_TYPE_PARTITION_LIST
+RECORD_TYPE_FILE_LIST = 2  # HoodieMetadataPayload.METADATA_TYPE_FILE_LIST
+ALL_PARTITIONS_KEY = "__all_partitions__"  # HoodieTableMetadata.RECORDKEY_PARTITION_LIST
+NON_PARTITIONED_NAME = "."  # HoodieTableMetadata.NON_PARTITIONED_NAME: the key of partition ""
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """HoodieMetadataFileInfo: a file's size (0 for partitions and tombstones) and its deletion flag."""
+
+    size: int
+    is_deleted: bool
+
+
+@dataclass(frozen=True)
+class FilesRecord:
+    """A type-1 (partition list) or type-2 (files of one partition) record."""
+
+    key: str
+    type: int
+    entries: Mapping[str, FileInfo]
+
+    def merged_with(self, newer: FilesRecord, source: str) -> FilesRecord:
+        """`newer.preCombine(self)`: HoodieMetadataPayload.combineFileSystemMetadata.
+
+        A newer tombstone removes an older live entry (and is dropped); a tombstone meeting a
+        tombstone, or nothing, is kept (the base file may still hold the entry: merging runs over
+        the logs first, then against the base file). A newer live entry wins with the larger size.
+        """
+        if newer.type != self.type:
+            raise CorruptTableError(
+                f"{source}: MDT record {self.key!r} changes type from {self.type} to {newer.type}"
+            )
+        combined = dict(self.entries)
+        for name, info in newer.entries.items():
+            old = combined.get(name)
+            if old is None:
+                combined[name] = info
+            elif info.is_deleted:
+                if old.is_deleted:
+                    combined[name] = info
+                else:
+                    del combined[name]
+            else:
+                combined[name] = FileInfo(max(info.size, old.size), False)
+        return FilesRecord(self.key, self.type, combined)
+
+    def live(self) -> dict[str, int]:
+        """What `HoodieMetadataPayload.getFileList` / `getFilenames` return: the non-deleted entries."""
+        return {name: info.size for name, info in self.entries.items() if not info.is_deleted}
+
+
+@cache
+def _reader_schema() -> Any:
+    return fastavro.parse_schema(schema_json("HoodieMetadataRecord"), named_schemas={})
+
+
+@lru_cache(maxsize=16)
+def _writer_schema(text: str) -> Any:
+    return fastavro.parse_schema(json.loads(text), named_schemas={})
+
+
+def decode_files_record(row_key: str, value: bytes, writer_schema: str, source: str) -> FilesRecord:
+    """One record of the `files` partition; raises CorruptTableError naming `source` and the key."""
+    where = f"{source}: MDT record {row_key!r}"
+    try:
+        record = fastavro.schemaless_reader(
+            io.BytesIO(value), _writer_schema(writer_schema), _reader_schema()
+        )
+    except Exception as e:  # fastavro raises many kinds (ValueError, EOFError, SchemaResolutionError, ...)
+        raise CorruptTableError(f"{where}: not a readable HoodieMetadataRecord: {e}") from e
+    if not isinstance(record, dict):
+        raise CorruptTableError(f"{where}: not a HoodieMetadataRecord")
+    key = record.get("key") or row_key
+    if key != row_key:
+        raise CorruptTableError(f"{where}: record says key {key!r}")
+    kind = record.get("type")
+    if kind not in (RECORD_TYPE_PARTITION_LIST, RECORD_TYPE_FILE_LIST):
+        raise CorruptTableError(f"{where}: type {kind} does not belong in the files partition")
+    if (kind == RECORD_TYPE_PARTITION_LIST) != (key == ALL_PARTITIONS_KEY):
+        raise CorruptTableError(f"{where}: type {kind} with this key")
+    entries: dict[str, FileInfo] = {}
+    for name, info in (record.get("filesystemMetadata") or {}).items():
+        size, deleted = int(info["size"]), bool(info["isDeleted"])
+        # HoodieMetadataPayload.validatePayload: a live file entry must have a positive size.
+        if kind == RECORD_TYPE_FILE_LIST and not deleted and size <= 0:
+            raise CorruptTableError(f"{where}: file {name!r} listed with size {size}")
+        entries[name] = FileInfo(size, deleted)
+    return FilesRecord(key, kind, entries)
+
+
+def partition_of_key(key: str) -> str:
+    """The data table's relative partition path of an MDT partition key (`.` is the table root)."""
+    return "" if key == NON_PARTITIONED_NAME else key

@@ -1,0 +1,89 @@
+"""The MDT's timeline (`.hoodie/metadata/.hoodie`) and which of its instants readers trust.
+
+MDT instant times are the data instant's 17 digits, or 20 with an operation suffix
+(`HoodieTableMetadataUtil.OperationSuffix`: 001 compaction, 002 clean, 003 restore, 004 indexer,
+005 log compaction, 006 rollback, 010+ partition initialisation).
+"""
+
+from __future__ import annotations
+
+from service.errors import CorruptTableError, UnsupportedTableError
+from service.table.codecs import RollbackMetadata, RollbackPlan, decode
+from service.table.instant import Action, Instant, State, is_timeline_file_name, parse_instant_file_name
+from service.table.storage import Storage
+from service.table.timeline import Timeline, instant_path
+
+MDT_BASE = ".hoodie/metadata"
+MDT_METAFOLDER = f"{MDT_BASE}/.hoodie"
+SOLO_COMMIT_TIMESTAMP = "00000000000000"  # HoodieTimeline.INIT_INSTANT_TS
+_MILLIS_LENGTH = 17
+_SUFFIXES = ("001", "002", "003", "004", "005", "006")
+_INIT_SUFFIX_MIN = "010"  # PARTITION_INITIALIZATION_TIME_SUFFIX
+
+
+def load_mdt_timeline(storage: Storage) -> Timeline:
+    """The MDT's active timeline (instant files directly under `.hoodie/metadata/.hoodie`)."""
+    instants = []
+    names = frozenset(n for n in storage.list_file_names(MDT_METAFOLDER) if is_timeline_file_name(n))
+    for name in names:
+        stamp, dot, ext = name.partition(".")
+        # 20-digit MDT times: parse the action/state with the data table's rules, keep all digits.
+        probe = stamp[:_MILLIS_LENGTH] if len(stamp) == _MILLIS_LENGTH + 3 else stamp
+        try:
+            parsed = parse_instant_file_name(probe + dot + ext)
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{storage.qualify(f'{MDT_METAFOLDER}/{name}')}: {exc}") from None
+        instants.append(Instant(stamp, parsed.action, parsed.state))
+    return Timeline(Timeline.of(instants).instants, names)
+
+
+def is_valid_mdt_instant(instant: Instant) -> bool:
+    """HoodieTableMetadataUtil.isValidInstant: an MDT-only deltacommit (suffixed time) readers accept."""
+    stamp = instant.timestamp
+    if instant.action is not Action.DELTA_COMMIT or len(stamp) != _MILLIS_LENGTH + 3:
+        return False
+    suffix = stamp[-3:]
+    return suffix in _SUFFIXES or suffix >= _INIT_SUFFIX_MIN
+
+
+def valid_instant_times(storage: Storage, data_timeline: Timeline, mdt_timeline: Timeline) -> frozenset[str]:
+    """HoodieTableMetadataUtil.getValidInstantTimestamps: the instants whose MDT log blocks are read.
+
+    Completed data instants; completed MDT-only deltacommits; instants rolled back by completed data
+    rollbacks newer than the earliest of those (their MDT deltacommits were rolled back in the MDT
+    too, so their blocks stay hidden by the MDT timeline); completed MDT rollbacks and restores; and
+    the MDT's initialisation deltacommits.
+    """
+    valid = {i.timestamp for i in data_timeline.completed()}
+    mdt_done = mdt_timeline.completed()
+    valid.update(i.timestamp for i in mdt_done if is_valid_mdt_instant(i))
+    earliest = min(valid) if valid else SOLO_COMMIT_TIMESTAMP
+    for instant in data_timeline.completed().by_actions((Action.ROLLBACK, Action.RESTORE)):
+        if instant.timestamp > earliest:
+            valid.update(_rolled_back_by(storage, instant))
+    valid.update(i.timestamp for i in mdt_done.by_actions((Action.ROLLBACK, Action.RESTORE)))
+    valid.update(
+        i.timestamp
+        for i in mdt_done.by_actions((Action.DELTA_COMMIT,))
+        if i.timestamp.startswith(SOLO_COMMIT_TIMESTAMP)
+    )
+    return frozenset(valid)
+
+
+def _rolled_back_by(storage: Storage, instant: Instant) -> tuple[str, ...]:
+    if instant.action is Action.RESTORE:
+        raise UnsupportedTableError(
+            f"table {storage.base_uri}: restore {instant.timestamp} on the active timeline; reading the "
+            "metadata table across a restore is not supported yet"
+        )
+    data = storage.read_bytes(instant_path(instant))
+    if data:
+        return decode(RollbackMetadata, data, storage.qualify(instant_path(instant))).commits_rollback
+    # TMU.getRollbackedCommits: an empty completed rollback falls back to its requested plan.
+    requested = Instant(instant.timestamp, Action.ROLLBACK, State.REQUESTED)
+    plan = decode(
+        RollbackPlan, storage.read_bytes(instant_path(requested)), storage.qualify(instant_path(requested))
+    )
+    if plan.instant_to_rollback is None:
+        raise CorruptTableError(f"{storage.qualify(instant_path(requested))}: no instantToRollback")
+    return (plan.instant_to_rollback.commit_time,)
