@@ -14,11 +14,29 @@ import pyarrow.parquet as pq
 from service.errors import CorruptTableError
 from service.table.data_files import LogFile
 from service.table.fs_view import FileSlice
+from service.table.instant import Action
 from service.table.log_format.avro_arrow import avro_record_to_arrow_schema
 from service.table.log_format.blocks import DataBlock, DeleteBlock, HeaderKey, LogBlock
 from service.table.log_format.merge import InstantFilter, MergeConfig, merge_file_slice, valid_blocks
 from service.table.log_format.reader import WRITE_TRANSACTIONAL_SCHEMES, read_log_blocks
 from service.table.storage import Storage
+from service.table.timeline import Timeline
+
+
+def instant_filter(timeline: Timeline, latest_instant_time: str | None = None) -> InstantFilter:
+    """What the block walk needs of the timeline: the commits timeline (commit, deltacommit,
+    replacecommit; `HoodieTableMetaClient.getCommitsTimeline` on MOR), split into completed and
+    pending, and the first completed non-savepoint instant (`isBeforeTimelineStarts`)."""
+    commits = timeline.commits()
+    completed = timeline.completed_commit_times
+    non_savepoint = [t for t in completed if timeline.find(t, Action.SAVEPOINT) is None]
+    latest = latest_instant_time if latest_instant_time is not None else max(completed, default=None)
+    return InstantFilter(
+        frozenset(completed),
+        frozenset(i.timestamp for i in commits.pending()),
+        min(non_savepoint, default=None),
+        latest,
+    )
 
 
 def read_log_file(storage: Storage, log_file: LogFile) -> list[LogBlock]:
