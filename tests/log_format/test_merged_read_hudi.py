@@ -138,3 +138,20 @@ def test_merged_read_agrees_with_hudi_rs(mor_history: MorHistory) -> None:
     assert differing == {*cases["log_lower_ordering"], *cases["after_rollback"]}
     assert {rs[k]["name"].rsplit("-", 1)[-1] for k in cases["log_lower_ordering"]} == {"b3"}
     assert {rs[k]["name"].rsplit("-", 1)[-1] for k in cases["after_rollback"]} == {"b8"}
+
+
+def test_merged_read_with_default_payload_equals_hudi_snapshot(
+    spark: SparkSession, mor_histories: MorHistoryCache
+) -> None:
+    """`DefaultHoodieRecordPayload`: a base record with a greater ordering value than its log update
+    stays; equal values go to the log record; between logs, ties go to the later write."""
+    history = mor_histories.get("mor_default_payload")
+    raw = HudiTable.open(str(history.base_path), check_supported=False).config.raw
+    assert raw["hoodie.compaction.payload.class"].endswith(".DefaultHoodieRecordPayload")
+    ours = _our_read(history)
+    hudi = _hudi_read(spark, history.base_path)
+    assert {f: g for f, g in ours.items() if g} == hudi
+    name = {k: r["name"].rsplit("-", 1)[-1] for g in hudi.values() for k, r in g.items()}
+    assert {name[k] for k in history.cases["base_higher_ordering"]} == {"b0"}
+    assert {name[k] for k in history.cases["base_equal_ordering"]} == {"b2"}
+    assert {name[k] for k in history.cases["log_equal_ordering"]} == {"b4"}

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 IS_DELETED = "_hoodie_is_deleted"
 _VALIDATORS = "org.apache.hudi.client.validator"
+_PAYLOAD_PACKAGE = "org.apache.hudi.common.model"
 _NEVER_MATCHES = "select count(*) from <TABLE_NAME> where 1 = 0#1"
 
 
@@ -160,6 +161,21 @@ def build_mor(
     return b.finish(failed)
 
 
+def build_default_payload(spark: SparkSession, base_path: Path, name: str) -> MorHistory:
+    """Non-partitioned, `DefaultHoodieRecordPayload`: base vs log compares ordering values."""
+    payload = {"hoodie.datasource.write.payload.class": f"{_PAYLOAD_PACKAGE}.DefaultHoodieRecordPayload"}
+    b = _MorBuilder(spark, name, base_path, False, payload)
+    b.write("insert", range(0, 24), tag=0, ts=10)
+    b.write("upsert", range(0, 8), tag=1, ts=5)
+    b.cases["base_higher_ordering"] = _keys(range(0, 8))
+    b.write("upsert", range(8, 16), tag=2, ts=10)
+    b.cases["base_equal_ordering"] = _keys(range(8, 16))
+    b.write("upsert", range(16, 24), tag=3, ts=20)
+    b.write("upsert", range(16, 24), tag=4, ts=20)
+    b.cases["log_equal_ordering"] = _keys(range(16, 24))
+    return b.finish("")
+
+
 MOR_BUILDS: dict[str, tuple[bool, dict[str, str]]] = {
     "mor_partitioned_avro": (True, {}),
     "mor_nonpartitioned_parquet": (False, {"hoodie.logfile.data.block.format": "parquet"}),
@@ -174,8 +190,11 @@ class MorHistoryCache:
 
     def get(self, name: str) -> MorHistory:
         if name not in self._built:
-            partitioned, opts = MOR_BUILDS[name]
-            self._built[name] = build_mor(self._spark, self._root / name, name, partitioned, opts)
+            if name == "mor_default_payload":
+                self._built[name] = build_default_payload(self._spark, self._root / name, name)
+            else:
+                partitioned, opts = MOR_BUILDS[name]
+                self._built[name] = build_mor(self._spark, self._root / name, name, partitioned, opts)
         return self._built[name]
 
 
