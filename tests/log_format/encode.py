@@ -72,7 +72,12 @@ def row(
     }
 
 
-def avro_block(instant: str, rows: Sequence[Mapping[str, Any]], schema: Mapping[str, Any] = SCHEMA) -> bytes:
+def avro_block(
+    instant: str,
+    rows: Sequence[Mapping[str, Any]],
+    schema: Mapping[str, Any] = SCHEMA,
+    block_identifier: str | None = None,
+) -> bytes:
     parsed = fastavro.parse_schema(dict(schema))
     content = struct.pack(">ii", 3, len(rows))
     for r in rows:
@@ -80,6 +85,8 @@ def avro_block(instant: str, rows: Sequence[Mapping[str, Any]], schema: Mapping[
         fastavro.schemaless_writer(buf, parsed, dict(r))
         content += struct.pack(">i", len(buf.getvalue())) + buf.getvalue()
     header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: json.dumps(schema)}
+    if block_identifier is not None:
+        header[HeaderKey.BLOCK_IDENTIFIER] = block_identifier
     return block(LogBlockType.AVRO_DATA_BLOCK, header, content)
 
 

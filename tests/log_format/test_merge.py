@@ -130,3 +130,17 @@ def test_merge_config_refuses_other_payload_classes_and_mergers_by_name() -> Non
     merger = {**raw, "hoodie.compaction.record.merger.strategy": "00000000-0000-0000-0000-000000000000"}
     with pytest.raises(UnsupportedMergeError, match="record merger strategy"):
         MergeConfig.from_table_properties(merger, "t")
+
+
+def test_merge_refuses_blocks_of_several_task_attempts_of_one_instant() -> None:
+    one_attempt = [
+        _log(1, avro_block("002", [row("1", 1, "a")], block_identifier="0,0")),
+        _log(2, avro_block("002", [row("2", 1, "b")], block_identifier="0,1")),
+    ]
+    assert _merge(one_attempt, ["002"]) == {"1": ("a", 1), "2": ("b", 1)}
+    retried = [
+        _log(1, avro_block("002", [row("1", 1, "a")], block_identifier="0,0")),
+        _log(2, avro_block("002", [row("1", 1, "a")], block_identifier="1,0")),
+    ]
+    with pytest.raises(UnsupportedMergeError, match=r"instant 002 has log blocks of 2 task attempts"):
+        _merge(retried, ["002"])

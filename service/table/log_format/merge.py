@@ -37,7 +37,14 @@ import pyarrow.compute as pc
 from service.errors import UnsupportedMergeError
 from service.table.avro_schema import RECORD_KEY_FIELD
 from service.table.data_files import LogFile
-from service.table.log_format.blocks import CommandBlock, CorruptBlock, DataBlock, DeleteBlock, LogBlock
+from service.table.log_format.blocks import (
+    CommandBlock,
+    CorruptBlock,
+    DataBlock,
+    DeleteBlock,
+    HeaderKey,
+    LogBlock,
+)
 
 IS_DELETED_FIELD = "_hoodie_is_deleted"  # `HoodieRecord.HOODIE_IS_DELETED_FIELD`
 DEFAULT_MERGER_STRATEGY = (
@@ -144,7 +151,27 @@ def valid_blocks(
                 queued = [b for b in queued if not isinstance(b, CorruptBlock) and b.instant_time != target]
             elif isinstance(block, CorruptBlock) or instants.is_committed(block.instant_time):
                 queued.append(block)
-    return [b for b in queued if not isinstance(b, CorruptBlock)]
+    return _refuse_retried_attempts([b for b in queued if not isinstance(b, CorruptBlock)])
+
+
+def _refuse_retried_attempts(blocks: list[DataBlock | DeleteBlock]) -> list[DataBlock | DeleteBlock]:
+    """Blocks of one instant from several task attempts (BLOCK_IDENTIFIER `<attempt>,<sequence>`)
+    are spurious retries that `AbstractHoodieLogRecordReader.reconcileSpuriousBlocksAndGetValidOnes`
+    reconciles by an attempt-size rule; the service does not reproduce it and refuses such slices.
+    Hudi 0.15's Spark writer writes no BLOCK_IDENTIFIER (checked on the tables of the tests)."""
+    attempts: dict[str, set[str]] = {}
+    for block in blocks:
+        identifier = block.header.get(HeaderKey.BLOCK_IDENTIFIER)
+        if identifier is not None:
+            attempts.setdefault(block.instant_time, set()).add(identifier.split(",", 1)[0])
+    for instant, seen in sorted(attempts.items()):
+        if len(seen) > 1:
+            where = next(b.location.describe() for b in blocks if b.instant_time == instant)
+            raise UnsupportedMergeError(
+                f"{where}: instant {instant} has log blocks of {len(seen)} task attempts "
+                f"({', '.join(sorted(seen))}); reconciling spurious retried blocks is not supported"
+            )
+    return blocks
 
 
 @dataclass
