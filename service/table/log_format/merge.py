@@ -10,7 +10,8 @@ Hudi 0.14/0.15 semantics, for the payload classes Hudi's Spark writers use by de
    the latest instant ends the scan; data and delete blocks of instants not completed (neither on
    the completed commits timeline nor before its start) are skipped; a rollback command voids every
    block of its TARGET_INSTANT_TIME read before it, and every corrupt block read before it; corrupt
-   blocks left over are ignored.
+   blocks left over are ignored. Blocks of one instant from several task attempts (BLOCK_IDENTIFIER) are
+   refused rather than reconciled.
 2. Log vs log, in block order (`HoodieMergedLogRecordScanner.processNextRecord` with
    `HoodiePreCombineAvroRecordMerger`, i.e. `newer.preCombine(older)`): the older record stays only
    when its ordering value is strictly greater; equal values go to the later record. A delete
