@@ -4,14 +4,16 @@ and not, deletes, `_hoodie_is_deleted`, equal and lower ordering values, a rolle
 
 from __future__ import annotations
 
+import shutil
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from service.table.data_files import parse_log_file_name
-from service.table.log_format.blocks import CommandBlock, DataBlock, DeleteBlock, LogBlockType
+from service.table.data_files import parse_log_file, parse_log_file_name
+from service.table.log_format.blocks import CommandBlock, CorruptBlock, DataBlock, DeleteBlock, LogBlockType
 from service.table.log_format.merge import MergeConfig
 from service.table.log_format.slice_reader import instant_filter, read_file_slice, read_log_file
 from service.table.table import HudiTable
@@ -110,8 +112,6 @@ def test_hudi_written_logs_hold_the_blocks_we_expect(mor_history: MorHistory) ->
             if parsed is None:
                 continue
             assert parsed.format() == status.name
-            from service.table.data_files import parse_log_file
-
             log = parse_log_file(partition, status.name, status.size)
             assert log is not None
             for block in read_log_file(table.storage, log):
@@ -155,3 +155,31 @@ def test_merged_read_with_default_payload_equals_hudi_snapshot(
     assert {name[k] for k in history.cases["base_higher_ordering"]} == {"b0"}
     assert {name[k] for k in history.cases["base_equal_ordering"]} == {"b2"}
     assert {name[k] for k in history.cases["log_equal_ordering"]} == {"b4"}
+
+
+def test_merged_read_skips_torn_blocks_as_hudi_does(
+    spark: SparkSession, mor_histories: MorHistoryCache, tmp_path: Path
+) -> None:
+    """Torn writes in Hudi-written logs: one log file gets half a block in front of its real block
+    (a CORRUPT block up to the next magic), another a half block at its end (a CORRUPT block to the
+    end of the file). Hudi's reader and ours skip both the same way, and the records stay."""
+    history = mor_histories.get("mor_partitioned_avro")
+    copy = tmp_path / "torn"
+    shutil.copytree(history.base_path, copy, symlinks=True)
+    before = _hudi_read(spark, copy)
+    logs = sorted(p for p in copy.glob("*/.*.log.*") if not p.name.endswith(".crc"))
+    front, tail = logs[0], logs[-1]
+    for path, torn in ((front, "front"), (tail, "tail")):
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2] + data if torn == "front" else data + data[: len(data) // 2])
+        # Hadoop's local file system checks `.<name>.crc` when present; the torn file has none.
+        (path.parent / f".{path.name}.crc").unlink()
+    table = HudiTable.open(str(copy), check_supported=False)
+    for path in (front, tail):
+        log = parse_log_file(path.parent.name, path.name, path.stat().st_size)
+        assert log is not None
+        assert any(isinstance(b, CorruptBlock) for b in read_log_file(table.storage, log))
+    hudi = _hudi_read(spark, copy)
+    assert hudi == before
+    ours = _our_read(replace(history, base_path=copy))
+    assert {f: g for f, g in ours.items() if g} == hudi
