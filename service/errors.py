@@ -80,3 +80,25 @@ class HeartbeatLostError(HudiTableServiceError):
     def __init__(self, message: str, *, instant: str) -> None:
         super().__init__(message)
         self.instant = instant
+
+
+class LogBlockError(HudiTableServiceError):
+    """A Hudi log file block the reader cannot serve; the message names the file and block offset."""
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        super().__init__(f"log file {path!r}, block at offset {offset}: {reason}")
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+
+
+class CorruptLogBlockError(LogBlockError, CorruptTableError):
+    """Bytes that are no valid block where Hudi's own reader would fail too (not a torn write)."""
+
+
+class UnsupportedLogBlockError(LogBlockError, UnsupportedTableError):
+    """A valid block of a kind the reader refuses by name (Kryo deletes, HFile data, newer writers)."""
+
+
+class UnsupportedMergeError(UnsupportedTableError):
+    """A payload class or record merger whose merge semantics the service does not reproduce."""

@@ -1,0 +1,137 @@
+"""Typed blocks of a Hudi log file (log format version 1, as 0.14/0.15 writers produce them).
+
+Each block read from a log file becomes one frozen dataclass. Codes are Java enum ordinals and must
+never be renumbered: `HoodieLogBlock.HoodieLogBlockType` for block types,
+`HoodieLogBlock.HeaderMetadataType` for header keys, `HoodieCommandBlock.HoodieCommandBlockTypeEnum`
+for command blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import pyarrow as pa
+
+MAGIC = b"#HUDI#"  # `HoodieLogFormat.MAGIC`
+LOG_FORMAT_VERSION = 1  # `HoodieLogFormat.CURRENT_VERSION`; version 0 (no header) predates 0.5
+BLOCK_CONTENT_VERSION = 3  # `HoodieLogBlock.version`: Avro delete records, data blocks with a count
+
+
+class LogBlockType(IntEnum):
+    """`HoodieLogBlock.HoodieLogBlockType`, by ordinal."""
+
+    COMMAND_BLOCK = 0
+    DELETE_BLOCK = 1
+    CORRUPT_BLOCK = 2  # reader-side only, never written
+    AVRO_DATA_BLOCK = 3
+    HFILE_DATA_BLOCK = 4
+    PARQUET_DATA_BLOCK = 5
+    CDC_DATA_BLOCK = 6
+
+
+class HeaderKey(IntEnum):
+    """`HoodieLogBlock.HeaderMetadataType` of 0.14.1/0.15.0, by ordinal.
+
+    A 0.14 reader maps an ordinal with `HeaderMetadataType.values()[idx]`, so a higher ordinal
+    (Hudi 1.x's IS_PARTIAL = 7, ...) comes from a newer writer and is refused.
+    """
+
+    INSTANT_TIME = 0
+    TARGET_INSTANT_TIME = 1
+    SCHEMA = 2
+    COMMAND_BLOCK_TYPE = 3
+    COMPACTED_BLOCK_TIMES = 4
+    RECORD_POSITIONS = 5
+    BLOCK_IDENTIFIER = 6
+
+
+class CommandBlockType(IntEnum):
+    """`HoodieCommandBlock.HoodieCommandBlockTypeEnum`: ROLLBACK is the only command."""
+
+    ROLLBACK_BLOCK = 0
+
+
+Header = Mapping[HeaderKey, str]
+
+
+@dataclass(frozen=True)
+class BlockLocation:
+    """Where a block sits: the log file (base-relative path) and the byte offset of its magic."""
+
+    path: str
+    offset: int
+    length: int  # bytes from the magic to the end of the block (reverse pointer included)
+
+    def describe(self) -> str:
+        return f"log file {self.path!r}, block at offset {self.offset}"
+
+
+@dataclass(frozen=True)
+class DataBlock:
+    """An AVRO_DATA_BLOCK or PARQUET_DATA_BLOCK: records of one write, in the header's SCHEMA."""
+
+    location: BlockLocation
+    block_type: LogBlockType
+    header: Header
+    records: pa.Table
+
+    @property
+    def instant_time(self) -> str:
+        return self.header[HeaderKey.INSTANT_TIME]
+
+
+@dataclass(frozen=True)
+class DeleteRecord:
+    """`org.apache.hudi.avro.model.HoodieDeleteRecord`: a key and the ordering value it was deleted at.
+
+    `ordering_value` is the unwrapped value of the Avro wrapper union (None when absent);
+    `ordering_type` names the wrapper (`IntWrapper`, `LongWrapper`, `StringWrapper`, ...) because
+    Java's `HoodieMergedLogRecordScanner.processNextDeletedRecord` compares only values of one class.
+    """
+
+    record_key: str | None
+    partition_path: str | None
+    ordering_value: Any = None
+    ordering_type: str | None = None
+
+
+@dataclass(frozen=True)
+class DeleteBlock:
+    location: BlockLocation
+    header: Header
+    records: tuple[DeleteRecord, ...] = field(repr=False)
+
+    @property
+    def instant_time(self) -> str:
+        return self.header[HeaderKey.INSTANT_TIME]
+
+
+@dataclass(frozen=True)
+class CommandBlock:
+    """A rollback command: blocks of TARGET_INSTANT_TIME read before it are void (`HoodieCommandBlock`)."""
+
+    location: BlockLocation
+    header: Header
+    command: CommandBlockType
+
+    @property
+    def instant_time(self) -> str:
+        return self.header[HeaderKey.INSTANT_TIME]
+
+    @property
+    def target_instant_time(self) -> str:
+        return self.header[HeaderKey.TARGET_INSTANT_TIME]
+
+
+@dataclass(frozen=True)
+class CorruptBlock:
+    """Bytes `HoodieLogFileReader.createCorruptBlock` would wrap: a torn write, up to the next magic."""
+
+    location: BlockLocation
+    reason: str
+
+
+LogBlock = DataBlock | DeleteBlock | CommandBlock | CorruptBlock

@@ -1,0 +1,203 @@
+"""Merge-on-read tables written by real Hudi 0.15.0, built once per test session.
+
+Each history exercises the log format and merge rules a reader must get right: updates in log
+files (Avro blocks by default, Parquet blocks with `hoodie.logfile.data.block.format=parquet`),
+log-vs-log updates with a lower and an equal ordering value, a base-vs-log update with a lower
+ordering value, a datasource delete (a delete block), `_hoodie_is_deleted`, and a failed
+deltacommit that the next writer rolls back (a rollback command block). Compaction stays off so
+every update stays in the logs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.support import hudi_tables as ht
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+IS_DELETED = "_hoodie_is_deleted"
+_VALIDATORS = "org.apache.hudi.client.validator"
+_PAYLOAD_PACKAGE = "org.apache.hudi.common.model"
+_NEVER_MATCHES = "select count(*) from <TABLE_NAME> where 1 = 0#1"
+
+
+def completed_deltacommits(base_path: Path) -> list[str]:
+    meta = base_path / ".hoodie"
+    return sorted(p.name.split(".")[0] for p in meta.glob("*.deltacommit")) if meta.exists() else []
+
+
+def mor_options(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.compact.inline": "false",
+        "hoodie.compact.schedule.inline": "false",
+        "hoodie.datasource.compaction.async.enable": "false",
+        **(extra or {}),
+    }
+
+
+def rows(spark: SparkSession, ids: Sequence[int], tag: int, ts: int, deleted: bool = False) -> DataFrame:
+    """`hudi_tables.generate` rows for (ids, tag) with ordering value `ts` and `_hoodie_is_deleted`."""
+    from pyspark.sql import functions as F
+
+    df = ht.generate(spark, ids, batch=tag)
+    return df.withColumn("ts", F.lit(ts).cast("long")).withColumn(IS_DELETED, F.lit(deleted))
+
+
+@dataclass(frozen=True)
+class MorHistory:
+    """A MOR table written by Hudi, and the keys of each case it holds (record key strings)."""
+
+    name: str
+    base_path: Path
+    partitioned: bool
+    cases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    failed_instant: str = ""
+    build_seconds: float = 0.0
+
+
+class _MorBuilder:
+    def __init__(
+        self, spark: SparkSession, name: str, base_path: Path, partitioned: bool, opts: Mapping[str, str]
+    ):
+        self.spark = spark
+        self.name = name
+        self.base_path = base_path
+        self.partition_fields = (ht.PARTITION_FIELD,) if partitioned else ()
+        self.opts = mor_options(opts)
+        self.cases: dict[str, tuple[str, ...]] = {}
+        self.started = time.monotonic()
+
+    def write(
+        self, op: str, ids: Sequence[int], tag: int, ts: int, deleted: bool = False, **extra: str
+    ) -> str:
+        """One Hudi write; returns the deltacommit it completed (`hudi_tables.write` waits for COW
+        commits only)."""
+        df = rows(self.spark, ids, tag, ts, deleted)
+        opts = ht.writer_options(self.name, ht.RECORD_KEY, ht.PRECOMBINE, self.partition_fields)
+        opts.update({**self.opts, "hoodie.datasource.write.operation": op, **extra})
+        before = set(completed_deltacommits(self.base_path))
+        df.write.format("hudi").options(**opts).mode("append").save(str(self.base_path))
+        added = sorted(set(completed_deltacommits(self.base_path)) - before)
+        if not added:
+            raise AssertionError(f"Hudi {op} on {self.base_path} completed no deltacommit")
+        return added[-1]
+
+    def write_failing(self, ids: Sequence[int], tag: int, ts: int) -> str:
+        """A deltacommit whose log blocks are written but which never completes (a pre-commit
+        validator that never passes, as `hudi_tables.write_failing` does for COW)."""
+        from py4j.protocol import Py4JJavaError
+
+        meta = self.base_path / ".hoodie"
+        before = {p.name for p in meta.glob("*.deltacommit.inflight")}
+        failing = {
+            "hoodie.precommit.validators": f"{_VALIDATORS}.SqlQuerySingleResultPreCommitValidator",
+            # `<query>#<expected result>`: this query always returns 0, so validation always fails.
+            "hoodie.precommit.validators.single.value.sql.queries": _NEVER_MATCHES,
+        }
+        try:
+            self.write("upsert", ids, tag, ts, **failing)
+        except Py4JJavaError as err:
+            # On MOR the validator fails either on its query or, reading the new log files as
+            # Parquet, with UNABLE_TO_INFER_SCHEMA: both after the log blocks are written.
+            if "runPrecommitValidators" not in str(err) and "validation" not in str(err).lower():
+                raise
+        else:
+            raise AssertionError(f"the failing write on {self.base_path} completed")
+        left = sorted({p.name for p in meta.glob("*.deltacommit.inflight")} - before)
+        completed = set(completed_deltacommits(self.base_path))
+        left = [n for n in left if n.split(".")[0] not in completed]
+        if len(left) != 1:
+            raise AssertionError(f"expected one failed deltacommit, found {left}")
+        return left[0].split(".")[0]
+
+    def finish(self, failed: str) -> MorHistory:
+        return MorHistory(
+            self.name,
+            self.base_path,
+            bool(self.partition_fields),
+            dict(self.cases),
+            failed,
+            time.monotonic() - self.started,
+        )
+
+
+def _keys(ids: Sequence[int]) -> tuple[str, ...]:
+    return tuple(str(i) for i in ids)
+
+
+def build_mor(
+    spark: SparkSession, base_path: Path, name: str, partitioned: bool, opts: Mapping[str, str]
+) -> MorHistory:
+    b = _MorBuilder(spark, name, base_path, partitioned, opts)
+    b.write("insert", range(0, 48), tag=0, ts=10)
+    b.write("upsert", range(0, 24), tag=1, ts=20)
+    # log vs log: a lower ordering value (the earlier log record stays), an equal one (Hudi's tie rule)
+    b.write("upsert", range(0, 12), tag=2, ts=20)
+    b.write("upsert", range(0, 6), tag=3, ts=15)
+    b.cases["log_lower_ordering"] = _keys(range(0, 6))
+    b.cases["log_equal_ordering"] = _keys(range(6, 12))
+    # base vs log: a lower ordering value than the base record's
+    b.write("upsert", range(24, 30), tag=4, ts=5)
+    b.cases["base_higher_ordering"] = _keys(range(24, 30))
+    b.write("delete", range(12, 16), tag=5, ts=30)
+    b.cases["deleted"] = _keys(range(12, 16))
+    b.write("upsert", range(16, 18), tag=6, ts=30, deleted=True)
+    b.cases["is_deleted"] = _keys(range(16, 18))
+    failed = b.write_failing(range(18, 24), tag=7, ts=99)
+    b.cases["failed_write"] = _keys(range(18, 24))
+    # The next writer rolls the failed deltacommit back (EAGER): a rollback command block. Its
+    # INSTANT_TIME is the rollback instant, later than this write's own instant.
+    b.write("upsert", range(30, 33), tag=8, ts=40, **{"hoodie.cleaner.policy.failed.writes": "EAGER"})
+    b.cases["after_rollback"] = _keys(range(30, 33))
+    return b.finish(failed)
+
+
+def build_default_payload(spark: SparkSession, base_path: Path, name: str) -> MorHistory:
+    """Non-partitioned, `DefaultHoodieRecordPayload`: base vs log compares ordering values."""
+    payload = {"hoodie.datasource.write.payload.class": f"{_PAYLOAD_PACKAGE}.DefaultHoodieRecordPayload"}
+    b = _MorBuilder(spark, name, base_path, False, payload)
+    b.write("insert", range(0, 24), tag=0, ts=10)
+    b.write("upsert", range(0, 8), tag=1, ts=5)
+    b.cases["base_higher_ordering"] = _keys(range(0, 8))
+    b.write("upsert", range(8, 16), tag=2, ts=10)
+    b.cases["base_equal_ordering"] = _keys(range(8, 16))
+    b.write("upsert", range(16, 24), tag=3, ts=20)
+    b.write("upsert", range(16, 24), tag=4, ts=20)
+    b.cases["log_equal_ordering"] = _keys(range(16, 24))
+    return b.finish("")
+
+
+MOR_BUILDS: dict[str, tuple[bool, dict[str, str]]] = {
+    "mor_partitioned_avro": (True, {}),
+    "mor_nonpartitioned_parquet": (False, {"hoodie.logfile.data.block.format": "parquet"}),
+}
+
+
+class MorHistoryCache:
+    def __init__(self, spark: SparkSession, root: Path) -> None:
+        self._spark = spark
+        self._root = root
+        self._built: dict[str, MorHistory] = {}
+
+    def get(self, name: str) -> MorHistory:
+        if name not in self._built:
+            if name == "mor_default_payload":
+                self._built[name] = build_default_payload(self._spark, self._root / name, name)
+            else:
+                partitioned, opts = MOR_BUILDS[name]
+                self._built[name] = build_mor(self._spark, self._root / name, name, partitioned, opts)
+        return self._built[name]
+
+
+@pytest.fixture(scope="session")
+def mor_histories(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> MorHistoryCache:
+    return MorHistoryCache(spark, tmp_path_factory.mktemp("mor-histories"))
