@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import print_table, stopwatch, write_results
-from bench.fixtures import clean_that_deleted_nothing, cow_table_properties
+from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import commit_partitions, load_clean_snapshot
 from service.config.hoodie import HoodieConfig
@@ -161,8 +161,7 @@ class _Builder:
             directory = self.base / partition
             if not directory.exists():
                 directory.mkdir()
-                depth = f"#partition metadata\ncommitTime={instant_time}\npartitionDepth=1\n"
-                (directory / ".hoodie_partition_metadata").write_text(depth, encoding="ascii")
+                write_partition_metafile(self.base, partition, instant_time)
             out = []
             for g in range(self.shape.file_groups_per_partition):
                 file_id = _file_id(p, g)
