@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, str] = {
     "pruning": "bench.pruning",
     "cleaning": "bench.cleaning",
     "daemon": "bench.daemon",
+    "hudi-clustering": "bench.hudi_clustering",
 }
 
 
