@@ -14,6 +14,7 @@ BENCHMARKS: dict[str, str] = {
     "cleaning": "bench.cleaning",
     "daemon": "bench.daemon",
     "hudi-clustering": "bench.hudi_clustering",
+    "hudi-cleaning": "bench.hudi_cleaning",
 }
 
 

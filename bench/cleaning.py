@@ -51,6 +51,16 @@ WRITE_TOKEN = "0-0-0"
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 NOW = datetime(2024, 1, 8, tzinfo=UTC)  # after every instant of the synthetic timeline
 TARGET_SPEEDUP = 10.0
+AVRO_SCHEMA = {
+    "type": "record",
+    "name": f"{TABLE_NAME}_record",
+    "namespace": f"hoodie.{TABLE_NAME}",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "ts", "type": "long"},
+        {"name": "p", "type": "string"},
+    ],
+}
 
 
 @dataclass(frozen=True)
@@ -181,7 +191,13 @@ class _Builder:
                     )
                 )
             stats[partition] = tuple(out)
-        meta = codecs.CommitMetadata(partition_to_write_stats=stats, operation_type=operation)
+        meta = codecs.CommitMetadata(
+            partition_to_write_stats=stats,
+            # Hudi resolves the table's schema from the latest commit's `schema` (TableSchemaResolver);
+            # without it, registering the table (for `CALL run_clean`) reads a base file, and these are empty.
+            extra_metadata={"schema": json.dumps(AVRO_SCHEMA)},
+            operation_type=operation,
+        )
         requested = Instant(instant_time, Action.COMMIT, State.REQUESTED)
         create_instant_file(self.storage, requested)
         create_instant_file(self.storage, requested.with_state(State.INFLIGHT))

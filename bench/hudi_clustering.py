@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.clustering import SORT_COLUMNS, InputTable, build_input_table, fresh_copy
-from bench.common import RESULTS_DIR, print_table, stopwatch, write_results
+from bench.common import RESULTS_DIR, print_table, rerun_without_jvm, stopwatch, write_results
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
 from service.clustering import execute_clustering, schedule_clustering
 from service.clustering.orchestrator import read_clustering_plan
@@ -508,6 +508,8 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON and chart go")
     args = parser.parse_args(list(argv))
+    if (status := rerun_without_jvm(NAME, argv)) is not None:
+        return status
     base = Options.quick() if args.quick else Options.full()
     options = Options(
         files=args.files or base.files,
