@@ -145,7 +145,7 @@ def plan_settings(options: Options, layout: str, method: str) -> dict[str, str]:
     }
 
 
-def run_clustering_call(base: Path, settings: Mapping[str, str]) -> str:
+def run_clustering_call(base: Path | str, settings: Mapping[str, str]) -> str:
     """`CALL run_clustering` for `settings`. `RunClusteringProcedure` splits `options` on ',' and '=',
     so the sort columns (a comma list) go through its `order` argument and the layout through
     `order_strategy`; every other key through `options`."""
@@ -278,7 +278,7 @@ def machine_floor(table: InputTable, scratch: Path, codec: str) -> dict[str, flo
 # ---------------------------------------------------------------- driver
 
 
-def start_session(work_dir: Path, driver_memory: str) -> SparkSession:
+def start_session(work_dir: Path, driver_memory: str, extra_jars: Sequence[Path] = ()) -> SparkSession:
     """local[2] with the Hudi bundle, the same session for both contenders (the clustering
     benchmark's configuration plus what Hudi's SQL procedures need)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -294,7 +294,7 @@ def start_session(work_dir: Path, driver_memory: str) -> SparkSession:
         "spark.master": "local[2]",
         "spark.app.name": "hudi-table-service-bench-hudi-clustering",
         "spark.driver.memory": driver_memory,
-        "spark.jars": str(bundle_jar()),
+        "spark.jars": ",".join(str(j) for j in (bundle_jar(), *extra_jars)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",

@@ -123,8 +123,8 @@ class CountingProxy:
                         if key.lower() not in _HOP_BY_HOP and key.lower() != "content-length":
                             self.send_header(key, value)
                     # A HEAD's Content-Length is the object's size (clients read it), not this body's.
-                    head = self.command == "HEAD" and length is not None
-                    self.send_header("Content-Length", length if head else str(len(payload)))
+                    head_length = length if self.command == "HEAD" else None
+                    self.send_header("Content-Length", head_length or str(len(payload)))
                     self.end_headers()
                     if self.command != "HEAD":
                         self.wfile.write(payload)
