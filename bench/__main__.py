@@ -13,6 +13,9 @@ BENCHMARKS: dict[str, str] = {
     "pruning": "bench.pruning",
     "cleaning": "bench.cleaning",
     "daemon": "bench.daemon",
+    "hudi-clustering": "bench.hudi_clustering",
+    "hudi-cleaning": "bench.hudi_cleaning",
+    "hudi-s3": "bench.hudi_s3",
 }
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import print_table, stopwatch, write_results
-from bench.fixtures import clean_that_deleted_nothing, cow_table_properties
+from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import commit_partitions, load_clean_snapshot
 from service.config.hoodie import HoodieConfig
@@ -51,6 +51,16 @@ WRITE_TOKEN = "0-0-0"
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 NOW = datetime(2024, 1, 8, tzinfo=UTC)  # after every instant of the synthetic timeline
 TARGET_SPEEDUP = 10.0
+AVRO_SCHEMA = {
+    "type": "record",
+    "name": f"{TABLE_NAME}_record",
+    "namespace": f"hoodie.{TABLE_NAME}",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "ts", "type": "long"},
+        {"name": "p", "type": "string"},
+    ],
+}
 
 
 @dataclass(frozen=True)
@@ -161,8 +171,7 @@ class _Builder:
             directory = self.base / partition
             if not directory.exists():
                 directory.mkdir()
-                depth = f"#partition metadata\ncommitTime={instant_time}\npartitionDepth=1\n"
-                (directory / ".hoodie_partition_metadata").write_text(depth, encoding="ascii")
+                write_partition_metafile(self.base, partition, instant_time)
             out = []
             for g in range(self.shape.file_groups_per_partition):
                 file_id = _file_id(p, g)
@@ -182,7 +191,13 @@ class _Builder:
                     )
                 )
             stats[partition] = tuple(out)
-        meta = codecs.CommitMetadata(partition_to_write_stats=stats, operation_type=operation)
+        meta = codecs.CommitMetadata(
+            partition_to_write_stats=stats,
+            # Hudi resolves the table's schema from the latest commit's `schema` (TableSchemaResolver);
+            # without it, registering the table (for `CALL run_clean`) reads a base file, and these are empty.
+            extra_metadata={"schema": json.dumps(AVRO_SCHEMA)},
+            operation_type=operation,
+        )
         requested = Instant(instant_time, Action.COMMIT, State.REQUESTED)
         create_instant_file(self.storage, requested)
         create_instant_file(self.storage, requested.with_state(State.INFLIGHT))

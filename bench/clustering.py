@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bench.common import print_table, stopwatch, write_results
-from bench.fixtures import cow_table_properties
+from bench.fixtures import cow_table_properties, write_partition_metafile
 from service.clustering import execute_clustering, schedule_clustering
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
@@ -212,7 +212,7 @@ def build_input_table(base: Path, files: int, rows: int, seed: int, codec: str =
             total_write_bytes=size, partition_path="", file_size_in_bytes=size,
         )  # fmt: skip
 
-    (base / ".hoodie_partition_metadata").write_text("#partition metadata\ncommitTime=20240101000000000\n")
+    write_partition_metafile(base, "", "20240101000000000")  # the first commit's instant
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         for c in range(commits):
             instant = f"2024010100{c:02d}00000"

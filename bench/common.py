@@ -127,6 +127,20 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]
     print(f"\n{title}\n{format_table(headers, rows)}", flush=True)
 
 
+def rerun_without_jvm(name: str, argv: Sequence[str]) -> int | None:
+    """Run `python -m bench <name> <argv>` in a child process when this process already started a JVM
+    (`python -m bench all` runs the benchmarks in turn): a JVM's classpath is fixed at launch, so a later
+    SparkSession here could not load the Hudi bundle. None when there is no JVM yet (run here)."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is None:
+        return None
+    print(f"(running {name} in a fresh process: this one's JVM has no Hudi bundle)", flush=True)
+    return subprocess.call([sys.executable, "-m", "bench", name, *argv])
+
+
 def write_results(name: str, payload: Mapping[str, Any], results_dir: Path | None = None) -> Path:
     """`<results_dir>/<name>.json` with the machine, when it ran, and `payload`."""
     directory = results_dir or RESULTS_DIR

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bench.common import print_table, stopwatch, write_results
-from bench.fixtures import clean_that_deleted_nothing, cow_table_properties
+from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
@@ -155,10 +155,7 @@ class _TableBuilder:
         for p in range(PARTITIONS):
             directory = self.base / _partition(p)
             directory.mkdir()
-            _write(
-                directory / ".hoodie_partition_metadata",
-                f"#partition metadata\ncommitTime={_instant_time(1)}\npartitionDepth=1\n".encode("ascii"),
-            )
+            write_partition_metafile(self.base, _partition(p), _instant_time(1))
         for _ in range(COMMITS_BEFORE_CLUSTERING):
             self.insert(self._next())
         clustering_time = self._next()

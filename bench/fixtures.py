@@ -2,8 +2,33 @@
 
 from __future__ import annotations
 
-from service.table import codecs
+from datetime import datetime
+from pathlib import Path
+
+from service.table import codecs, java_properties
+from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.properties import TableConfig
+
+
+def partition_metafile_bytes(commit_time: str, partition_path: str, now: datetime | None = None) -> bytes:
+    """`.hoodie_partition_metadata` as Hudi writes it: `HoodiePartitionMetadata.writeMetafile` stores
+    `commitTime` and `partitionDepth` with `Properties.store(os, "partition metadata")` (a comment line,
+    a date line, then the keys). Hudi's readers need `partitionDepth`
+    (`HoodiePartitionMetadata.getPartitionDepth` throws "Could not find partitionDepth in partition
+    metafile" without it); it is the partition path's depth below the base path, 0 for the base path."""
+    depth = len(partition_path.strip("/").split("/")) if partition_path.strip("/") else 0
+    props = {"commitTime": commit_time, "partitionDepth": str(depth)}
+    return java_properties.dumps(props, comment="partition metadata", now=now).encode("latin-1")
+
+
+def write_partition_metafile(base: Path, partition_path: str, commit_time: str) -> Path:
+    """Write the partition's metafile unless it has one (Hudi's `HoodiePartitionMetadata.trySave` keeps
+    the first: a partition's metafile names the commit that created the partition)."""
+    path = base / partition_path / PARTITION_METAFILE_PREFIX  # `base / ""` is `base`
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(partition_metafile_bytes(commit_time, partition_path))
+    return path
 
 
 def cow_table_properties(name: str, precombine: str, partition_field: str | None = None) -> bytes:

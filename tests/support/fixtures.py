@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.fixtures import write_partition_metafile
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
@@ -147,11 +148,7 @@ class FixtureTable:
         )
 
     def _partition_metafile(self, partition: str, instant_time: str) -> None:
-        meta = self.base / partition / ".hoodie_partition_metadata"
-        if not meta.exists():
-            depth = len(partition.split("/")) if partition else 0
-            meta.parent.mkdir(parents=True, exist_ok=True)
-            meta.write_text(f"#partition metadata\ncommitTime={instant_time}\npartitionDepth={depth}\n")
+        write_partition_metafile(self.base, partition, instant_time)
 
     # ------------------------------------------------------------------ timeline
     def _stats_by_partition(

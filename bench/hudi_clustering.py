@@ -1,0 +1,524 @@
+"""Clustering: ours next to Hudi's own, on the same input, with the same plan settings.
+
+One run builds one input table (the clustering benchmark's many-small-files copy-on-write table, see
+`bench.clustering.build_input_table`), checks that Hudi reads it, and then for every layout (LINEAR,
+ZORDER and HILBERT, DIRECT and SAMPLE curves) rewrites a fresh copy of it twice, in one local
+SparkSession that carries the Hudi bundle:
+
+* Hudi: `CALL run_clustering(path, order, order_strategy, options)` (`RunClusteringProcedure`, which
+  schedules with `SparkSizeBasedClusteringPlanStrategy` and executes with
+  `SparkSortAndSizeExecutionStrategy`, row writer on as in 0.15);
+* ours: `schedule_clustering` + `execute_clustering` through `SparkExecutor`.
+
+Both get the same `hoodie.*` plan settings (sort columns, layout, curve build method, target file
+size, small-file limit, group size and count, compression codec). Hudi alone also gets
+`hoodie.metadata.enable=false` (the service refuses metadata-table tables, and building one would be
+work ours never does) and no automatic clean or archive after its commit.
+
+Recorded per layout and contender: wall seconds, input MB/s, the ratio ours/Hudi, the plan's groups
+(file ids per group; the two plans follow the same strategy, so they should match), output files and
+their size spread, rows Hudi's reader reads back, and the rows a reader scans for each pruning
+predicate of `bench.pruning_count` (footer min/max pruning over the output files). The floor is
+pyarrow reading, sorting and encoding the same rows on every core (one process per core, each a
+share of the files), in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.clustering import SORT_COLUMNS, InputTable, build_input_table, fresh_copy
+from bench.common import RESULTS_DIR, print_table, rerun_without_jvm, stopwatch, write_results
+from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
+from service.clustering import execute_clustering, schedule_clustering
+from service.clustering.orchestrator import read_clustering_plan
+from service.config.hoodie import HoodieConfig
+from service.executor import SparkExecutor
+from service.lock.in_process import InProcessTableLock
+from service.table.instant import Action, Instant, State
+from service.table.table import HudiTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+NAME = "hudi-clustering"
+MB = 1024 * 1024
+CONTENDERS = ("hudi", "ours")
+# (layout, curve build method); the method is moot for LINEAR, so it runs once.
+ALL_LAYOUTS = (
+    ("LINEAR", "DIRECT"),
+    ("ZORDER", "DIRECT"),
+    ("HILBERT", "DIRECT"),
+    ("ZORDER", "SAMPLE"),
+    ("HILBERT", "SAMPLE"),
+)
+# Hudi-only settings: no metadata table (the service refuses tables with one), and nothing after the
+# clustering commit that ours does not do either.
+HUDI_ONLY_SETTINGS = {
+    "hoodie.metadata.enable": "false",
+    "hoodie.clean.automatic": "false",
+    "hoodie.archive.automatic": "false",
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    files: int
+    rows: int
+    target_file_mb: int
+    layouts: tuple[tuple[str, str], ...] = ALL_LAYOUTS
+    small_file_limit_mb: int = 300  # Hudi's default `hoodie.clustering.plan.strategy.small.file.limit`
+    group_mb: int = 2048  # Hudi's default `hoodie.clustering.plan.strategy.max.bytes.per.group`
+    max_groups: int = 30  # Hudi's default `hoodie.clustering.plan.strategy.max.num.groups`
+    codec: str = "gzip"  # Hudi's default `hoodie.parquet.compression.codec`
+    placements: int = 50  # predicate placements per pruning predicate
+    work_dir: Path | None = None
+    results_dir: Path | None = None
+    seed: int = 7
+    driver_memory: str = "6g"
+
+    @classmethod
+    def quick(cls) -> Options:
+        return cls(
+            files=100,
+            rows=400_000,
+            target_file_mb=2,
+            layouts=(("LINEAR", "DIRECT"), ("ZORDER", "DIRECT"), ("HILBERT", "DIRECT")),
+        )
+
+    @classmethod
+    def full(cls) -> Options:
+        return cls(files=400, rows=4_000_000, target_file_mb=10)
+
+
+@dataclass
+class Contender:
+    """One contender's rewrite of one fresh copy of the input."""
+
+    contender: str
+    layout: str
+    method: str
+    seconds: float
+    input_bytes: int
+    instant_time: str
+    plan_groups: list[list[str]]  # file ids of each input group, sorted
+    output_groups_planned: list[int]  # numOutputFileGroups per group
+    output_sizes: list[int]
+    rows_read_by_hudi: int
+    rows_scanned: dict[str, float] = field(default_factory=dict)  # predicate -> mean rows scanned
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.input_bytes / MB / self.seconds if self.seconds > 0 else 0.0
+
+
+# ---------------------------------------------------------------- settings
+
+
+def plan_settings(options: Options, layout: str, method: str) -> dict[str, str]:
+    """The `hoodie.*` keys both contenders get (names as in Hudi's `HoodieClusteringConfig`)."""
+    return {
+        "hoodie.clustering.plan.strategy.sort.columns": ",".join(SORT_COLUMNS),
+        "hoodie.layout.optimize.strategy": layout,
+        "hoodie.layout.optimize.curve.build.method": method,
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": str(options.target_file_mb * MB),
+        "hoodie.clustering.plan.strategy.small.file.limit": str(options.small_file_limit_mb * MB),
+        "hoodie.clustering.plan.strategy.max.bytes.per.group": str(options.group_mb * MB),
+        "hoodie.clustering.plan.strategy.max.num.groups": str(options.max_groups),
+        "hoodie.parquet.compression.codec": options.codec,
+    }
+
+
+def run_clustering_call(base: Path | str, settings: Mapping[str, str]) -> str:
+    """`CALL run_clustering` for `settings`. `RunClusteringProcedure` splits `options` on ',' and '=',
+    so the sort columns (a comma list) go through its `order` argument and the layout through
+    `order_strategy`; every other key through `options`."""
+    sort_key, layout_key = "hoodie.clustering.plan.strategy.sort.columns", "hoodie.layout.optimize.strategy"
+    rest = {k: v for k, v in settings.items() if k not in (sort_key, layout_key)}
+    for key, value in rest.items():
+        if "," in value or "=" in value:
+            raise ValueError(f"run_clustering options cannot carry {key}={value!r}")
+    options = ",".join(f"{k}={v}" for k, v in {**rest, **HUDI_ONLY_SETTINGS}.items())
+    return (
+        f"CALL run_clustering(path => '{base}', order => '{settings[sort_key]}', "
+        f"order_strategy => '{settings[layout_key]}', op => 'scheduleAndExecute', options => '{options}')"
+    )
+
+
+# ---------------------------------------------------------------- contenders
+
+
+def _completed_clustering(table: HudiTable) -> Instant:
+    timeline = table.load_timeline()
+    done = [i for i in timeline.completed().instants if i.action is Action.REPLACE_COMMIT]
+    if len(done) != 1:
+        raise RuntimeError(f"{table.base_uri}: expected one completed replacecommit, found {done}")
+    return done[0]
+
+
+def _outcome(
+    spark: SparkSession, name: str, layout: str, method: str, table: InputTable, seconds: float
+) -> Contender:
+    """What one contender left: its plan's groups, its output files, and Hudi's reading of the table."""
+    hudi = HudiTable.open(str(table.base))
+    instant = _completed_clustering(hudi)
+    plan = read_clustering_plan(hudi, Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED))
+    groups = [sorted(s.file_id or "" for s in g.slices or ()) for g in plan.input_groups or ()]
+    planned = [int(g.num_output_file_groups or 0) for g in plan.input_groups or ()]
+    outputs = new_base_files(table.base, instant.timestamp)
+    rows = spark.read.format("hudi").load(str(table.base)).count()
+    return Contender(
+        contender=name, layout=layout, method=method, seconds=seconds, input_bytes=table.bytes,
+        instant_time=instant.timestamp, plan_groups=sorted(groups), output_groups_planned=planned,
+        output_sizes=sorted(p.stat().st_size for p in outputs), rows_read_by_hudi=rows,
+    )  # fmt: skip
+
+
+def new_base_files(base: Path, instant_time: str) -> list[Path]:
+    """Base files the clustering at `instant_time` wrote (a base file's name ends in its instant)."""
+    out = []
+    for path in base.rglob("*.parquet"):
+        if ".hoodie" in path.relative_to(base).parts:
+            continue
+        if path.name.split(".", 1)[0].rsplit("_", 1)[-1] == instant_time:
+            out.append(path)
+    return sorted(out)
+
+
+def run_hudi(spark: SparkSession, table: InputTable, settings: Mapping[str, str]) -> float:
+    with stopwatch() as sw:
+        spark.sql(run_clustering_call(table.base, settings)).collect()
+    return sw.seconds
+
+
+def run_ours(spark: SparkSession, table: InputTable, settings: Mapping[str, str]) -> float:
+    hudi = HudiTable.open(str(table.base))
+    config = HoodieConfig.from_mapping(settings, hudi.name)
+    lock = InProcessTableLock(hudi.name)
+    executor = SparkExecutor(session=spark)
+    started = time.perf_counter()
+    outcome = schedule_clustering(hudi, config, lock, now=datetime.now(UTC), zone=UTC)
+    if outcome.instant_time is None:
+        raise RuntimeError(f"{table.base}: nothing scheduled: {outcome.reason}")
+    result = execute_clustering(hudi, outcome.instant_time, config, executor.run_group, lock, zone=UTC)
+    seconds = time.perf_counter() - started
+    if not result.committed:
+        raise RuntimeError(f"{table.base}: clustering {outcome.instant_time} not committed: {result.reason}")
+    return seconds
+
+
+def measure_pruning(runs: Sequence[Contender], bases: Mapping[int, Path], count: int, seed: int) -> None:
+    """Mean rows scanned per predicate, the same placements on every output."""
+    rng = np.random.default_rng(seed)
+    chosen = {p.key: placements(p, count, rng) for p in PREDICATES}
+    for index, run in enumerate(runs):
+        stats = read_row_group_stats(new_base_files(bases[index], run.instant_time))
+        run.rows_scanned = {key: float(rows_scanned(stats, chosen[key]).mean()) for key in chosen}
+
+
+# ---------------------------------------------------------------- floor
+
+
+def _floor_share(paths: Sequence[str], out: str, codec: str) -> int:
+    data = pa.concat_tables(pq.read_table(p, use_threads=False) for p in paths)
+    data = data.sort_by([(c, "ascending") for c in SORT_COLUMNS])
+    # gzip at level 6, zlib's default, as parquet-mr and our writer use.
+    level = 6 if codec == "gzip" else None
+    pq.write_table(data, out, compression=codec, compression_level=level)
+    return data.num_rows
+
+
+def _warm_worker(_: int) -> None:
+    time.sleep(0.5)
+
+
+def machine_floor(table: InputTable, scratch: Path, codec: str) -> dict[str, float]:
+    """pyarrow read + sort + encode of every input row, one process per core over a share of the
+    files each: the least a rewrite of these rows costs on this machine (ignoring the global order)."""
+    cores = os.cpu_count() or 1
+    paths = [str(table.base / p) for p in table.files]
+    shares = [paths[i::cores] for i in range(cores)]
+    scratch.mkdir(parents=True, exist_ok=True)
+    # spawn, not fork: the parent holds a JVM gateway and pyarrow's thread pools.
+    with ProcessPoolExecutor(max_workers=cores, mp_context=multiprocessing.get_context("spawn")) as pool:
+        # Every worker up (spawned, this module and pyarrow imported) before the clock starts: each
+        # task sleeps long enough that the pool hands the next one to another worker.
+        list(pool.map(_warm_worker, range(cores)))
+        with stopwatch() as sw:
+            rows = sum(
+                pool.map(
+                    _floor_share,
+                    shares,
+                    [str(scratch / f"floor-{i}.parquet") for i in range(cores)],
+                    [codec] * cores,
+                )
+            )
+    shutil.rmtree(scratch, ignore_errors=True)
+    if rows != table.rows:
+        raise RuntimeError(f"floor read {rows} rows of {table.rows}")
+    return {"processes": cores, "seconds": sw.seconds, "mb_per_s": table.bytes / MB / sw.seconds}
+
+
+# ---------------------------------------------------------------- driver
+
+
+def start_session(work_dir: Path, driver_memory: str, extra_jars: Sequence[Path] = ()) -> SparkSession:
+    """local[2] with the Hudi bundle, the same session for both contenders (the clustering
+    benchmark's configuration plus what Hudi's SQL procedures need)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from service.demo.hudi_writer import bundle_jar
+
+    opens = " ".join(
+        f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in ("java.lang", "java.nio", "sun.nio.ch", "java.util")
+    )
+    conf = {
+        "spark.master": "local[2]",
+        "spark.app.name": "hudi-table-service-bench-hudi-clustering",
+        "spark.driver.memory": driver_memory,
+        "spark.jars": ",".join(str(j) for j in (bundle_jar(), *extra_jars)),
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+        "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.local.dir": str(work_dir / "spark-local"),
+        "spark.sql.warehouse.dir": str(work_dir / "warehouse"),
+        "spark.driver.extraJavaOptions": f"{opens} -Dderby.system.home={work_dir / 'derby'}",
+    }
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def run(options: Options, spark: SparkSession | None = None, command: str | None = None) -> dict[str, Any]:
+    """Build the input, run both contenders per layout, print the tables, write the JSON and chart."""
+    work = Path(tempfile.mkdtemp(prefix="hts-bench-hudi-clustering-", dir=options.work_dir))
+    session: SparkSession | None = spark
+    try:
+        session = spark if spark is not None else start_session(work, options.driver_memory)
+        with stopwatch() as built:
+            source = build_input_table(
+                work / "input", options.files, options.rows, options.seed, options.codec
+            )
+        # Hudi's reader must accept the input before anything is timed (partition metafile, commits).
+        read_back = session.read.format("hudi").load(str(source.base)).count()
+        if read_back != source.rows:
+            raise RuntimeError(f"Hudi reads {read_back} rows of the input's {source.rows}")
+        print(
+            f"input: {len(source.files)} files, {source.rows:,} rows, {source.bytes / MB:.1f} MB "
+            f"(built in {built.seconds:.1f}s; Hudi reads all rows)",
+            flush=True,
+        )
+        _warm_up(session, work / "warm-up", options)
+        runs: list[Contender] = []
+        bases: dict[int, Path] = {}
+        for layout, method in options.layouts:
+            settings = plan_settings(options, layout, method)
+            for name in CONTENDERS:
+                copy = fresh_copy(source, work / f"{name}-{layout}-{method}")
+                seconds = (run_hudi if name == "hudi" else run_ours)(session, copy, settings)
+                runs.append(_outcome(session, name, layout, method, copy, seconds))
+                bases[len(runs) - 1] = copy.base
+                print(f"  {name} {layout} {method}: {seconds:.1f}s, {runs[-1].mb_per_s:.2f} MB/s", flush=True)
+        measure_pruning(runs, bases, options.placements, options.seed)
+        floor = machine_floor(source, work / "floor", options.codec)
+        payload = _payload(options, source, runs, floor, command)
+        _print(payload)
+        path = write_results(NAME, payload, options.results_dir)
+        payload["results_path"] = str(path)
+        from bench.hudi_clustering_chart import draw
+
+        payload["chart_path"] = str(draw(payload, path.with_suffix(".png")))
+        print(f"\nwrote {path} and {payload['chart_path']}", flush=True)
+        return payload
+    finally:
+        if spark is None and session is not None:
+            session.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _warm_up(spark: SparkSession, work: Path, options: Options) -> None:
+    """One untimed run of each contender on a tiny table, so neither timed run pays for JIT start-up."""
+    tiny = build_input_table(work / "input", 4, 4_000, options.seed, options.codec)
+    settings = plan_settings(options, "HILBERT", "DIRECT")
+    run_hudi(spark, fresh_copy(tiny, work / "hudi"), settings)
+    run_ours(spark, fresh_copy(tiny, work / "ours"), settings)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _spread(sizes: Sequence[int], target: int) -> dict[str, float | None]:
+    if not sizes:
+        return {"min_mb": None, "max_mb": None, "min_to_target": None, "max_to_target": None}
+    return {
+        "min_mb": round(min(sizes) / MB, 3),
+        "max_mb": round(max(sizes) / MB, 3),
+        "min_to_target": round(min(sizes) / target, 3),
+        "max_to_target": round(max(sizes) / target, 3),
+    }
+
+
+def _payload(
+    options: Options,
+    source: InputTable,
+    runs: Sequence[Contender],
+    floor: Mapping[str, float],
+    command: str | None,
+) -> dict[str, Any]:
+    target = options.target_file_mb * MB
+    figures = []
+    for run in runs:
+        figures.append(
+            {
+                "contender": run.contender,
+                "layout": run.layout,
+                "method": run.method,
+                "seconds": round(run.seconds, 3),
+                "input_mb_per_s": round(run.mb_per_s, 3),
+                "instant_time": run.instant_time,
+                "plan_groups": len(run.plan_groups),
+                "plan_group_file_ids": run.plan_groups,
+                "plan_output_file_groups": run.output_groups_planned,
+                "output_files": len(run.output_sizes),
+                "output_mb": round(sum(run.output_sizes) / MB, 3),
+                "output_file_sizes": run.output_sizes,
+                **_spread(run.output_sizes, target),
+                "rows_read_by_hudi": run.rows_read_by_hudi,
+                "rows_scanned": {k: round(v, 1) for k, v in run.rows_scanned.items()},
+            }
+        )
+    comparisons = []
+    for layout, method in options.layouts:
+        pair = {r.contender: r for r in runs if (r.layout, r.method) == (layout, method)}
+        hudi, ours = pair["hudi"], pair["ours"]
+        comparisons.append(
+            {
+                "layout": layout,
+                "method": method,
+                "ours_over_hudi_throughput": round(ours.mb_per_s / hudi.mb_per_s, 3)
+                if hudi.mb_per_s
+                else None,
+                "ours_over_floor_seconds": round(ours.seconds / floor["seconds"], 3),
+                "hudi_over_floor_seconds": round(hudi.seconds / floor["seconds"], 3),
+                "same_plan_groups": hudi.plan_groups == ours.plan_groups,  # file ids of every group
+                "same_output_file_groups": hudi.output_groups_planned == ours.output_groups_planned,
+                "rows_scanned_ours_over_hudi": {
+                    k: round(ours.rows_scanned[k] / v, 3) if v else None for k, v in hudi.rows_scanned.items()
+                },
+            }
+        )
+    return {
+        "command": command or f"bench.hudi_clustering.run({options})",
+        "options": {
+            k: (str(v) if isinstance(v, Path) else v)
+            for k, v in asdict(options).items()
+            if k != "results_dir"
+        },
+        "input": {"files": len(source.files), "rows": source.rows, "mb": round(source.bytes / MB, 3)},
+        "hudi_only_settings": HUDI_ONLY_SETTINGS,
+        "predicates": {p.key: p.label for p in PREDICATES},
+        "runs": figures,
+        "comparisons": comparisons,
+        "floor": {k: round(v, 3) for k, v in floor.items()},
+    }
+
+
+def _print(payload: Mapping[str, Any]) -> None:
+    rows = [
+        [
+            r["contender"], r["layout"], r["method"], r["seconds"], r["input_mb_per_s"], r["plan_groups"],
+            r["output_files"], r["min_to_target"], r["max_to_target"], r["rows_read_by_hudi"],
+        ]
+        for r in payload["runs"]
+    ]  # fmt: skip
+    headers = [
+        "contender",
+        "layout",
+        "method",
+        "s",
+        "MB/s",
+        "groups",
+        "files",
+        "min/target",
+        "max/target",
+        "rows",
+    ]
+    print_table(f"Clustering, ours vs Hudi ({payload['input']['rows']:,} rows)", headers, rows)
+    floor = payload["floor"]
+    compare = [
+        [
+            c["layout"], c["method"], c["ours_over_hudi_throughput"], c["ours_over_floor_seconds"],
+            c["hudi_over_floor_seconds"], "yes" if c["same_plan_groups"] else "NO",
+            *(c["rows_scanned_ours_over_hudi"].get(k) for k in payload["predicates"]),
+        ]
+        for c in payload["comparisons"]
+    ]  # fmt: skip
+    print_table(
+        f"Ours vs Hudi (pyarrow floor: {floor['seconds']:.1f}s on {floor['processes']:.0f} cores)",
+        ["layout", "method", "ours/Hudi MB/s", "ours/floor s", "Hudi/floor s", "same groups"]
+        + [f"scanned {k} ours/Hudi" for k in payload["predicates"]],
+        compare,
+    )
+
+
+def _layouts(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """`LINEAR`, `ZORDER` (DIRECT), `ZORDER:SAMPLE`, ...; LINEAR ignores the curve method."""
+    out = []
+    for value in values:
+        layout, _, method = value.upper().partition(":")
+        if layout not in ("LINEAR", "ZORDER", "HILBERT") or method not in ("", "DIRECT", "SAMPLE"):
+            raise argparse.ArgumentTypeError(f"unknown layout {value!r}")
+        out.append((layout, method or "DIRECT"))
+    return tuple(dict.fromkeys(out))
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="400k rows in 100 files, DIRECT layouts only")
+    parser.add_argument("--files", type=int, help="input base files")
+    parser.add_argument("--rows", type=int, help="input rows")
+    parser.add_argument(
+        "--target-file-mb", type=int, help="hoodie.clustering.plan.strategy.target.file.max.bytes"
+    )
+    parser.add_argument("--group-mb", type=int, help="hoodie.clustering.plan.strategy.max.bytes.per.group")
+    parser.add_argument("--layouts", nargs="+", help="LINEAR ZORDER[:SAMPLE] HILBERT[:SAMPLE] ...")
+    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON and chart go")
+    args = parser.parse_args(list(argv))
+    if (status := rerun_without_jvm(NAME, argv)) is not None:
+        return status
+    base = Options.quick() if args.quick else Options.full()
+    options = Options(
+        files=args.files or base.files,
+        rows=args.rows or base.rows,
+        target_file_mb=args.target_file_mb or base.target_file_mb,
+        layouts=_layouts(args.layouts) if args.layouts else base.layouts,
+        group_mb=args.group_mb or base.group_mb,
+        work_dir=args.work_dir,
+        results_dir=args.results_dir,
+    )
+    run(options, command=" ".join(["python -m bench", NAME, *argv]))
+    return 0

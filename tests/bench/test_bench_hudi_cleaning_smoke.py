@@ -1,0 +1,32 @@
+"""The ours-vs-Hudi cleaning benchmark at a toy size: Hudi's `run_clean` and our cleaner delete the same
+files from identical copies, under both policies, and the JSON says so (no timings asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.cleaning import TINY
+from bench.hudi_cleaning import Options, run
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+
+def test_hudi_cleaning_bench_deletes_the_same_files_as_hudi(spark: Any, tmp_path: Path) -> None:
+    run(Options(shape=TINY, work_dir=tmp_path, results_dir=tmp_path / "results"), spark=spark)
+
+    document = json.loads((tmp_path / "results" / "hudi-cleaning.json").read_text(encoding="utf-8"))
+    assert document["benchmark"] == "hudi-cleaning"
+    assert document["shape"]["data_files"] == TINY.data_files
+    runs = {r["policy"]: r for r in document["runs"]}
+    assert set(runs) == {"KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"}
+    for policy, r in runs.items():
+        assert r["files_before"] == TINY.data_files, policy
+        assert r["same_files_left"] and r["only_hudi_left"] == [] and r["only_ours_left"] == [], policy
+        assert r["hudi_deleted"] == r["ours_deleted"] > 0, policy
+        assert r["hudi_seconds"] > 0 and r["ours_seconds"] > 0 and r["ours_over_hudi_seconds"] > 0
+    # One commit retained keeps each file group's latest slice and the newest one before the ECTR.
+    assert runs["KEEP_LATEST_COMMITS"]["ours_deleted"] == TINY.files_deleted_retaining_one_commit
