@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from service.table import codecs, java_properties
+from service.config import java_properties
+from service.table import codecs
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.properties import TableConfig
 

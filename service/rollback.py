@@ -361,6 +361,8 @@ def rollback_instant(
                 table.storage, rollback.with_state(State.REQUESTED), settings, now.timestamp(), "resuming"
             )
             rollback_time, resumed = rollback.timestamp, True
+            # A stored plan is untrusted: refused before anything (even its heartbeat) is written.
+            confine_rollback_plan(table, plan, _plan_source(table, rollback_time))
         else:
             current = _find_target(timeline, instant_time)
             if target is None or plan is None or current != target:
@@ -370,6 +372,7 @@ def rollback_instant(
                 )
             _refuse_live_target(table, current, settings, now, owner)
             rollback_time, resumed = next_instant_time(timeline, now, _zone(table, tz)), False
+            confine_rollback_plan(table, plan, _plan_source(table, rollback_time))
             _check_held(held)
             create_instant_file(
                 table.storage, Instant(rollback_time, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan)
@@ -441,6 +444,11 @@ def _zone(table: HudiTable, tz: tzinfo | None) -> tzinfo:
     return table.timeline_zone(tz)
 
 
+def _plan_source(table: HudiTable, rollback_time: str) -> str:
+    """How errors name a rollback plan: its `R.rollback.requested` file."""
+    return table.storage.qualify(instant_path(Instant(rollback_time, Action.ROLLBACK, State.REQUESTED)))
+
+
 def _run(
     table: HudiTable,
     rollback_time: str,
@@ -459,8 +467,7 @@ def _run(
     instant_time = target_info.commit_time
     action = Action(target_info.action)
 
-    requested = Instant(rollback_time, Action.ROLLBACK, State.REQUESTED)
-    partition_metadata = execute_rollback_plan(table, plan, table.storage.qualify(instant_path(requested)))
+    partition_metadata = execute_rollback_plan(table, plan, _plan_source(table, rollback_time))
 
     with lock as held:
         # Neither the rollback nor (when the caller executes it) T may have changed hands meanwhile.

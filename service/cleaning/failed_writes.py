@@ -61,9 +61,7 @@ def rollback_failed_writes(
     for instant in failed_writes(table, timeline or table.load_timeline(), config, now()):
         log.info("table %s: rolling back failed write %s (heartbeat expired)", table.name, instant)
         try:
-            rollback_instant(
-                table, instant.timestamp, lock, now=now(), tz=zone, heartbeat_settings=settings
-            )
+            rollback_instant(table, instant.timestamp, lock, now=now(), tz=zone, heartbeat_settings=settings)
         except InstantOwnedError as exc:
             # Re-checked under the lock: the writer beat again meanwhile; it is alive, keep it.
             log.info("table %s: %s", table.name, exc)

@@ -9,7 +9,7 @@ import pytest
 
 from bench.clustering import build_input_table
 from bench.fixtures import partition_metafile_bytes
-from service.table import java_properties
+from service.config import java_properties
 from tests.support.hudi_tables import generate, hudi_latest_file_slices, write
 
 ROWS = 3_000
