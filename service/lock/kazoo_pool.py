@@ -54,6 +54,7 @@ class PooledClient:
         self._orphans_guard = threading.Lock()
         self._purge_guard = threading.Lock()
         self._started = False
+        self._closed = False
         self._start_guard = threading.Lock()
         client.add_listener(self._on_state)
 
@@ -61,6 +62,10 @@ class PooledClient:
         with self._start_guard:
             if self._started:
                 return
+            if self._closed:
+                # The pool closed this entry after `get` handed it out: starting it now would leave
+                # a client reconnecting in the background that nobody ever stops.
+                raise LockError(f"ZooKeeper client pool for {self.connect_string} is closed")
             try:
                 self.client.start(timeout=max(timeout_s, 0.001))
             except KazooTimeoutError:
@@ -71,6 +76,7 @@ class PooledClient:
 
     def close(self) -> None:
         with self._start_guard:
+            self._closed = True
             if self._started:
                 self.client.stop()
                 self._started = False

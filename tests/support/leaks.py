@@ -166,7 +166,13 @@ def _descendants(parents: dict[int, int] | None = None) -> set[int]:
 
 
 def _expected_process(pid: int, parents: dict[int, int]) -> bool:
-    """An expected process or one of its descendants (e.g. the Spark JVM's Python workers)."""
+    """An expected process or one of its descendants (e.g. the Spark JVM's Python workers).
+
+    The stdlib's multiprocessing resource tracker is expected too: the first spawn-context pool
+    (the benchmark's floor) starts it once for the whole interpreter, and it ends with it.
+    """
+    if parents.get(pid) == os.getpid() and "multiprocessing.resource_tracker" in _cmdline(pid):
+        return True
     me = os.getpid()
     while pid != me and pid in parents:
         if pid in _expected_pids:
