@@ -22,8 +22,8 @@ from service.command_context import CommandContext, add_service_arguments, open_
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
 from service.table.heartbeat import HeartbeatSettings
-from strategies.plan.model import PlannedClustering
-from strategies.plan.trigger import pending_clustering_instants
+from strategies.clustering.model import PlannedClustering
+from strategies.clustering.trigger import pending_clustering_instants
 
 MODES = ("schedule", "execute", "scheduleAndExecute", "purgePending")
 

@@ -31,6 +31,7 @@ from service.errors import (
 )
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
+from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.data_files import parse_base_file
@@ -39,11 +40,15 @@ from service.table.instant import Action, Instant, State
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
+from strategies.clustering.model import PlannedClustering
+from strategies.clustering.size_based import plan_clustering
+from strategies.clustering.trigger import (
+    ClusteringStep,
+    TriggerMode,
+    clustering_due,
+    pending_clustering_instants,
+)
 from strategies.execution.sort_and_size import OrderSpec
-from strategies.execution.spark_group import GroupJob
-from strategies.plan.model import PlannedClustering
-from strategies.plan.size_based import plan_clustering
-from strategies.plan.trigger import ClusteringStep, TriggerMode, clustering_due, pending_clustering_instants
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from service.lock import InProcessTableLock
 from service.table import codecs
 from service.table.instant import Action
 from service.table.table import HudiTable
-from strategies.plan.model import PlannedClustering
+from strategies.clustering.model import PlannedClustering
 from tests.support import hudi_tables as ht
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 

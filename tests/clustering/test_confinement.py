@@ -13,14 +13,14 @@ from service.clustering.orchestrator import execute_clustering
 from service.config.hoodie import HoodieConfig
 from service.errors import CorruptTableError, PathOutsideTableError
 from service.lock import InProcessTableLock
+from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.markers import create_marker
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, delete_instant_file
-from strategies.execution.spark_group import GroupJob
-from strategies.plan.model import PlannedClustering
+from strategies.clustering.model import PlannedClustering
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)

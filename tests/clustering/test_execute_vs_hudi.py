@@ -17,11 +17,11 @@ from service.clustering.orchestrator import group_jobs, read_clustering_plan, ru
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
 from service.lock.in_process import InProcessTableLock
+from service.spark_group import GroupJob, compressed_data_bytes, run_group
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from strategies.execution.spark_group import GroupJob, compressed_data_bytes, run_group
 from strategies.layout import LayoutStrategy, curve_sort_key
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory

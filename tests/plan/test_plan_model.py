@@ -12,8 +12,8 @@ from service.table.instant import Action, Instant, State
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, instant_path
-from strategies.plan import PlannedClustering, plan_clustering
-from strategies.plan.model import TOTAL_IO_READ_MB
+from strategies.clustering import PlannedClustering, plan_clustering
+from strategies.clustering.model import TOTAL_IO_READ_MB
 from tests.plan.snapshots import COMMIT, MB, NOW, base_name, config_of, fid, snapshot
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 

@@ -18,7 +18,7 @@ from service.table.instant import Action, Instant, State
 from service.table.markers import create_marker, list_markers, marker_dir_exists
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, next_instant_time
-from strategies.plan import plan_clustering
+from strategies.clustering import plan_clustering
 from tests.rollback.scenarios import RecordingLock, T, pending_clustering_scenario
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
