@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from strategies.clustering.java_order import java_hash_set_order, java_string_hash
 from strategies.clustering.model import (
-    PathQualifier,
     PlannedClustering,
     PlannedGroup,
     PlannedSlice,
@@ -50,7 +49,6 @@ __all__ = [
     "DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES",
     "ClusteringStep",
     "EligibilityCounts",
-    "PathQualifier",
     "PlanOutcome",
     "PlannedClustering",
     "PlannedGroup",

@@ -1,24 +1,14 @@
-"""A clustering plan as data, and its on-disk form (`T.replacecommit.requested`, Avro).
+"""A clustering plan as data: groups of file slices, the execution strategy, the group metrics.
 
-`PlannedClustering.to_requested_metadata` writes what Java's `ClusteringPlanActionExecutor` writes:
-operationType `CLUSTER`, `{}` extra metadata, version 1 everywhere, `preserveHoodieMetadata` true,
-qualified base file paths, `[]` delta files and `""` bootstrap path for copy-on-write slices, and
-the group metrics of `FileSliceMetricUtils`. `from_requested_metadata` reads any clustering plan
-back, Hudi's included (sizes it does not record are None).
+Its on-disk form (`T.replacecommit.requested`, Avro) is converted in `service/clustering/records.py`.
 """
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from service.errors import CorruptTableError
-from service.table import codecs
-from service.table.data_files import parse_base_file, parse_log_file
 from service.table.fs_view import FileGroupId, FileSlice
-from service.table.paths import Refused, check_in_partition, check_relative_path
 
 PLAN_VERSION = 1
 MIB = 1024 * 1024
@@ -29,14 +19,6 @@ TOTAL_IO_WRITE_MB = "TOTAL_IO_WRITE_MB"
 TOTAL_IO_MB = "TOTAL_IO_MB"
 TOTAL_LOG_FILES_SIZE = "TOTAL_LOG_FILES_SIZE"
 TOTAL_LOG_FILES = "TOTAL_LOG_FILES"
-
-
-class PathQualifier(Protocol):
-    """Turns base-relative paths into the qualified URIs plans hold, and back (`Storage` does both)."""
-
-    def qualify(self, rel: str) -> str: ...
-
-    def relativize(self, uri_or_path: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -109,70 +91,6 @@ class PlannedClustering:
     def num_output_file_groups(self) -> int:
         return sum(g.num_output_file_groups for g in self.groups)
 
-    def to_requested_metadata(self, paths: PathQualifier) -> codecs.RequestedReplaceMetadata:
-        groups = tuple(
-            codecs.ClusteringGroup(
-                slices=tuple(_slice_info(s, paths) for s in g.slices),
-                metrics=dict(g.metrics),
-                num_output_file_groups=g.num_output_file_groups,
-                extra_metadata=None,
-                version=PLAN_VERSION,
-            )
-            for g in self.groups
-        )
-        plan = codecs.ClusteringPlan(
-            input_groups=groups,
-            strategy=codecs.ClusteringStrategy(
-                strategy_class_name=self.strategy_class,
-                strategy_params=dict(self.strategy_params),
-                version=PLAN_VERSION,
-            ),
-            extra_metadata=dict(self.extra_metadata),
-            version=PLAN_VERSION,
-            preserve_hoodie_metadata=self.preserve_hoodie_metadata,
-        )
-        return codecs.RequestedReplaceMetadata(
-            operation_type=codecs.CLUSTER_OPERATION,
-            clustering_plan=plan,
-            extra_metadata={},
-            version=PLAN_VERSION,
-        )
-
-    @classmethod
-    def from_requested_metadata(
-        cls, requested: codecs.RequestedReplaceMetadata, paths: PathQualifier, source: str
-    ) -> PlannedClustering:
-        """Read a clustering plan (ours or Hudi's); CorruptTableError names `source` if it is not one."""
-        plan = requested.clustering_plan
-        if not requested.is_clustering or plan is None:
-            raise CorruptTableError(
-                f"{source}: not a clustering plan (operationType {requested.operation_type!r})"
-            )
-        groups = []
-        for index, group in enumerate(plan.input_groups or ()):
-            slices = tuple(_planned_slice(info, paths, source) for info in group.slices or ())
-            partitions = {s.partition_path for s in slices}
-            if len(partitions) != 1:
-                raise CorruptTableError(
-                    f"{source}: clustering group {index} spans partitions {sorted(partitions)}"
-                )
-            groups.append(
-                PlannedGroup(
-                    partition_path=partitions.pop(),
-                    slices=slices,
-                    num_output_file_groups=group.num_output_file_groups or 1,
-                    metrics=dict(group.metrics or {}),
-                )
-            )
-        strategy = plan.strategy
-        return cls(
-            groups=tuple(groups),
-            strategy_class=(strategy.strategy_class_name or "") if strategy else "",
-            strategy_params=dict((strategy.strategy_params or {}) if strategy else {}),
-            extra_metadata=dict(plan.extra_metadata or {}),
-            preserve_hoodie_metadata=bool(plan.preserve_hoodie_metadata),
-        )
-
 
 def group_metrics(slices: Sequence[PlannedSlice], parquet_max_file_size_bytes: int) -> dict[str, float]:
     """`FileSliceMetricUtils.addFileSliceCommonMetrics`: MB are whole mebibytes (Java's long division)."""
@@ -191,41 +109,3 @@ def group_metrics(slices: Sequence[PlannedSlice], parquet_max_file_size_bytes: i
         TOTAL_LOG_FILES_SIZE: 0.0,
         TOTAL_LOG_FILES: float(log_files),
     }
-
-
-def _slice_info(s: PlannedSlice, paths: PathQualifier) -> codecs.SliceInfo:
-    return codecs.SliceInfo(
-        data_file_path=paths.qualify(s.base_file_path) if s.base_file_path else "",
-        delta_file_paths=tuple(paths.qualify(p) for p in s.log_file_paths),
-        file_id=s.file_id,
-        partition_path=s.partition_path,
-        bootstrap_file_path="",
-        version=PLAN_VERSION,
-    )
-
-
-def _planned_slice(info: codecs.SliceInfo, paths: PathQualifier, source: str) -> PlannedSlice:
-    partition = info.partition_path or ""
-    file_id = info.file_id or ""
-    # `relativize` applies the confinement rule of `service.table.paths` to each path; a file must
-    # also lie directly in the slice's partition, itself a base-relative path inside the table.
-    if partition and isinstance(refused := check_relative_path(partition), Refused):
-        raise CorruptTableError(f"{source}: slice partitionPath {partition!r} refused: {refused.reason}")
-    base_path = paths.relativize(info.data_file_path) if info.data_file_path else ""
-    log_paths = tuple(paths.relativize(p) for p in info.delta_file_paths or ())
-    for path in (base_path, *log_paths) if base_path else log_paths:
-        if (outside := check_in_partition(path, partition)) is not None:
-            raise CorruptTableError(f"{source}: slice file {path!r} refused: {outside.reason}")
-    if base_path:
-        base = parse_base_file(posixpath.dirname(base_path), posixpath.basename(base_path))
-        base_instant = base.instant_time
-    elif log_paths:
-        log = parse_log_file(posixpath.dirname(log_paths[0]), posixpath.basename(log_paths[0]))
-        if log is None:
-            raise CorruptTableError(
-                f"{source}: slice {file_id!r} names an unparsable log file {log_paths[0]!r}"
-            )
-        base_instant = log.base_instant_time
-    else:
-        raise CorruptTableError(f"{source}: slice {file_id!r} in partition {partition!r} has no files")
-    return PlannedSlice(partition, file_id, base_instant, base_path, None, log_paths)

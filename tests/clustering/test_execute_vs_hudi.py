@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.clustering import execute_clustering, schedule_clustering
-from service.clustering.orchestrator import group_jobs, read_clustering_plan, run_groups
+from service.clustering.orchestrator import group_jobs, run_groups
+from service.clustering.records import read_clustering_plan
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
 from service.lock.in_process import InProcessTableLock
