@@ -43,7 +43,7 @@ from service.table.instant import Action, Instant, State
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, format_instant_time, instant_path
-from strategies.clean import CleanPlan, plan_clean
+from strategies.cleaning import CleanPlan, plan_clean
 
 NAME = "cleaning"
 TABLE_NAME = "bench_cleaning"

@@ -61,8 +61,13 @@ from service.table.properties import PROPERTIES_FILE
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import METAFOLDER, Timeline, parse_instant_time
-from strategies.clean.trigger import commits_since_last_clean
-from strategies.plan.trigger import ClusteringStep, TriggerMode, clustering_due, pending_clustering_instants
+from strategies.cleaning.trigger import commits_since_last_clean
+from strategies.clustering.trigger import (
+    ClusteringStep,
+    TriggerMode,
+    clustering_due,
+    pending_clustering_instants,
+)
 
 log = logging.getLogger(__name__)
 

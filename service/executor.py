@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from service.spark_group import GroupJob, run_group
 from service.table.base_file_writer import BaseFileWriteResult
-from strategies.execution.spark_group import GroupJob, run_group
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

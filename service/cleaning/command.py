@@ -10,7 +10,7 @@ from service.cleaning.orchestrator import Cleaner, CleanOptions
 from service.cleaning.results import render_result, result_to_json
 from service.command_context import add_service_arguments, open_context
 from service.errors import ConfigError
-from strategies.clean import DEFAULT_MAX_DELETE_FRACTION
+from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION
 
 
 def add_clean_arguments(parser: argparse.ArgumentParser) -> None:

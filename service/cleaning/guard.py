@@ -18,7 +18,7 @@ from service.errors import PlanRefusedError
 from service.table.data_files import PARTITION_METAFILE_PREFIX, parse_base_file, parse_log_file
 from service.table.fs_view import FileSystemView
 from service.table.table import HudiTable
-from strategies.clean import refuse_latest_snapshot_targets, refuse_volume
+from strategies.cleaning import refuse_latest_snapshot_targets, refuse_volume
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,8 @@ from service.table.instant import Action, Instant, State
 from service.table.paths import PathGuard
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
-from strategies.clean import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, clean_due, plan_clean
-from strategies.clean.trigger import commits_since_last_clean
+from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, clean_due, plan_clean
+from strategies.cleaning.trigger import commits_since_last_clean
 
 log = logging.getLogger(__name__)
 

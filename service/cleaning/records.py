@@ -19,7 +19,7 @@ from service.table.codecs import (
 from service.table.instant import State
 from service.table.paths import PathGuard
 from service.table.storage import Storage
-from strategies.clean import CleanPlan
+from strategies.cleaning import CleanPlan
 
 
 def to_cleaner_plan(plan: CleanPlan, storage: Storage) -> CleanerPlan:

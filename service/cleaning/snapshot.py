@@ -17,7 +17,7 @@ from service.table.instant import Action, Instant
 from service.table.paths import Refused, check_partition_path
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, instant_path
-from strategies.clean import CleanSnapshot, LastClean, earliest_commit_to_retain, partitions_to_scan
+from strategies.cleaning import CleanSnapshot, LastClean, earliest_commit_to_retain, partitions_to_scan
 
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # Hudi 0.15's extraMetadata key
 

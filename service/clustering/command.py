@@ -18,12 +18,13 @@ from service.clustering.orchestrator import (
     schedule_clustering,
 )
 from service.clustering.plan_report import plan_report, plan_to_json, render_plan
+from service.clustering.records import read_clustering_plan
 from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
 from service.table.heartbeat import HeartbeatSettings
-from strategies.plan.model import PlannedClustering
-from strategies.plan.trigger import pending_clustering_instants
+from strategies.clustering.model import PlannedClustering
+from strategies.clustering.trigger import pending_clustering_instants
 
 MODES = ("schedule", "execute", "scheduleAndExecute", "purgePending")
 
@@ -139,18 +140,12 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
         reply.say(reason, reason=reason)
         return reply.finish(0)
     if args.dry_run:
-        from service.table import codecs
         from service.table.instant import Action
 
         instant = ctx.table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
         if instant is None:
             raise HudiTableServiceError(f"{ctx.table.base_uri}: no pending clustering at {instant_time}")
-        meta = ctx.table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
-        assert meta is not None
-        show(
-            PlannedClustering.from_requested_metadata(meta, ctx.table.storage, instant.file_name),
-            instant_time,
-        )
+        show(read_clustering_plan(ctx.table, instant), instant_time)
         return reply.finish(0)
     executor = SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
     try:

@@ -12,7 +12,6 @@ file groups; the failed attempt is rolled back by markers.
 from __future__ import annotations
 
 import logging
-import posixpath
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,29 +20,34 @@ from datetime import UTC, datetime, tzinfo
 
 from service.clustering.attempts import mark_as_ours
 from service.clustering.preflight import check_plan_executable
+from service.clustering.records import read_clustering_plan, requested_metadata
 from service.config.hoodie import HoodieConfig
 from service.errors import (
     ConflictError,
-    CorruptTableError,
     HeartbeatLostError,
     HudiTableServiceError,
     PlanRefusedError,
 )
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
+from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
-from service.table.data_files import parse_base_file
+from service.table.fs_view import FileGroupId
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
+from strategies.clustering.model import PlannedClustering
+from strategies.clustering.size_based import plan_clustering
+from strategies.clustering.trigger import (
+    ClusteringStep,
+    TriggerMode,
+    clustering_due,
+    pending_clustering_instants,
+)
 from strategies.execution.sort_and_size import OrderSpec
-from strategies.execution.spark_group import GroupJob
-from strategies.plan.model import PlannedClustering
-from strategies.plan.size_based import plan_clustering
-from strategies.plan.trigger import ClusteringStep, TriggerMode, clustering_due, pending_clustering_instants
 
 log = logging.getLogger(__name__)
 
@@ -94,73 +98,23 @@ def _readable_schema(table: HudiTable, timeline: Timeline) -> str | None:
         ) from exc
 
 
-def read_clustering_plan(table: HudiTable, instant: Instant) -> codecs.ClusteringPlan:
-    requested = table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
-    if requested is None or not requested.is_clustering or requested.clustering_plan is None:
-        raise CorruptTableError(f"{table.base_uri}: {instant} is not a clustering plan")
-    return requested.clustering_plan
-
-
-def confine_clustering_plan(
-    table: HudiTable, instant_time: str, plan: codecs.ClusteringPlan
-) -> dict[tuple[int, int], str]:
-    """(group index, slice index) → base-relative base file path of every slice, confined to the
-    table (`service.table.paths`); the first path breaking the rule refuses the whole plan.
-
-    A slice's `partitionPath` must be a partition path of the table, its `dataFilePath` a file
-    directly in that partition, and its `fileId` the file id of that base file: the commit writes
-    `partitionToReplaceFileIds` from these fields, and rollback lists the partitions.
-    """
-    source = table.storage.qualify(
-        instant_path(Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED))
-    )
-    guard = table.path_guard(source)
-    out = {}
-    for g, group in enumerate(plan.input_groups or ()):
-        for i, s in enumerate(group.slices or ()):
-            partition = guard.partition("inputGroups[].slices[].partitionPath", s.partition_path or "")
-            for delta in s.delta_file_paths or ():
-                guard.file("inputGroups[].slices[].deltaFilePaths", delta, partition)
-            if not s.data_file_path and s.delta_file_paths:
-                out[(g, i)] = ""  # a merge-on-read slice of log files only (refused by execution)
-                continue
-            rel = guard.file("inputGroups[].slices[].dataFilePath", s.data_file_path or "", partition)
-            base = parse_base_file(partition, posixpath.basename(rel))
-            if base.file_id != (s.file_id or ""):
-                raise guard.refuse(
-                    "inputGroups[].slices[].fileId",
-                    s.file_id or "",
-                    f"it is not the file id of its dataFilePath {s.data_file_path!r}",
-                )
-            out[(g, i)] = rel
-    return out
-
-
 def group_jobs(
-    table: HudiTable, instant_time: str, plan: codecs.ClusteringPlan, config: HoodieConfig, schema: str | None
+    table: HudiTable, instant_time: str, plan: PlannedClustering, config: HoodieConfig, schema: str | None
 ) -> list[GroupJob]:
     clustering = config.clustering
-    params = (plan.strategy.strategy_params if plan.strategy else None) or {}
-    sort_value = params.get("hoodie.clustering.plan.strategy.sort.columns")
+    sort_value = plan.strategy_params.get("hoodie.clustering.plan.strategy.sort.columns")
     sort_columns = tuple(c.strip() for c in sort_value.split(",") if c.strip()) if sort_value else ()
     order = OrderSpec(clustering.layout_strategy, sort_columns)
-    confined = confine_clustering_plan(table, instant_time, plan)
     jobs = []
-    for group_index, group in enumerate(plan.input_groups or ()):
-        slices = group.slices or ()
-        if not slices:
+    for group_index, group in enumerate(plan.groups):
+        if not group.slices:
             continue
-        if any(s.delta_file_paths for s in slices):
+        if any(s.log_file_paths for s in group.slices):
             raise HudiTableServiceError(
                 f"{table.base_uri}: clustering plan {instant_time} has slices with log files "
                 "(merge-on-read); only copy-on-write slices are supported"
             )
-        paths = tuple(confined[(group_index, i)] for i in range(len(slices)))
-        partitions = {s.partition_path or "" for s in slices}
-        if len(partitions) != 1:
-            raise CorruptTableError(
-                f"clustering plan {instant_time}: a group spans partitions {sorted(partitions)}"
-            )
+        paths = tuple(s.base_file_path for s in group.slices)
         sizes = tuple(_file_size(table, p) for p in paths)
         jobs.append(
             GroupJob(
@@ -168,7 +122,7 @@ def group_jobs(
                 storage_options=dict(table.storage_options),
                 table_name=table.name,
                 instant_time=instant_time,
-                partition_path=partitions.pop(),
+                partition_path=group.partition_path,
                 input_paths=paths,
                 input_sizes=sizes,
                 order=order,
@@ -191,27 +145,14 @@ def _file_size(table: HudiTable, path: str) -> int:
     return status.size
 
 
-def _plan_base_instants(
-    plan: codecs.ClusteringPlan, table: HudiTable, instant_time: str
-) -> dict[tuple[str, str], str]:
-    """(partition, fileId) → base instant of the slice the plan read."""
-    confined = confine_clustering_plan(table, instant_time, plan)
-    out = {}
-    for g, group in enumerate(plan.input_groups or ()):
-        for i, s in enumerate(group.slices or ()):
-            partition, _, name = confined[(g, i)].rpartition("/")
-            out[(s.partition_path or "", s.file_id or "")] = parse_base_file(partition, name).instant_time
-    return out
-
-
-def check_no_conflict(table: HudiTable, instant_time: str, plan: codecs.ClusteringPlan) -> None:
+def check_no_conflict(table: HudiTable, instant_time: str, plan: PlannedClustering) -> None:
     """Raise ConflictError if committing would drop a change made since the plan was scheduled."""
     timeline = table.load_timeline()
     requested = Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED)
     if not table.storage.exists(instant_path(requested)):
         raise ConflictError(f"{table.base_uri}: clustering {instant_time} was rolled back by another process")
     view = table.load_view(timeline)
-    for fg_id, base_instant in _plan_base_instants(plan, table, instant_time).items():
+    for fg_id, base_instant in _base_instants(plan).items():
         group = view.file_groups.get(fg_id)
         if group is None or group.latest_slice is None:
             raise ConflictError(
@@ -228,6 +169,11 @@ def check_no_conflict(table: HudiTable, instant_time: str, plan: codecs.Clusteri
                 f"{table.base_uri}: commit {latest} updated file group {fg_id} after clustering "
                 f"{instant_time} read slice {base_instant}; committing would drop that update"
             )
+
+
+def _base_instants(plan: PlannedClustering) -> dict[FileGroupId, str]:
+    """(partition, fileId) → base instant of the slice the plan read."""
+    return {s.file_group_id: s.base_instant_time for g in plan.groups for s in g.slices}
 
 
 def _marker_files(table: HudiTable, instant_time: str) -> set[str]:
@@ -256,7 +202,7 @@ def write_stats(results: Sequence[BaseFileWriteResult]) -> dict[str, tuple[codec
 def commit_clustering(
     table: HudiTable,
     instant_time: str,
-    plan: codecs.ClusteringPlan,
+    plan: PlannedClustering,
     results: Sequence[BaseFileWriteResult],
     schema: str | None,
     lock: TableLock,
@@ -279,9 +225,9 @@ def commit_clustering(
             # A retried task's leftover: a file group must not hold two base files of one instant.
             table.storage.delete_file(stray)
         replaced: dict[str, list[str]] = {}
-        for group in plan.input_groups or ():
-            for s in group.slices or ():
-                replaced.setdefault(s.partition_path or "", []).append(s.file_id or "")
+        for group in plan.groups:
+            for s in group.slices:
+                replaced.setdefault(s.partition_path, []).append(s.file_id)
         metadata = codecs.ReplaceCommitMetadata(
             partition_to_write_stats=write_stats(results),
             compacted=False,
@@ -378,7 +324,7 @@ def schedule_clustering(
         if dry_run:
             return ScheduleOutcome(None, outcome.plan, "dry run: nothing written")
         instant_time = next_instant_time(timeline, now, zone)
-        metadata = mark_as_ours(outcome.plan.to_requested_metadata(table.storage))
+        metadata = mark_as_ours(requested_metadata(outcome.plan, table.storage))
         lock.check_held()
         create_instant_file(
             table.storage,
@@ -425,8 +371,7 @@ def execute_clustering(
     instant = table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
     if instant is None or instant.is_completed:
         raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
-    plan = read_clustering_plan(table, instant)
-    confine_clustering_plan(table, instant_time, plan)  # before anything is read or rolled back
+    plan = read_clustering_plan(table, instant)  # confined before anything is read or rolled back
     heartbeat = Heartbeat(table.storage, instant_time, settings, table_name=table.name)
     inflight_mtime_ns: int | None = None
     with lock:
@@ -469,7 +414,7 @@ def execute_clustering(
 def _run_and_commit(
     table: HudiTable,
     instant_time: str,
-    plan: codecs.ClusteringPlan,
+    plan: PlannedClustering,
     config: HoodieConfig,
     runner: GroupRunner,
     lock: TableLock,

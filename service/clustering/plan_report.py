@@ -14,7 +14,7 @@ from typing import Any
 
 from service.config.clustering import SORT_COLUMNS_KEY, ClusteringConfig
 from service.table.storage import Storage
-from strategies.plan.model import PlannedClustering, PlannedSlice
+from strategies.clustering.model import PlannedClustering, PlannedSlice
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from service.table.avro_schema import parse_avro_schema, with_meta_fields
 from service.table.base_file_writer import parquet_writer_options
 from service.table.key_generator import VirtualKeyGenerator
 from service.table.table import HudiTable
+from strategies.clustering.model import PlannedClustering
 from strategies.layout.rank import is_supported
-from strategies.plan.model import PlannedClustering
 
 
 def check_plan_executable(

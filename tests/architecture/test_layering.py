@@ -64,17 +64,7 @@ def test_config_imports_nothing_above_it(path: Path) -> None:
     assert all(name in sys.stdlib_module_names or name in ("yaml", "pydantic") for name in outside), outside
 
 
-def _strategy_params() -> list[object]:
-    params: list[object] = []
-    for path in _modules("strategies"):
-        marks = []
-        if _rel(path) == "strategies/execution/spark_group.py":
-            marks.append(pytest.mark.xfail(strict=True, reason="moved by issue 11 item 3"))
-        params.append(pytest.param(path, id=_rel(path), marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("path", _strategy_params())
+@pytest.mark.parametrize("path", _modules("strategies"), ids=_rel)
 def test_strategies_do_not_import_spark(path: Path) -> None:
     spark = sorted(name for name in _imported(path) if name.split(".")[0] in ("pyspark", "py4j"))
     assert not spark, f"{_rel(path)} imports {spark}"

@@ -20,7 +20,8 @@ def test_project_zip_ships_service_and_strategies_but_not_the_demo_writer() -> N
         "service/__init__.py",
         "service/table/base_file_writer.py",
         "service/table/codecs/schemas/HoodieCleanerPlan.avsc",
-        "strategies/execution/spark_group.py",
+        "service/spark_group.py",
+        "strategies/execution/sort_and_size.py",
         "strategies/layout/curve.py",
     } <= names
     # the demo's Hudi writer runs on the driver only

@@ -20,7 +20,7 @@ from bench.daemon import (
 )
 from service.config.hoodie import HoodieConfig
 from service.table.table import HudiTable
-from strategies.plan.trigger import ClusteringStep, TriggerMode, clustering_due
+from strategies.clustering.trigger import ClusteringStep, TriggerMode, clustering_due
 
 pytestmark = pytest.mark.slow
 

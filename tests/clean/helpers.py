@@ -10,7 +10,7 @@ from service.cleaning.snapshot import load_clean_snapshot
 from service.config.cleaning import CleanConfig
 from service.config.hoodie import HoodieConfig
 from service.table.table import HudiTable
-from strategies.clean import CleanPlan, plan_clean
+from strategies.cleaning import CleanPlan, plan_clean
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
 

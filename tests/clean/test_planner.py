@@ -12,7 +12,7 @@ from service.config.cleaning import CleaningPolicy
 from service.table.codecs import WriteOperationType
 from service.table.instant import Action, State
 from service.table.table import HudiTable
-from strategies.clean import earliest_commit_to_retain
+from strategies.cleaning import earliest_commit_to_retain
 from tests.clean.helpers import NOW, clean_config, fid, plan_table, planned_names
 from tests.support.fixtures import FileSpec, FixtureTable, LogSpec, ts
 

@@ -18,7 +18,7 @@ from service.table.fs_view import FileSystemView, TimelineFacts
 from service.table.instant import Action, Instant, State
 from service.table.storage import FileStatus
 from service.table.timeline import Timeline
-from strategies.clean import CleanSnapshot, LastClean, earliest_commit_to_retain, plan_clean
+from strategies.cleaning import CleanSnapshot, LastClean, earliest_commit_to_retain, plan_clean
 from tests.clean.helpers import clean_config
 from tests.support.fixtures import ts
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from service.table.instant import Action, Instant, State
 from service.table.timeline import Timeline
-from strategies.clean import LastClean, clean_due, commits_since_last_clean
+from strategies.cleaning import LastClean, clean_due, commits_since_last_clean
 from tests.clean.helpers import clean_config
 from tests.support.fixtures import ts
 

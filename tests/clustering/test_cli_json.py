@@ -11,13 +11,12 @@ import pytest
 
 from service.cli import main
 from service.clustering import execute_clustering
+from service.clustering.records import read_clustering_plan
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
 from service.lock import InProcessTableLock
-from service.table import codecs
 from service.table.instant import Action
 from service.table.table import HudiTable
-from strategies.plan.model import PlannedClustering
 from tests.support import hudi_tables as ht
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -66,9 +65,7 @@ def _stored_slices(t: FixtureTable, instant_time: str) -> set[tuple[str, str, st
     table = HudiTable.open(str(t.base))
     instant = table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
     assert instant is not None
-    meta = table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
-    assert meta is not None
-    plan = PlannedClustering.from_requested_metadata(meta, table.storage, instant.file_name)
+    plan = read_clustering_plan(table, instant)
     return {
         (g.partition_path, s.file_id, s.base_file_path, s.base_instant_time)
         for g in plan.groups

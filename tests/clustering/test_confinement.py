@@ -9,18 +9,19 @@ from typing import Any
 
 import pytest
 
+from service.cli import main
 from service.clustering.orchestrator import execute_clustering
+from service.clustering.records import read_clustering_plan
 from service.config.hoodie import HoodieConfig
-from service.errors import CorruptTableError, PathOutsideTableError
+from service.errors import PathOutsideTableError
 from service.lock import InProcessTableLock
+from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.markers import create_marker
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, delete_instant_file
-from strategies.execution.spark_group import GroupJob
-from strategies.plan.model import PlannedClustering
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
@@ -133,11 +134,31 @@ def test_inflight_hostile_plan_is_refused_before_its_attempt_is_rolled_back(fixt
     assert (t.base / output).exists()
 
 
-def test_dry_run_rendering_refuses_a_hostile_plan(fixture: FixtureTable) -> None:
+def test_dry_run_rendering_refuses_a_hostile_plan(
+    fixture: FixtureTable, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The plan is decoded and confined in one step, so `execute --dry-run` (which only prints it)
+    refuses the same plans execution refuses, a `fileId` naming another file group's included."""
     t = fixture
-    _rewrite_first_slice(t, data_file_path=f"file:{t.base}/p2/{t.file_name('p2', 'c-0', ts(1))}")
-    meta = codecs.decode(
-        codecs.RequestedReplaceMetadata, t.storage.read_bytes(f".hoodie/{T}.replacecommit.requested"), "p"
-    )
-    with pytest.raises(CorruptTableError, match="not directly in partition 'p1'"):
-        PlannedClustering.from_requested_metadata(meta, t.storage, f"{T}.replacecommit.requested")
+    _rewrite_first_slice(t, file_id="c-0")
+    before = _everything(t)
+    args = ["cluster", "--base-path", str(t.base), "--mode", "execute", "--dry-run", "--timezone", "UTC"]
+    assert main([*args, "--instant-time", T]) == 1
+    assert "inputGroups[].slices[].fileId" in caplog.text and "'c-0'" in caplog.text
+    assert _everything(t) == before
+
+
+def test_decoded_plan_holds_confined_base_relative_paths(fixture: FixtureTable) -> None:
+    t = fixture
+    table = HudiTable.open(str(t.base))
+    instant = table.load_timeline().find(T, Action.REPLACE_COMMIT)
+    assert instant is not None
+    plan = read_clustering_plan(table, instant)
+    assert [(s.partition_path, s.file_id, s.base_file_path) for g in plan.groups for s in g.slices] == [
+        ("p1", "a-0", f"p1/{t.file_name('p1', 'a-0', ts(1))}"),
+        ("p1", "b-0", f"p1/{t.file_name('p1', 'b-0', ts(1))}"),
+    ]
+    hostile = f"file:{t.base}/p2/{t.file_name('p2', 'c-0', ts(1))}"
+    _rewrite_first_slice(t, data_file_path=hostile)
+    with pytest.raises(PathOutsideTableError, match="not directly in partition 'p1'"):
+        read_clustering_plan(HudiTable.open(str(t.base)), instant)

@@ -13,15 +13,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.clustering import execute_clustering, schedule_clustering
-from service.clustering.orchestrator import group_jobs, read_clustering_plan, run_groups
+from service.clustering.orchestrator import group_jobs, run_groups
+from service.clustering.records import read_clustering_plan
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
 from service.lock.in_process import InProcessTableLock
+from service.spark_group import GroupJob, compressed_data_bytes, run_group
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from strategies.execution.spark_group import GroupJob, compressed_data_bytes, run_group
 from strategies.layout import LayoutStrategy, curve_sort_key
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory

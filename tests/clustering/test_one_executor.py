@@ -25,12 +25,12 @@ from service.daemon import Daemon, Outcome, TableService
 from service.errors import InstantOwnedError
 from service.lock import InProcessTableLock
 from service.lock.base import TableLock
+from service.spark_group import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from strategies.execution.spark_group import GroupJob
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 

@@ -16,9 +16,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from service.spark_group import compressed_data_bytes
 from service.table.instant import Action, State
 from service.table.table import HudiTable
-from strategies.execution.spark_group import compressed_data_bytes
 from tests.support import hudi_tables as ht
 from tests.support.spark_standalone import standalone_cluster
 

@@ -29,11 +29,11 @@ from service.lock.in_process import InProcessTableLock
 from service.lock.kazoo_pool import KazooClientPool
 from service.lock.zookeeper import ZookeeperTableLock
 from service.rollback import find_completed_rollback
+from service.spark_group import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.heartbeat import HeartbeatSettings, heartbeat_path, judge
 from service.table.instant import Action, State
 from service.table.table import HudiTable
-from strategies.execution.spark_group import GroupJob
 from tests.lock.zk_helpers import zk_settings
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory

@@ -13,13 +13,13 @@ from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
 from service.errors import ConfigError
 from service.executor import SparkExecutor
+from service.spark_group import GroupJob
 from service.status import render_text, table_status
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
-from strategies.execution.spark_group import GroupJob
-from strategies.plan.trigger import pending_clustering_instants
+from strategies.clustering.trigger import pending_clustering_instants
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 

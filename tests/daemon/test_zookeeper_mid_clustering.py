@@ -27,11 +27,11 @@ from service.errors import LockError
 from service.executor import SparkExecutor
 from service.lock.kazoo_pool import KazooClientPool
 from service.lock.zookeeper import ZookeeperTableLock
+from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, State
 from service.table.table import HudiTable
-from strategies.execution.spark_group import GroupJob
 from tests.lock.zk_helpers import zk_settings
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory

@@ -12,7 +12,7 @@ from service.table.fs_view import FileGroupId, FileSystemView, TimelineFacts
 from service.table.instant import Action, Instant, State
 from service.table.storage import FileStatus
 from service.table.timeline import Timeline
-from strategies.plan import PlannedGroup
+from strategies.clustering import PlannedGroup
 from tests.support.fixtures import ts
 
 MB = 1024 * 1024

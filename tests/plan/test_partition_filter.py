@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from service.config.clustering import PartitionFilterMode
-from strategies.plan import day_rolling, recent_days, regex_matched, select_partitions, selected_range
+from strategies.clustering import day_rolling, recent_days, regex_matched, select_partitions, selected_range
 from tests.plan.snapshots import NOW, config_of
 
 _PLAN = "org.apache.hudi.client.clustering.plan.strategy."

@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from service.clustering.attempts import mark_as_ours
+from service.clustering.records import read_clustering_plan, requested_metadata
 from service.config.clustering import ClusteringConfig
 from service.config.hoodie import HoodieConfig
 from service.lock import InProcessTableLock
@@ -18,7 +19,7 @@ from service.table import codecs
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, next_instant_time
-from strategies.plan import PlannedClustering, java_hash_set_order, plan_clustering
+from strategies.clustering import PlannedClustering, java_hash_set_order, plan_clustering
 from tests.support import hudi_tables as ht
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 from tests.support.histories import HudiHistory
@@ -59,11 +60,7 @@ def _pending_plan(table: HudiTable) -> tuple[str, PlannedClustering]:
     timeline = table.load_timeline()
     pending = [i for i in timeline.pending() if i.action is Action.REPLACE_COMMIT]
     assert len(pending) == 1, pending
-    requested = table.facts_reader.requested_plan(pending[0], codecs.RequestedReplaceMetadata)
-    assert requested is not None
-    return pending[0].timestamp, PlannedClustering.from_requested_metadata(
-        requested, table.storage, "hudi plan"
-    )
+    return pending[0].timestamp, read_clustering_plan(table, pending[0])
 
 
 @pytest.mark.hudi
@@ -87,7 +84,7 @@ def test_hudi_deserializes_our_plan(tmp_path: Path) -> None:
     work = tmp_path / "decode"
     work.mkdir()
     (work / "1.HoodieRequestedReplaceMetadata.bin").write_bytes(
-        codecs.encode(outcome.plan.to_requested_metadata(table.storage))
+        codecs.encode(requested_metadata(outcome.plan, table.storage))
     )
     run_java("HudiTimelineDecode", "decode", str(work))
     assert not list(work.glob("*.err")), [p.read_text() for p in work.glob("*.err")]
@@ -147,7 +144,7 @@ def test_hudi_executes_our_plan_and_reads_same_rows(
             table.storage,
             Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
             # Marked as scheduled by us (extraMetadata), as schedule_clustering writes it.
-            codecs.encode(mark_as_ours(outcome.plan.to_requested_metadata(table.storage))),
+            codecs.encode(mark_as_ours(requested_metadata(outcome.plan, table.storage))),
         )
 
     rows = spark.sql(f"CALL run_clustering(path => '{h.base_path}', op => 'execute')").collect()

@@ -6,18 +6,24 @@ from pathlib import Path
 
 import pytest
 
+from service.clustering.records import decode_clustering_plan, requested_metadata
 from service.errors import CorruptTableError
 from service.table import codecs
 from service.table.instant import Action, Instant, State
+from service.table.paths import PathGuard
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, instant_path
-from strategies.plan import PlannedClustering, plan_clustering
-from strategies.plan.model import TOTAL_IO_READ_MB
+from strategies.clustering import PlannedClustering, plan_clustering
+from strategies.clustering.model import TOTAL_IO_READ_MB
 from tests.plan.snapshots import COMMIT, MB, NOW, base_name, config_of, fid, snapshot
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 SORT = "hoodie.clustering.plan.strategy.sort.columns"
+
+
+def _guard(storage: Storage, source: str) -> PathGuard:
+    return PathGuard(storage.location, "t", partitioned=True, source=source)
 
 
 def _plan() -> PlannedClustering:
@@ -29,7 +35,7 @@ def _plan() -> PlannedClustering:
 
 def test_requested_metadata_has_java_clustering_fields(tmp_path: Path) -> None:
     storage = Storage.for_base_uri(str(tmp_path))
-    requested = _plan().to_requested_metadata(storage)
+    requested = requested_metadata(_plan(), storage)
     assert requested.operation_type == "CLUSTER"
     assert requested.is_clustering
     assert requested.extra_metadata == {}
@@ -61,12 +67,12 @@ def test_requested_metadata_has_java_clustering_fields(tmp_path: Path) -> None:
 def test_plan_avro_round_trip(tmp_path: Path) -> None:
     storage = Storage.for_base_uri(str(tmp_path))
     plan = _plan()
-    requested = plan.to_requested_metadata(storage)
+    requested = requested_metadata(plan, storage)
     data = codecs.encode(requested)
     assert data[:4] == b"Obj\x01"
     decoded = codecs.decode(codecs.RequestedReplaceMetadata, data, "test")
     assert decoded == requested
-    back = PlannedClustering.from_requested_metadata(decoded, storage, "test")
+    back = decode_clustering_plan(decoded, _guard(storage, "test"))
     assert back.strategy_class == plan.strategy_class
     assert back.strategy_params == plan.strategy_params
     assert back.input_file_groups == plan.input_file_groups
@@ -81,16 +87,16 @@ def test_plan_avro_round_trip(tmp_path: Path) -> None:
     assert back.groups[0].slices[0].base_instant_time == COMMIT
 
 
-def test_from_requested_metadata_refuses_non_clustering(tmp_path: Path) -> None:
+def test_decode_refuses_non_clustering(tmp_path: Path) -> None:
     storage = Storage.for_base_uri(str(tmp_path))
     overwrite = codecs.RequestedReplaceMetadata(operation_type="INSERT_OVERWRITE")
     with pytest.raises(CorruptTableError, match="not a clustering plan"):
-        PlannedClustering.from_requested_metadata(overwrite, storage, "x.replacecommit.requested")
+        decode_clustering_plan(overwrite, _guard(storage, "x.replacecommit.requested"))
 
 
-def test_from_requested_metadata_refuses_group_across_partitions(tmp_path: Path) -> None:
+def test_decode_refuses_group_across_partitions(tmp_path: Path) -> None:
     storage = Storage.for_base_uri(str(tmp_path))
-    requested = _plan().to_requested_metadata(storage)
+    requested = requested_metadata(_plan(), storage)
     assert requested.clustering_plan is not None
     groups = requested.clustering_plan.input_groups or ()
     mixed = groups[0].model_copy(update={"slices": (groups[0].slices or ()) + (groups[1].slices or ())})
@@ -98,7 +104,7 @@ def test_from_requested_metadata_refuses_group_across_partitions(tmp_path: Path)
         update={"clustering_plan": requested.clustering_plan.model_copy(update={"input_groups": (mixed,)})}
     )
     with pytest.raises(CorruptTableError, match="spans partitions"):
-        PlannedClustering.from_requested_metadata(broken, storage, "plan")
+        decode_clustering_plan(broken, _guard(storage, "plan"))
 
 
 def test_plan_written_to_fixture_table_is_seen_as_pending_clustering(tmp_path: Path) -> None:
@@ -126,7 +132,7 @@ def test_plan_written_to_fixture_table_is_seen_as_pending_clustering(tmp_path: P
     ]
     instant = Instant(ts(3), Action.REPLACE_COMMIT, State.REQUESTED)
     create_instant_file(
-        table.storage, instant, codecs.encode(outcome.plan.to_requested_metadata(table.storage))
+        table.storage, instant, codecs.encode(requested_metadata(outcome.plan, table.storage))
     )
     assert table.storage.exists(instant_path(instant))
 

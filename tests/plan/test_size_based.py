@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from service.table.fs_view import FileSystemView
-from strategies.plan import (
+from strategies.clustering import (
     build_groups,
     eligible_slices,
     output_file_groups,
     plan_clustering,
 )
-from strategies.plan.model import (
+from strategies.clustering.model import (
     TOTAL_IO_MB,
     TOTAL_IO_READ_MB,
     TOTAL_IO_WRITE_MB,

@@ -9,7 +9,7 @@ from service.table import codecs
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from strategies.plan import (
+from strategies.clustering import (
     ClusteringStep,
     TriggerDecision,
     TriggerMode,

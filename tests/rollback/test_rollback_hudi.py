@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from service.clustering.records import requested_metadata
 from service.config.hoodie import HoodieConfig
 from service.lock import InProcessTableLock
 from service.rollback import rollback_instant
@@ -18,7 +19,7 @@ from service.table.instant import Action, Instant, State
 from service.table.markers import create_marker, list_markers, marker_dir_exists
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, next_instant_time
-from strategies.plan import plan_clustering
+from strategies.clustering import plan_clustering
 from tests.rollback.scenarios import RecordingLock, T, pending_clustering_scenario
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
@@ -76,7 +77,7 @@ def _pending_clustering_with_outputs(h: HudiHistory) -> tuple[HudiTable, str, li
         create_instant_file(
             table.storage,
             Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
-            codecs.encode(outcome.plan.to_requested_metadata(table.storage)),
+            codecs.encode(requested_metadata(outcome.plan, table.storage)),
         )
     create_instant_file(table.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT))
     outputs = []

@@ -27,10 +27,10 @@ from service.config.cleaning import CleanConfig, CleaningPolicy
 from service.table.data_files import parse_base_file, parse_log_file
 from service.table.fs_view import FileGroup, FileSlice, FileSystemView
 from service.table.instant import Instant
-from strategies.clean.partitions import partitions_to_scan
-from strategies.clean.plan import CleanPlan, CleanTarget
-from strategies.clean.retention import earliest_commit_to_retain
-from strategies.clean.snapshot import CleanSnapshot
+from strategies.cleaning.partitions import partitions_to_scan
+from strategies.cleaning.plan import CleanPlan, CleanTarget
+from strategies.cleaning.retention import earliest_commit_to_retain
+from strategies.cleaning.snapshot import CleanSnapshot
 
 
 def plan_clean(snapshot: CleanSnapshot, config: CleanConfig, now: datetime) -> CleanPlan | None:

@@ -7,15 +7,14 @@ takes the timeline and a reader of `.requested` plans. Nothing here writes to st
 
 from __future__ import annotations
 
-from strategies.plan.java_order import java_hash_set_order, java_string_hash
-from strategies.plan.model import (
-    PathQualifier,
+from strategies.clustering.java_order import java_hash_set_order, java_string_hash
+from strategies.clustering.model import (
     PlannedClustering,
     PlannedGroup,
     PlannedSlice,
     group_metrics,
 )
-from strategies.plan.partition_filter import (
+from strategies.clustering.partition_filter import (
     candidate_partitions,
     day_rolling,
     filter_partitions,
@@ -24,7 +23,7 @@ from strategies.plan.partition_filter import (
     select_partitions,
     selected_range,
 )
-from strategies.plan.size_based import (
+from strategies.clustering.size_based import (
     DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES,
     EligibilityCounts,
     PlanOutcome,
@@ -34,7 +33,7 @@ from strategies.plan.size_based import (
     output_file_groups,
     plan_clustering,
 )
-from strategies.plan.trigger import (
+from strategies.clustering.trigger import (
     ClusteringStep,
     RequestedPlanReader,
     TriggerDecision,
@@ -50,7 +49,6 @@ __all__ = [
     "DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES",
     "ClusteringStep",
     "EligibilityCounts",
-    "PathQualifier",
     "PlanOutcome",
     "PlannedClustering",
     "PlannedGroup",

@@ -30,9 +30,9 @@ from datetime import datetime
 
 from service.config.clustering import ClusteringConfig
 from service.table.fs_view import FileSlice, FileSystemView
-from strategies.plan.java_order import java_hash_set_order
-from strategies.plan.model import PlannedClustering, PlannedGroup, PlannedSlice, group_metrics
-from strategies.plan.partition_filter import select_partitions
+from strategies.clustering.java_order import java_hash_set_order
+from strategies.clustering.model import PlannedClustering, PlannedGroup, PlannedSlice, group_metrics
+from strategies.clustering.partition_filter import select_partitions
 
 DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES = 125_829_120  # hoodie.parquet.max.file.size
 

@@ -7,17 +7,17 @@ Pure: every function takes a loaded timeline, file-system view and decoded timel
 from __future__ import annotations
 
 from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
-from strategies.clean.partitions import PartitionScope, partitions_to_scan
-from strategies.clean.plan import CleanPlan, CleanTarget
-from strategies.clean.planner import plan_clean
-from strategies.clean.retention import RETENTION_ACTIONS, earliest_commit_to_retain
-from strategies.clean.safety import (
+from strategies.cleaning.partitions import PartitionScope, partitions_to_scan
+from strategies.cleaning.plan import CleanPlan, CleanTarget
+from strategies.cleaning.planner import plan_clean
+from strategies.cleaning.retention import RETENTION_ACTIONS, earliest_commit_to_retain
+from strategies.cleaning.safety import (
     latest_snapshot_paths,
     refuse_latest_snapshot_targets,
     refuse_volume,
 )
-from strategies.clean.snapshot import CleanSnapshot, LastClean
-from strategies.clean.trigger import clean_due, commits_since_last_clean
+from strategies.cleaning.snapshot import CleanSnapshot, LastClean
+from strategies.cleaning.trigger import clean_due, commits_since_last_clean
 
 __all__ = [
     "DEFAULT_MAX_DELETE_FRACTION",

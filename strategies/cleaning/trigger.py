@@ -5,7 +5,7 @@ from __future__ import annotations
 from service.config.cleaning import CleanConfig, CleaningTriggerStrategy
 from service.errors import ConfigError
 from service.table.timeline import Timeline
-from strategies.clean.snapshot import LastClean
+from strategies.cleaning.snapshot import LastClean
 
 
 def commits_since_last_clean(timeline: Timeline, last_clean: LastClean | None) -> int:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from service.config.cleaning import CleanConfig, CleaningPolicy
 from service.table.instant import Action, Instant
 from service.table.timeline import Timeline
-from strategies.clean.snapshot import LastClean
+from strategies.cleaning.snapshot import LastClean
 
 
 @dataclass(frozen=True)
