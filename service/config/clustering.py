@@ -6,11 +6,12 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import auto
 from typing import TypeVar
 
 from service.config.hoodie_keys import SORT_COLUMNS
 from service.config.reader import KeyReader
+from service.config.values import JavaEnum
 
 _PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _UPDATE = "org.apache.hudi.client.clustering.update.strategy."
@@ -18,45 +19,45 @@ _UPDATE = "org.apache.hudi.client.clustering.update.strategy."
 SORT_COLUMNS_KEY = SORT_COLUMNS
 
 
-class ClusteringPlanKind(StrEnum):
+class ClusteringPlanKind(JavaEnum):
     """The plan strategy a class name asks for; each runs as size-based planning plus a partition filter."""
 
-    SIZE_BASED = "SIZE_BASED"
-    RECENT_DAYS = "RECENT_DAYS"
-    SELECTED_PARTITIONS = "SELECTED_PARTITIONS"
+    SIZE_BASED = auto()
+    RECENT_DAYS = auto()
+    SELECTED_PARTITIONS = auto()
 
 
-class PartitionFilterMode(StrEnum):
-    NONE = "NONE"
-    RECENT_DAYS = "RECENT_DAYS"
-    SELECTED_PARTITIONS = "SELECTED_PARTITIONS"
-    DAY_ROLLING = "DAY_ROLLING"
+class PartitionFilterMode(JavaEnum):
+    NONE = auto()
+    RECENT_DAYS = auto()
+    SELECTED_PARTITIONS = auto()
+    DAY_ROLLING = auto()
 
 
-class LayoutStrategy(StrEnum):
+class LayoutStrategy(JavaEnum):
     """How clustering orders the rows of each output group (`hoodie.layout.optimize.strategy`)."""
 
-    LINEAR = "LINEAR"  # lexicographic by the sort columns
-    ZORDER = "ZORDER"  # along the Z-order (Morton) curve of the sort columns
-    HILBERT = "HILBERT"  # along the Hilbert curve of the sort columns
+    LINEAR = auto()  # lexicographic by the sort columns
+    ZORDER = auto()  # along the Z-order (Morton) curve of the sort columns
+    HILBERT = auto()  # along the Hilbert curve of the sort columns
 
     @property
     def is_curve(self) -> bool:
         return self is not LayoutStrategy.LINEAR
 
 
-class CurveBuildMethod(StrEnum):
+class CurveBuildMethod(JavaEnum):
     """How each sort column becomes a curve coordinate (`hoodie.layout.optimize.curve.build.method`)."""
 
-    DIRECT = "DIRECT"  # the value's own order-preserving bits (no pass over the data)
-    SAMPLE = "SAMPLE"  # the value's range bucket, from quantiles of a sample (balanced dimensions)
+    DIRECT = auto()  # the value's own order-preserving bits (no pass over the data)
+    SAMPLE = auto()  # the value's range bucket, from quantiles of a sample (balanced dimensions)
 
 
-class UpdateStrategy(StrEnum):
+class UpdateStrategy(JavaEnum):
     """What Java writers do with updates to file groups in a pending clustering plan (`UpdateStrategy`)."""
 
-    REJECT = "REJECT"
-    ALLOW = "ALLOW"
+    REJECT = auto()
+    ALLOW = auto()
 
 
 # Hudi's plan strategy classes (Spark, Java, Flink engines). The deprecated recent-days and
