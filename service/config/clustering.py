@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import auto
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from service.config.hoodie_keys import SORT_COLUMNS
 from service.config.reader import KeyReader
@@ -142,11 +142,10 @@ class ClusteringConfig:
 
     @classmethod
     def from_reader(cls, r: KeyReader) -> ClusteringConfig:
-        plan_class = r.get_str("hoodie.clustering.plan.strategy.class").strip()
-        kind = _plan_kind(r, plan_class)
+        plan_class, kind = _PLAN_STRATEGY_KEY.resolve(r)
         configured_mode = PartitionFilterMode(r.get_str("hoodie.clustering.plan.partition.filter.mode"))
         filter_mode = _FILTER_OF_KIND.get(kind, configured_mode)
-        update_class = r.get_str("hoodie.clustering.updates.strategy").strip()
+        update_class, update_strategy = _UPDATE_STRATEGY_KEY.resolve(r)
         sort_value = r.get_optional_str(SORT_COLUMNS_KEY)
         config = cls(
             inline=r.get_bool("hoodie.clustering.inline"),
@@ -181,7 +180,7 @@ class ClusteringConfig:
                 r.get_optional_str("hoodie.clustering.plan.strategy.partition.selected")
             ),
             update_strategy_class=update_class,
-            update_strategy=_update_strategy(r, update_class),
+            update_strategy=update_strategy,
             rollback_pending_on_conflict=r.get_bool(
                 "hoodie.clustering.rollback.pending.replacecommit.on.conflict"
             ),
@@ -235,40 +234,41 @@ def _closest(name: str, candidates: list[str]) -> str:
 _Choice = TypeVar("_Choice")
 
 
-def _plan_kind(r: KeyReader, class_name: str) -> ClusteringPlanKind:
-    return _known_class(
-        r,
-        "hoodie.clustering.plan.strategy.class",
-        class_name,
-        PLAN_STRATEGY_CLASSES,
-        {name: f"it plans {why}" for name, why in UNSUPPORTED_PLAN_STRATEGY_CLASSES.items()},
-        "clustering plan strategy class",
-    )
+@dataclass(frozen=True)
+class _ClassKey(Generic[_Choice]):
+    """A `*.class`-style key naming a Hudi class: the classes the product implements, and the real Hudi
+    classes it refuses, each with why (`reason` frames it for the error message)."""
+
+    key: str
+    what: str
+    known: Mapping[str, _Choice]
+    unsupported: Mapping[str, str]
+    reason: str
+
+    def resolve(self, r: KeyReader) -> tuple[str, _Choice]:
+        """The configured class name and what it selects; ConfigError for a Hudi class the product
+        does not implement, or a typo."""
+        class_name = r.get_str(self.key).strip()
+        if class_name in self.known:
+            return class_name, self.known[class_name]
+        if class_name in self.unsupported:
+            why = self.reason.format(self.unsupported[class_name])
+            raise r.error(self.key, f"is not supported by the product ({why})")
+        closest = _closest(class_name, list(self.known))
+        raise r.error(self.key, f"is not a known {self.what}; closest known: {closest}")
 
 
-def _update_strategy(r: KeyReader, class_name: str) -> UpdateStrategy:
-    return _known_class(
-        r,
-        "hoodie.clustering.updates.strategy",
-        class_name,
-        UPDATE_STRATEGY_CLASSES,
-        {name: f"it is for {why}" for name, why in UNSUPPORTED_UPDATE_STRATEGY_CLASSES.items()},
-        "clustering update strategy class",
-    )
-
-
-def _known_class(
-    r: KeyReader,
-    key: str,
-    class_name: str,
-    known: Mapping[str, _Choice],
-    unsupported: Mapping[str, str],
-    what: str,
-) -> _Choice:
-    """What `class_name` selects; ConfigError for a Hudi class the product does not implement, or a typo."""
-    if class_name in known:
-        return known[class_name]
-    if class_name in unsupported:
-        raise r.error(key, f"is not supported by the product ({unsupported[class_name]})")
-    closest = _closest(class_name, list(known))
-    raise r.error(key, f"is not a known {what}; closest known: {closest}")
+_PLAN_STRATEGY_KEY = _ClassKey(
+    "hoodie.clustering.plan.strategy.class",
+    "clustering plan strategy class",
+    PLAN_STRATEGY_CLASSES,
+    UNSUPPORTED_PLAN_STRATEGY_CLASSES,
+    "it plans {}",
+)
+_UPDATE_STRATEGY_KEY = _ClassKey(
+    "hoodie.clustering.updates.strategy",
+    "clustering update strategy class",
+    UPDATE_STRATEGY_CLASSES,
+    UNSUPPORTED_UPDATE_STRATEGY_CLASSES,
+    "it is for {}",
+)
