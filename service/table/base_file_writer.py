@@ -38,7 +38,7 @@ import posixpath
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -449,6 +449,15 @@ class RollingBaseFileWriter:
             self._pending_rows += table.num_rows
         return table.num_rows
 
+    def write_all(self, data: pa.Table | Iterable[pa.RecordBatch | pa.Table]) -> list[BaseFileWriteResult]:
+        """Write all rows (in order) and close; returns one result per file. On an exception every
+        file this writer created is deleted."""
+        batches: Iterable[pa.RecordBatch | pa.Table] = [data] if isinstance(data, pa.Table) else data
+        with self:
+            for batch in batches:
+                self.write(batch)
+            return self.close()
+
     def close(self) -> list[BaseFileWriteResult]:
         """Write what is buffered, close the last file; returns every file written."""
         if not self._closed:
@@ -709,32 +718,3 @@ class RollingBaseFileWriter:
         if data_records and chunks:
             observed = max(0, current.footer_bytes - fixed) / chunks
             self._column_chunk_footer_bytes = max(_MIN_COLUMN_CHUNK_FOOTER_BYTES, int(1.5 * observed))
-
-
-def write_base_files(
-    storage: Storage,
-    data: pa.Table | Iterable[pa.RecordBatch | pa.Table],
-    schema: BaseFileSchema,
-    config: ParquetWriteConfig,
-    *,
-    partition_path: str,
-    instant_time: str,
-    target_file_size_bytes: int,
-    write_token: str = "0-0-0",
-    file_id_prefix: str | None = None,
-) -> list[BaseFileWriteResult]:
-    """Write all rows (in order) into base files near the target size; returns one result per file."""
-    batches: Iterator[pa.RecordBatch | pa.Table] = iter([data]) if isinstance(data, pa.Table) else iter(data)
-    with RollingBaseFileWriter(
-        storage,
-        schema,
-        config,
-        partition_path=partition_path,
-        instant_time=instant_time,
-        target_file_size_bytes=target_file_size_bytes,
-        write_token=write_token,
-        file_id_prefix=file_id_prefix,
-    ) as writer:
-        for batch in batches:
-            writer.write(batch)
-        return writer.close()
