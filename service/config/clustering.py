@@ -9,7 +9,11 @@ from dataclasses import dataclass
 from enum import auto
 from typing import Generic, TypeVar
 
-from service.config.hoodie_keys import SORT_COLUMNS
+from service.config.hoodie_keys import (
+    CLUSTERING_PLAN_STRATEGY_CLASS,
+    CLUSTERING_UPDATES_STRATEGY,
+    SORT_COLUMNS,
+)
 from service.config.reader import KeyReader
 from service.config.values import JavaEnum
 
@@ -259,14 +263,14 @@ class _ClassKey(Generic[_Choice]):
 
 
 _PLAN_STRATEGY_KEY = _ClassKey(
-    "hoodie.clustering.plan.strategy.class",
+    CLUSTERING_PLAN_STRATEGY_CLASS,
     "clustering plan strategy class",
     PLAN_STRATEGY_CLASSES,
     UNSUPPORTED_PLAN_STRATEGY_CLASSES,
     "it plans {}",
 )
 _UPDATE_STRATEGY_KEY = _ClassKey(
-    "hoodie.clustering.updates.strategy",
+    CLUSTERING_UPDATES_STRATEGY,
     "clustering update strategy class",
     UPDATE_STRATEGY_CLASSES,
     UNSUPPORTED_UPDATE_STRATEGY_CLASSES,
