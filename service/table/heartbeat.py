@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
+from service.config.reader import KeyReader
 from service.errors import HeartbeatLostError, InstantOwnedError
 from service.table.instant import Instant, State
 from service.table.storage import Storage
@@ -40,9 +41,7 @@ from service.table.timeline import METAFOLDER, instant_path
 log = logging.getLogger(__name__)
 
 HEARTBEAT_FOLDER = f"{METAFOLDER}/.heartbeat"
-# Hudi's defaults of hoodie.client.heartbeat.interval_in_ms and .tolerable.misses.
-DEFAULT_INTERVAL_MS = 60_000
-DEFAULT_TOLERABLE_MISSES = 2
+_HUDI_DEFAULTS = KeyReader("Hudi's defaults", {})  # no key set: every value is the registry's default
 
 Clock = Callable[[], float]
 
@@ -54,8 +53,10 @@ def heartbeat_path(instant_time: str) -> str:
 
 @dataclass(frozen=True)
 class HeartbeatSettings:
-    interval_ms: int = DEFAULT_INTERVAL_MS
-    tolerable_misses: int = DEFAULT_TOLERABLE_MISSES
+    """`hoodie.client.heartbeat.interval_in_ms` and `.tolerable.misses`; unset, Hudi's defaults (registry)."""
+
+    interval_ms: int = _HUDI_DEFAULTS.get_int(HEARTBEAT_INTERVAL_MS)
+    tolerable_misses: int = _HUDI_DEFAULTS.get_int(HEARTBEAT_TOLERABLE_MISSES)
 
     @property
     def window_ms(self) -> int:
