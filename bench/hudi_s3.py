@@ -22,11 +22,7 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,6 +37,7 @@ from bench.clustering import build_input_table
 from bench.common import RESULTS_DIR, print_table, rerun_without_jvm, stopwatch, write_results
 from bench.hudi_clustering import Options as ClusteringOptions
 from bench.hudi_clustering import plan_settings, run_clustering_call, start_session
+from bench.moto_server import moto_server
 from bench.s3_proxy import KINDS, CountingProxy
 from service.cleaning import Cleaner, CleanOptions
 from service.clustering import execute_clustering, schedule_clustering
@@ -85,36 +82,6 @@ def s3a_jars() -> list[Path]:
     if missing:
         raise RuntimeError(f"missing {missing}; run ./run setup (it fetches them with Maven)")
     return jars
-
-
-@contextmanager
-def moto_server() -> Iterator[str]:
-    """`moto.server` on a free loopback port; yields `127.0.0.1:port`."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://{endpoint}/", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def storage_options(endpoint: str) -> dict[str, str]:
