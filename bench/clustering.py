@@ -34,7 +34,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.common import print_table, stopwatch, write_results
+from bench.common import (
+    add_input_size_options,
+    bench_parser,
+    command_line,
+    input_sizes,
+    print_table,
+    stopwatch,
+    write_results,
+)
 from bench.fixtures import cow_table_properties, write_partition_metafile
 from service.clustering import execute_clustering, schedule_clustering
 from service.config.hoodie import HoodieConfig
@@ -640,13 +648,8 @@ def _print(payload: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1M rows in 200 files, gzip, DIRECT only")
-    parser.add_argument("--files", type=int, help="input base files")
-    parser.add_argument("--rows", type=int, help="input rows")
-    parser.add_argument(
-        "--target-file-mb", type=int, help="hoodie.clustering.plan.strategy.target.file.max.bytes"
-    )
+    parser = bench_parser(NAME, __doc__, "1M rows in 200 files, gzip, DIRECT only")
+    add_input_size_options(parser)
     parser.add_argument(
         "--snappy",
         action=argparse.BooleanOptionalAction,
@@ -668,13 +671,10 @@ def main(argv: Sequence[str]) -> int:
         default=64,
         help="extra LINEAR run at this target, where the group gets one writer task (0: skip)",
     )
-    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
     args = parser.parse_args(list(argv))
     base = Options.quick() if args.quick else Options.full()
     options = Options(
-        files=args.files or base.files,
-        rows=args.rows or base.rows,
-        target_file_mb=args.target_file_mb or base.target_file_mb,
+        **input_sizes(args, base),
         snappy=base.snappy if args.snappy is None else args.snappy,
         sample=base.sample if args.sample is None else args.sample,
         key_rows=args.key_rows or base.key_rows,
@@ -683,5 +683,5 @@ def main(argv: Sequence[str]) -> int:
         split_groups=args.split_groups,
         one_task_target_mb=args.one_task_target_mb,
     )
-    run(options, command=" ".join(["python -m bench", NAME, *argv]))
+    run(options, command=command_line(NAME, argv))
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -154,3 +155,36 @@ def write_results(name: str, payload: Mapping[str, Any], results_dir: Path | Non
     }
     path.write_text(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
     return path
+
+
+# ------------------------------------------------------------------------------- command lines
+def bench_parser(name: str, doc: str | None, quick_help: str) -> argparse.ArgumentParser:
+    """`python -m bench <name>`'s parser with what every benchmark takes: `--quick` and `--work-dir`."""
+    description = (doc or name).splitlines()[0]
+    parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
+    return parser
+
+
+def add_input_size_options(parser: argparse.ArgumentParser) -> None:
+    """The clustering benchmarks' input: base files, rows, and the clustering's target file size."""
+    parser.add_argument("--files", type=int, help="input base files")
+    parser.add_argument("--rows", type=int, help="input rows")
+    parser.add_argument(
+        "--target-file-mb", type=int, help="hoodie.clustering.plan.strategy.target.file.max.bytes"
+    )
+
+
+def input_sizes(args: argparse.Namespace, base: Any) -> dict[str, Any]:
+    """`add_input_size_options`' values, `base`'s (the quick or full options) where not given."""
+    return {
+        "files": args.files or base.files,
+        "rows": args.rows or base.rows,
+        "target_file_mb": args.target_file_mb or base.target_file_mb,
+    }
+
+
+def command_line(name: str, argv: Sequence[str]) -> str:
+    """The command that ran a benchmark, for its results."""
+    return " ".join(["python -m bench", name, *argv])

@@ -44,7 +44,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.clustering import SORT_COLUMNS, InputTable, build_input_table, fresh_copy
-from bench.common import RESULTS_DIR, print_table, rerun_without_jvm, stopwatch, write_results
+from bench.common import (
+    RESULTS_DIR,
+    add_input_size_options,
+    bench_parser,
+    command_line,
+    input_sizes,
+    print_table,
+    rerun_without_jvm,
+    stopwatch,
+    write_results,
+)
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
 from service.clustering import execute_clustering, schedule_clustering
 from service.clustering.orchestrator import read_clustering_plan
@@ -496,29 +506,21 @@ def _layouts(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="400k rows in 100 files, DIRECT layouts only")
-    parser.add_argument("--files", type=int, help="input base files")
-    parser.add_argument("--rows", type=int, help="input rows")
-    parser.add_argument(
-        "--target-file-mb", type=int, help="hoodie.clustering.plan.strategy.target.file.max.bytes"
-    )
+    parser = bench_parser(NAME, __doc__, "400k rows in 100 files, DIRECT layouts only")
+    add_input_size_options(parser)
     parser.add_argument("--group-mb", type=int, help="hoodie.clustering.plan.strategy.max.bytes.per.group")
     parser.add_argument("--layouts", nargs="+", help="LINEAR ZORDER[:SAMPLE] HILBERT[:SAMPLE] ...")
-    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON and chart go")
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
         return status
     base = Options.quick() if args.quick else Options.full()
     options = Options(
-        files=args.files or base.files,
-        rows=args.rows or base.rows,
-        target_file_mb=args.target_file_mb or base.target_file_mb,
+        **input_sizes(args, base),
         layouts=_layouts(args.layouts) if args.layouts else base.layouts,
         group_mb=args.group_mb or base.group_mb,
         work_dir=args.work_dir,
         results_dir=args.results_dir,
     )
-    run(options, command=" ".join(["python -m bench", NAME, *argv]))
+    run(options, command=command_line(NAME, argv))
     return 0

@@ -18,7 +18,6 @@ requests, it does not time an object store.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -34,7 +33,15 @@ import pyarrow.fs as pafs
 
 from bench.cleaning import NOW, TINY, TableShape, build_table
 from bench.clustering import build_input_table
-from bench.common import RESULTS_DIR, print_table, rerun_without_jvm, stopwatch, write_results
+from bench.common import (
+    RESULTS_DIR,
+    bench_parser,
+    command_line,
+    print_table,
+    rerun_without_jvm,
+    stopwatch,
+    write_results,
+)
 from bench.hudi_clustering import Options as ClusteringOptions
 from bench.hudi_clustering import plan_settings, run_clustering_call, start_session
 from bench.moto_server import moto_server
@@ -323,11 +330,7 @@ def _print(payload: Mapping[str, Any]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="accepted for `bench all`; sizes are small anyway"
-    )
-    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
+    parser = bench_parser(NAME, __doc__, "accepted for `bench all`; sizes are small anyway")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
@@ -335,6 +338,6 @@ def main(argv: Sequence[str]) -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     run(
         Options(work_dir=args.work_dir, results_dir=args.results_dir),
-        command=" ".join(["python -m bench", NAME, *argv]),
+        command=command_line(NAME, argv),
     )
     return 0
