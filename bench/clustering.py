@@ -38,6 +38,7 @@ from bench.common import (
     add_input_size_options,
     bench_parser,
     command_line,
+    hudi_record_schema,
     input_sizes,
     print_table,
     stopwatch,
@@ -64,26 +65,17 @@ NAME = "clustering"
 MB = 1024 * 1024
 TABLE_NAME = "bench_clustering"
 SORT_COLUMNS = ("a", "b")
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
-AVRO_SCHEMA = {
-    "type": "record",
-    "name": f"{TABLE_NAME}_record",
-    "namespace": f"hoodie.{TABLE_NAME}",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "a", "type": "int"},
-        {"name": "b", "type": "int"},
-        {"name": "x", "type": "double"},
-        {"name": "s", "type": "string"},
-        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+AVRO_SCHEMA = hudi_record_schema(
+    TABLE_NAME,
+    [
+        ("id", "long"),
+        ("a", "int"),
+        ("b", "int"),
+        ("x", "double"),
+        ("s", "string"),
+        ("ts", {"type": "long", "logicalType": "timestamp-micros"}),
     ],
-}
+)
 FILES_PER_COMMIT = 100
 
 

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from service.table.avro_schema import record_name_and_namespace
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -188,3 +190,18 @@ def input_sizes(args: argparse.Namespace, base: Any) -> dict[str, Any]:
 def command_line(name: str, argv: Sequence[str]) -> str:
     """The command that ran a benchmark, for its results."""
     return " ".join(["python -m bench", name, *argv])
+
+
+def hudi_record_schema(
+    table_name: str, fields: Sequence[tuple[str, Any]], nullable: bool = False
+) -> dict[str, Any]:
+    """A table's Avro record schema, named as Hudi's Spark writer names it (`<table>_record` in
+    `hoodie.<table>`); `nullable` makes every field a `["null", type]` union defaulting to null."""
+    name, namespace = record_name_and_namespace(table_name)
+    columns = [
+        {"name": column, "type": ["null", avro_type], "default": None}
+        if nullable
+        else {"name": column, "type": avro_type}
+        for column, avro_type in fields
+    ]
+    return {"type": "record", "name": name, "namespace": namespace, "fields": columns}
