@@ -45,9 +45,10 @@ from bench.common import (
     write_results,
 )
 from bench.fixtures import cow_table_properties, write_partition_metafile
-from service.clustering import execute_clustering, schedule_clustering
+from service.clustering import ClusteringResult, execute_clustering, schedule_clustering
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
+from service.lock.base import TableLock
 from service.lock.in_process import InProcessTableLock
 from service.table import codecs
 from service.table.data_files import base_file_name
@@ -289,17 +290,7 @@ def run_clustering(
         settings["hoodie.clustering.plan.strategy.max.bytes.per.group"] = str(per_group)
     settings.update(extra_settings or {})
     config = HoodieConfig.from_mapping(settings, hudi.name)
-    lock = InProcessTableLock(hudi.name)
-    executor = SparkExecutor(session=spark)
-    started = time.perf_counter()
-    outcome = schedule_clustering(hudi, config, lock, now=datetime.now(UTC), zone=UTC)
-    scheduled = time.perf_counter() - started
-    if outcome.instant_time is None:
-        raise RuntimeError(f"{table.base}: nothing scheduled: {outcome.reason}")
-    result = execute_clustering(hudi, outcome.instant_time, config, executor.run_group, lock, zone=UTC)
-    seconds = time.perf_counter() - started
-    if not result.committed:
-        raise RuntimeError(f"{table.base}: clustering {outcome.instant_time} not committed: {result.reason}")
+    result, scheduled, seconds = cluster_ours(spark, hudi, config, InProcessTableLock(hudi.name))
     sizes = [r.file_size_bytes for r in result.written]
     # The write token of a file name starts with the Spark partition (task) that wrote it.
     tasks = len({(r.partition_path, r.file_name.split("_")[1].split("-")[0]) for r in result.written})
@@ -313,6 +304,27 @@ def run_clustering(
         output_files=len(sizes), output_bytes=sum(sizes), target_file_bytes=target_file_bytes,
         schedule_seconds=scheduled, groups=result.groups, file_sizes=sizes, writer_tasks=tasks,
     )  # fmt: skip
+
+
+def cluster_ours(
+    spark: SparkSession, hudi: HudiTable, config: HoodieConfig, lock: TableLock
+) -> tuple[ClusteringResult, float, float]:
+    """Schedule and execute one clustering of `hudi` with our service (Spark groups through
+    `SparkExecutor`); returns the committed result, the seconds scheduling took, and the seconds in all.
+    Raises when nothing is scheduled or the clustering does not commit: a benchmark must not time that."""
+    executor = SparkExecutor(session=spark)
+    started = time.perf_counter()
+    outcome = schedule_clustering(hudi, config, lock, now=datetime.now(UTC), zone=UTC)
+    scheduled = time.perf_counter() - started
+    if outcome.instant_time is None:
+        raise RuntimeError(f"{hudi.base_uri}: nothing scheduled: {outcome.reason}")
+    result = execute_clustering(hudi, outcome.instant_time, config, executor.run_group, lock, zone=UTC)
+    seconds = time.perf_counter() - started
+    if not result.committed:
+        raise RuntimeError(
+            f"{hudi.base_uri}: clustering {outcome.instant_time} not committed: {result.reason}"
+        )
+    return result, scheduled, seconds
 
 
 # ---------------------------------------------------------------- Spark stage figures

@@ -35,7 +35,6 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.clustering import SORT_COLUMNS, InputTable, build_input_table, fresh_copy
+from bench.clustering import SORT_COLUMNS, InputTable, build_input_table, cluster_ours, fresh_copy
 from bench.common import (
     RESULTS_DIR,
     add_input_size_options,
@@ -56,10 +55,8 @@ from bench.common import (
     write_results,
 )
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
-from service.clustering import execute_clustering, schedule_clustering
 from service.clustering.orchestrator import read_clustering_plan
 from service.config.hoodie import HoodieConfig
-from service.executor import SparkExecutor
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
@@ -220,16 +217,7 @@ def run_hudi(spark: SparkSession, table: InputTable, settings: Mapping[str, str]
 def run_ours(spark: SparkSession, table: InputTable, settings: Mapping[str, str]) -> float:
     hudi = HudiTable.open(str(table.base))
     config = HoodieConfig.from_mapping(settings, hudi.name)
-    lock = InProcessTableLock(hudi.name)
-    executor = SparkExecutor(session=spark)
-    started = time.perf_counter()
-    outcome = schedule_clustering(hudi, config, lock, now=datetime.now(UTC), zone=UTC)
-    if outcome.instant_time is None:
-        raise RuntimeError(f"{table.base}: nothing scheduled: {outcome.reason}")
-    result = execute_clustering(hudi, outcome.instant_time, config, executor.run_group, lock, zone=UTC)
-    seconds = time.perf_counter() - started
-    if not result.committed:
-        raise RuntimeError(f"{table.base}: clustering {outcome.instant_time} not committed: {result.reason}")
+    _, _, seconds = cluster_ours(spark, hudi, config, InProcessTableLock(hudi.name))
     return seconds
 
 

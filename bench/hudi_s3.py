@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from bench.cleaning import NOW, TINY, TableShape, build_table
-from bench.clustering import build_input_table
+from bench.clustering import build_input_table, cluster_ours
 from bench.common import (
     RESULTS_DIR,
     bench_parser,
@@ -47,7 +47,6 @@ from bench.hudi_clustering import plan_settings, run_clustering_call, start_sess
 from bench.moto_server import moto_server
 from bench.s3_proxy import KINDS, CountingProxy
 from service.cleaning import Cleaner, CleanOptions
-from service.clustering import execute_clustering, schedule_clustering
 from service.config.daemon import load_daemon_config
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
@@ -194,14 +193,7 @@ def clustering(
     config = HoodieConfig.from_mapping(settings, table.name)
     lock = InProcessTableLock(table.name, key=ours_uri)
     with proxy.counting() as counts, stopwatch() as sw:
-        outcome = schedule_clustering(table, config, lock, now=datetime.now(UTC), zone=UTC)
-        if outcome.instant_time is None:
-            raise RuntimeError(f"{ours_uri}: nothing scheduled: {outcome.reason}")
-        result = execute_clustering(
-            table, outcome.instant_time, config, SparkExecutor(session=spark).run_group, lock, zone=UTC
-        )
-    if not result.committed:
-        raise RuntimeError(f"{ours_uri}: clustering not committed: {result.reason}")
+        cluster_ours(spark, table, config, lock)
     out["ours"] = {"seconds": round(sw.seconds, 3), "requests": counts}
     for name, uri in (("hudi", hudi_uri), ("ours", ours_uri)):
         out[name]["rows_read_by_hudi"] = spark.read.format("hudi").load(uri).count()
