@@ -11,14 +11,11 @@ from pathlib import Path
 import pytest
 
 from service.cleaning import Cleaner, CleanOptions, CleanRunResult, render_result
-from service.config.hoodie import HoodieConfig
 from service.errors import HudiTableServiceError, PlanRefusedError
-from service.lock import InProcessTableLock
 from service.table import codecs
 from service.table.instant import Action, Instant, State
-from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, instant_path
-from tests.clean.helpers import NOW, fid
+from tests.clean.helpers import fid, make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 COMMITS = "hoodie.cleaner.commits.retained"
@@ -31,10 +28,7 @@ def _cleaner(
     options: CleanOptions | None = None,
     delete: Callable[[str], bool] | None = None,
 ) -> Cleaner:
-    table = HudiTable.open(str(base))
-    config = HoodieConfig.from_mapping(props, table.name)
-    lock = InProcessTableLock(table.name, key=str(base), default_timeout_s=5)
-    return Cleaner(table, config, lock, UTC, options, now=lambda: NOW, delete=delete)
+    return make_cleaner(base, props, options, delete=delete)
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -385,9 +379,6 @@ def test_partition_left_empty_is_removed(tmp_path: Path) -> None:
 def test_started_at_is_the_injected_clock(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path)
     _history(t)
-    table = HudiTable.open(str(tmp_path))
-    config = HoodieConfig.from_mapping({COMMITS: 1}, table.name)
-    lock = InProcessTableLock(table.name, key=str(tmp_path))
     later = datetime(2030, 1, 1, 12, 0, 0, 123000, tzinfo=UTC)
-    [clean] = Cleaner(table, config, lock, UTC, now=lambda: later).run().cleans
+    [clean] = make_cleaner(tmp_path, {COMMITS: 1}, now=later).run().cleans
     assert clean.instant_time == "20300101120000123"

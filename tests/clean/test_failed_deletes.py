@@ -7,20 +7,17 @@ real `Storage.delete_file` and the real `Cleaner` decide what a failed delete me
 from __future__ import annotations
 
 import time
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from service.cleaning import Cleaner, CleanOptions
-from service.config.hoodie import HoodieConfig
 from service.errors import DeleteFailedError, InstantOwnedError
-from service.lock import InProcessTableLock
 from service.table import codecs
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from tests.clean.helpers import NOW, fid
+from tests.clean.helpers import fid, make_cleaner
 from tests.support import hudi_tables as ht
 from tests.support.faulty_storage import Fault, FaultyStorage, each_delete_leaving_the_file
 from tests.support.fixtures import FileSpec, FixtureTable, ts
@@ -48,9 +45,7 @@ LATER_SECONDS = 3600.0
 
 
 def _cleaner(table: HudiTable, options: CleanOptions | None = None, later: float = 0.0) -> Cleaner:
-    config = HoodieConfig.from_mapping({COMMITS: 1}, table.name)
-    lock = InProcessTableLock(table.name, key=table.base_uri, default_timeout_s=5)
-    return Cleaner(table, config, lock, UTC, options, now=lambda: NOW, wall_clock=lambda: time.time() + later)
+    return make_cleaner(table, {COMMITS: 1}, options, wall_clock=lambda: time.time() + later)
 
 
 def _clean_files(base: Path) -> list[str]:
