@@ -186,8 +186,8 @@ def _outcome(
     hudi = HudiTable.open(str(table.base))
     instant = _completed_clustering(hudi)
     plan = read_clustering_plan(hudi, Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED))
-    groups = [sorted(s.file_id or "" for s in g.slices or ()) for g in plan.input_groups or ()]
-    planned = [int(g.num_output_file_groups or 0) for g in plan.input_groups or ()]
+    groups = [sorted(s.file_id for s in g.slices) for g in plan.groups]
+    planned = [g.num_output_file_groups for g in plan.groups]
     outputs = new_base_files(table.base, instant.timestamp)
     rows = spark.read.format("hudi").load(str(table.base)).count()
     return Contender(
