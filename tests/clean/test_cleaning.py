@@ -231,22 +231,8 @@ def test_pending_plan_is_finished_before_a_new_one_is_scheduled(tmp_path: Path) 
     t = FixtureTable(tmp_path)
     _history(t)
     # A Java-written plan (full paths with the scheme) deleting one file, left requested.
-    plan = codecs.CleanerPlan(
-        earliest_instant_to_retain=codecs.ActionInstant(timestamp=ts(2), action="commit", state="COMPLETED"),
-        last_completed_commit_timestamp=ts(2),
-        policy="KEEP_LATEST_COMMITS",
-        files_to_be_deleted_per_partition={},
-        version=2,
-        file_paths_to_be_deleted_per_partition={
-            "a": (
-                codecs.CleanFileInfo(
-                    file_path=t.storage.qualify(_rel(t, "a", 1, 1)), is_bootstrap_base_file=False
-                ),
-            )
-        },
-        partitions_to_be_deleted=(),
-    )
-    create_instant_file(t.storage, Instant(ts(5), Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+    paths = {"a": [t.storage.qualify(_rel(t, "a", 1, 1))]}
+    t.requested_clean(ts(5), paths, earliest_commit_to_retain=ts(2), last_completed_commit=ts(2))
     result = _cleaner(tmp_path, {COMMITS: 1}).run()
     first, second = result.cleans
     assert first.instant_time == ts(5)
@@ -275,19 +261,7 @@ def test_version_1_plan_is_migrated_and_finished(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ safety
 def _stored_plan(t: FixtureTable, instant: str, paths: dict[str, list[str]]) -> None:
-    plan = codecs.CleanerPlan(
-        earliest_instant_to_retain=None,
-        last_completed_commit_timestamp=ts(4),
-        policy="KEEP_LATEST_FILE_VERSIONS",
-        files_to_be_deleted_per_partition={},
-        version=2,
-        file_paths_to_be_deleted_per_partition={
-            p: tuple(codecs.CleanFileInfo(file_path=x, is_bootstrap_base_file=False) for x in xs)
-            for p, xs in paths.items()
-        },
-        partitions_to_be_deleted=(),
-    )
-    create_instant_file(t.storage, Instant(instant, Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+    t.requested_clean(instant, paths, last_completed_commit=ts(4), policy="KEEP_LATEST_FILE_VERSIONS")
 
 
 @pytest.mark.parametrize(

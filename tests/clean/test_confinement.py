@@ -59,20 +59,12 @@ def _store_plan(
             files_to_be_deleted_per_partition={p: tuple(n) for p, n in v1_names.items()},
             version=1,
         )
+        create_instant_file(t.storage, Instant(PLAN, Action.CLEAN, State.REQUESTED), codecs.encode(plan))
     else:
-        plan = codecs.CleanerPlan(
-            earliest_instant_to_retain=None,
-            last_completed_commit_timestamp=ts(3),
-            policy="KEEP_LATEST_COMMITS",
-            files_to_be_deleted_per_partition={},
-            version=2,
-            file_paths_to_be_deleted_per_partition={
-                p: tuple(codecs.CleanFileInfo(file_path=x, is_bootstrap_base_file=False) for x in xs)
-                for p, xs in (files if files is not None else {"a": [_old_version(t)]}).items()
-            },
-            partitions_to_be_deleted=tuple(deleted_partitions),
+        paths = files if files is not None else {"a": [_old_version(t)]}
+        t.requested_clean(
+            PLAN, paths, last_completed_commit=ts(3), partitions_to_be_deleted=deleted_partitions
         )
-    create_instant_file(t.storage, Instant(PLAN, Action.CLEAN, State.REQUESTED), codecs.encode(plan))
 
 
 def _run_refused(t: FixtureTable, field: str, path: str) -> PathOutsideTableError:
