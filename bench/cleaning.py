@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import print_table, stopwatch, write_results
+from bench.common import hudi_record_schema, print_table, stopwatch, write_results
 from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import commit_partitions, load_clean_snapshot
@@ -51,16 +51,7 @@ WRITE_TOKEN = "0-0-0"
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 NOW = datetime(2024, 1, 8, tzinfo=UTC)  # after every instant of the synthetic timeline
 TARGET_SPEEDUP = 10.0
-AVRO_SCHEMA = {
-    "type": "record",
-    "name": f"{TABLE_NAME}_record",
-    "namespace": f"hoodie.{TABLE_NAME}",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "ts", "type": "long"},
-        {"name": "p", "type": "string"},
-    ],
-}
+AVRO_SCHEMA = hudi_record_schema(TABLE_NAME, [("id", "long"), ("ts", "long"), ("p", "string")])
 
 
 @dataclass(frozen=True)

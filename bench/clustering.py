@@ -34,11 +34,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.common import print_table, stopwatch, write_results
+from bench.common import (
+    add_input_size_options,
+    bench_parser,
+    command_line,
+    hudi_record_schema,
+    input_sizes,
+    print_table,
+    stopwatch,
+    write_results,
+)
 from bench.fixtures import cow_table_properties, write_partition_metafile
-from service.clustering import execute_clustering, schedule_clustering
+from service.clustering import ClusteringResult, execute_clustering, schedule_clustering
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
+from service.lock.base import TableLock
 from service.lock.in_process import InProcessTableLock
 from service.table import codecs
 from service.table.data_files import base_file_name
@@ -56,26 +66,17 @@ NAME = "clustering"
 MB = 1024 * 1024
 TABLE_NAME = "bench_clustering"
 SORT_COLUMNS = ("a", "b")
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
-AVRO_SCHEMA = {
-    "type": "record",
-    "name": f"{TABLE_NAME}_record",
-    "namespace": f"hoodie.{TABLE_NAME}",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "a", "type": "int"},
-        {"name": "b", "type": "int"},
-        {"name": "x", "type": "double"},
-        {"name": "s", "type": "string"},
-        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+AVRO_SCHEMA = hudi_record_schema(
+    TABLE_NAME,
+    [
+        ("id", "long"),
+        ("a", "int"),
+        ("b", "int"),
+        ("x", "double"),
+        ("s", "string"),
+        ("ts", {"type": "long", "logicalType": "timestamp-micros"}),
     ],
-}
+)
 FILES_PER_COMMIT = 100
 
 
@@ -289,17 +290,7 @@ def run_clustering(
         settings["hoodie.clustering.plan.strategy.max.bytes.per.group"] = str(per_group)
     settings.update(extra_settings or {})
     config = HoodieConfig.from_mapping(settings, hudi.name)
-    lock = InProcessTableLock(hudi.name)
-    executor = SparkExecutor(session=spark)
-    started = time.perf_counter()
-    outcome = schedule_clustering(hudi, config, lock, now=datetime.now(UTC), zone=UTC)
-    scheduled = time.perf_counter() - started
-    if outcome.instant_time is None:
-        raise RuntimeError(f"{table.base}: nothing scheduled: {outcome.reason}")
-    result = execute_clustering(hudi, outcome.instant_time, config, executor.run_group, lock, zone=UTC)
-    seconds = time.perf_counter() - started
-    if not result.committed:
-        raise RuntimeError(f"{table.base}: clustering {outcome.instant_time} not committed: {result.reason}")
+    result, scheduled, seconds = cluster_ours(spark, hudi, config, InProcessTableLock(hudi.name))
     sizes = [r.file_size_bytes for r in result.written]
     # The write token of a file name starts with the Spark partition (task) that wrote it.
     tasks = len({(r.partition_path, r.file_name.split("_")[1].split("-")[0]) for r in result.written})
@@ -313,6 +304,27 @@ def run_clustering(
         output_files=len(sizes), output_bytes=sum(sizes), target_file_bytes=target_file_bytes,
         schedule_seconds=scheduled, groups=result.groups, file_sizes=sizes, writer_tasks=tasks,
     )  # fmt: skip
+
+
+def cluster_ours(
+    spark: SparkSession, hudi: HudiTable, config: HoodieConfig, lock: TableLock
+) -> tuple[ClusteringResult, float, float]:
+    """Schedule and execute one clustering of `hudi` with our service (Spark groups through
+    `SparkExecutor`); returns the committed result, the seconds scheduling took, and the seconds in all.
+    Raises when nothing is scheduled or the clustering does not commit: a benchmark must not time that."""
+    executor = SparkExecutor(session=spark)
+    started = time.perf_counter()
+    outcome = schedule_clustering(hudi, config, lock, now=datetime.now(UTC), zone=UTC)
+    scheduled = time.perf_counter() - started
+    if outcome.instant_time is None:
+        raise RuntimeError(f"{hudi.base_uri}: nothing scheduled: {outcome.reason}")
+    result = execute_clustering(hudi, outcome.instant_time, config, executor.run_group, lock, zone=UTC)
+    seconds = time.perf_counter() - started
+    if not result.committed:
+        raise RuntimeError(
+            f"{hudi.base_uri}: clustering {outcome.instant_time} not committed: {result.reason}"
+        )
+    return result, scheduled, seconds
 
 
 # ---------------------------------------------------------------- Spark stage figures
@@ -640,13 +652,8 @@ def _print(payload: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1M rows in 200 files, gzip, DIRECT only")
-    parser.add_argument("--files", type=int, help="input base files")
-    parser.add_argument("--rows", type=int, help="input rows")
-    parser.add_argument(
-        "--target-file-mb", type=int, help="hoodie.clustering.plan.strategy.target.file.max.bytes"
-    )
+    parser = bench_parser(NAME, __doc__, "1M rows in 200 files, gzip, DIRECT only")
+    add_input_size_options(parser)
     parser.add_argument(
         "--snappy",
         action=argparse.BooleanOptionalAction,
@@ -668,13 +675,10 @@ def main(argv: Sequence[str]) -> int:
         default=64,
         help="extra LINEAR run at this target, where the group gets one writer task (0: skip)",
     )
-    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
     args = parser.parse_args(list(argv))
     base = Options.quick() if args.quick else Options.full()
     options = Options(
-        files=args.files or base.files,
-        rows=args.rows or base.rows,
-        target_file_mb=args.target_file_mb or base.target_file_mb,
+        **input_sizes(args, base),
         snappy=base.snappy if args.snappy is None else args.snappy,
         sample=base.sample if args.sample is None else args.sample,
         key_rows=args.key_rows or base.key_rows,
@@ -683,5 +687,5 @@ def main(argv: Sequence[str]) -> int:
         split_groups=args.split_groups,
         one_task_target_mb=args.one_task_target_mb,
     )
-    run(options, command=" ".join(["python -m bench", NAME, *argv]))
+    run(options, command=command_line(NAME, argv))
     return 0

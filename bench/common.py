@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from service.table.avro_schema import record_name_and_namespace
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -154,3 +157,51 @@ def write_results(name: str, payload: Mapping[str, Any], results_dir: Path | Non
     }
     path.write_text(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
     return path
+
+
+# ------------------------------------------------------------------------------- command lines
+def bench_parser(name: str, doc: str | None, quick_help: str) -> argparse.ArgumentParser:
+    """`python -m bench <name>`'s parser with what every benchmark takes: `--quick` and `--work-dir`."""
+    description = (doc or name).splitlines()[0]
+    parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
+    return parser
+
+
+def add_input_size_options(parser: argparse.ArgumentParser) -> None:
+    """The clustering benchmarks' input: base files, rows, and the clustering's target file size."""
+    parser.add_argument("--files", type=int, help="input base files")
+    parser.add_argument("--rows", type=int, help="input rows")
+    parser.add_argument(
+        "--target-file-mb", type=int, help="hoodie.clustering.plan.strategy.target.file.max.bytes"
+    )
+
+
+def input_sizes(args: argparse.Namespace, base: Any) -> dict[str, Any]:
+    """`add_input_size_options`' values, `base`'s (the quick or full options) where not given."""
+    return {
+        "files": args.files or base.files,
+        "rows": args.rows or base.rows,
+        "target_file_mb": args.target_file_mb or base.target_file_mb,
+    }
+
+
+def command_line(name: str, argv: Sequence[str]) -> str:
+    """The command that ran a benchmark, for its results."""
+    return " ".join(["python -m bench", name, *argv])
+
+
+def hudi_record_schema(
+    table_name: str, fields: Sequence[tuple[str, Any]], nullable: bool = False
+) -> dict[str, Any]:
+    """A table's Avro record schema, named as Hudi's Spark writer names it (`<table>_record` in
+    `hoodie.<table>`); `nullable` makes every field a `["null", type]` union defaulting to null."""
+    name, namespace = record_name_and_namespace(table_name)
+    columns = [
+        {"name": column, "type": ["null", avro_type], "default": None}
+        if nullable
+        else {"name": column, "type": avro_type}
+        for column, avro_type in fields
+    ]
+    return {"type": "record", "name": name, "namespace": namespace, "fields": columns}

@@ -40,9 +40,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
-from bench.common import print_table, stopwatch, write_results
+from bench.common import hudi_record_schema, print_table, stopwatch, write_results
 from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
 from service.table import codecs
+from service.table.avro_schema import HOODIE_META_FIELDS
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
 from service.table.timeline import format_instant_time
@@ -56,27 +57,11 @@ COMMITS_AFTER_CLUSTERING = 39
 CLUSTERING_MAX_COMMITS = COMMITS_AFTER_CLUSTERING + 1  # one more commit crosses it
 CLEAN_MAX_COMMITS = COMMITS_AFTER_CLUSTERING + 2  # the crossing commit does not trigger a clean
 BASE_FILE_BYTES = 64 * 1024  # sparse: a size for the planner without writing data
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 TARGET_TICK_MS = 5.0
 TARGET_RSS_MB = 300.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.dumps(
-    {
-        "type": "record",
-        "name": "bench_daemon_record",
-        "namespace": "hoodie.bench_daemon",
-        "fields": [
-            {"name": "id", "type": ["null", "string"], "default": None},
-            {"name": "p", "type": ["null", "string"], "default": None},
-            {"name": "v", "type": ["null", "long"], "default": None},
-        ],
-    }
+    hudi_record_schema("bench_daemon", [("id", "string"), ("p", "string"), ("v", "long")], nullable=True)
 )
 
 
@@ -124,7 +109,7 @@ def _parquet_footer() -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    columns = {name: pa.array([], pa.string()) for name in (*META_COLUMNS, "id", "p")}
+    columns = {name: pa.array([], pa.string()) for name in (*HOODIE_META_FIELDS, "id", "p")}
     columns["v"] = pa.array([], pa.int64())
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table(columns), sink)

@@ -11,7 +11,6 @@ Hudi has no volume breaker, and a policy retaining one version deletes most of t
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -21,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.cleaning import FULL, NOW, QUICK, TINY, TableShape, build_table
-from bench.common import RESULTS_DIR, print_table, rerun_without_jvm, stopwatch, write_results
+from bench.common import (
+    RESULTS_DIR,
+    bench_parser,
+    command_line,
+    print_table,
+    rerun_without_jvm,
+    stopwatch,
+    write_results,
+)
 from service.cleaning import Cleaner, CleanOptions
 from service.config.hoodie import HoodieConfig
 from service.lock.in_process import InProcessTableLock
@@ -216,9 +223,7 @@ def _print(payload: Mapping[str, Any]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 partitions, ~10k files")
-    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
+    parser = bench_parser(NAME, __doc__, "100 partitions, ~10k files")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
@@ -226,5 +231,5 @@ def main(argv: Sequence[str]) -> int:
     options = Options(
         shape=QUICK if args.quick else FULL, work_dir=args.work_dir, results_dir=args.results_dir
     )
-    run(options, command=" ".join(["python -m bench", NAME, *argv]))
+    run(options, command=command_line(NAME, argv))
     return 0

@@ -35,7 +35,6 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,13 +42,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.clustering import SORT_COLUMNS, InputTable, build_input_table, fresh_copy
-from bench.common import RESULTS_DIR, print_table, rerun_without_jvm, stopwatch, write_results
+from bench.clustering import SORT_COLUMNS, InputTable, build_input_table, cluster_ours, fresh_copy
+from bench.common import (
+    RESULTS_DIR,
+    add_input_size_options,
+    bench_parser,
+    command_line,
+    input_sizes,
+    print_table,
+    rerun_without_jvm,
+    stopwatch,
+    write_results,
+)
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
-from service.clustering import execute_clustering, schedule_clustering
 from service.clustering.orchestrator import read_clustering_plan
 from service.config.hoodie import HoodieConfig
-from service.executor import SparkExecutor
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
@@ -179,8 +186,8 @@ def _outcome(
     hudi = HudiTable.open(str(table.base))
     instant = _completed_clustering(hudi)
     plan = read_clustering_plan(hudi, Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED))
-    groups = [sorted(s.file_id or "" for s in g.slices or ()) for g in plan.input_groups or ()]
-    planned = [int(g.num_output_file_groups or 0) for g in plan.input_groups or ()]
+    groups = [sorted(s.file_id for s in g.slices) for g in plan.groups]
+    planned = [g.num_output_file_groups for g in plan.groups]
     outputs = new_base_files(table.base, instant.timestamp)
     rows = spark.read.format("hudi").load(str(table.base)).count()
     return Contender(
@@ -210,16 +217,7 @@ def run_hudi(spark: SparkSession, table: InputTable, settings: Mapping[str, str]
 def run_ours(spark: SparkSession, table: InputTable, settings: Mapping[str, str]) -> float:
     hudi = HudiTable.open(str(table.base))
     config = HoodieConfig.from_mapping(settings, hudi.name)
-    lock = InProcessTableLock(hudi.name)
-    executor = SparkExecutor(session=spark)
-    started = time.perf_counter()
-    outcome = schedule_clustering(hudi, config, lock, now=datetime.now(UTC), zone=UTC)
-    if outcome.instant_time is None:
-        raise RuntimeError(f"{table.base}: nothing scheduled: {outcome.reason}")
-    result = execute_clustering(hudi, outcome.instant_time, config, executor.run_group, lock, zone=UTC)
-    seconds = time.perf_counter() - started
-    if not result.committed:
-        raise RuntimeError(f"{table.base}: clustering {outcome.instant_time} not committed: {result.reason}")
+    _, _, seconds = cluster_ours(spark, hudi, config, InProcessTableLock(hudi.name))
     return seconds
 
 
@@ -496,29 +494,21 @@ def _layouts(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="400k rows in 100 files, DIRECT layouts only")
-    parser.add_argument("--files", type=int, help="input base files")
-    parser.add_argument("--rows", type=int, help="input rows")
-    parser.add_argument(
-        "--target-file-mb", type=int, help="hoodie.clustering.plan.strategy.target.file.max.bytes"
-    )
+    parser = bench_parser(NAME, __doc__, "400k rows in 100 files, DIRECT layouts only")
+    add_input_size_options(parser)
     parser.add_argument("--group-mb", type=int, help="hoodie.clustering.plan.strategy.max.bytes.per.group")
     parser.add_argument("--layouts", nargs="+", help="LINEAR ZORDER[:SAMPLE] HILBERT[:SAMPLE] ...")
-    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON and chart go")
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
         return status
     base = Options.quick() if args.quick else Options.full()
     options = Options(
-        files=args.files or base.files,
-        rows=args.rows or base.rows,
-        target_file_mb=args.target_file_mb or base.target_file_mb,
+        **input_sizes(args, base),
         layouts=_layouts(args.layouts) if args.layouts else base.layouts,
         group_mb=args.group_mb or base.group_mb,
         work_dir=args.work_dir,
         results_dir=args.results_dir,
     )
-    run(options, command=" ".join(["python -m bench", NAME, *argv]))
+    run(options, command=command_line(NAME, argv))
     return 0

@@ -18,15 +18,10 @@ requests, it does not time an object store.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,13 +32,21 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from bench.cleaning import NOW, TINY, TableShape, build_table
-from bench.clustering import build_input_table
-from bench.common import RESULTS_DIR, print_table, rerun_without_jvm, stopwatch, write_results
+from bench.clustering import build_input_table, cluster_ours
+from bench.common import (
+    RESULTS_DIR,
+    bench_parser,
+    command_line,
+    print_table,
+    rerun_without_jvm,
+    stopwatch,
+    write_results,
+)
 from bench.hudi_clustering import Options as ClusteringOptions
 from bench.hudi_clustering import plan_settings, run_clustering_call, start_session
+from bench.moto_server import moto_server
 from bench.s3_proxy import KINDS, CountingProxy
 from service.cleaning import Cleaner, CleanOptions
-from service.clustering import execute_clustering, schedule_clustering
 from service.config.daemon import load_daemon_config
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
@@ -85,36 +88,6 @@ def s3a_jars() -> list[Path]:
     if missing:
         raise RuntimeError(f"missing {missing}; run ./run setup (it fetches them with Maven)")
     return jars
-
-
-@contextmanager
-def moto_server() -> Iterator[str]:
-    """`moto.server` on a free loopback port; yields `127.0.0.1:port`."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://{endpoint}/", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def storage_options(endpoint: str) -> dict[str, str]:
@@ -220,14 +193,7 @@ def clustering(
     config = HoodieConfig.from_mapping(settings, table.name)
     lock = InProcessTableLock(table.name, key=ours_uri)
     with proxy.counting() as counts, stopwatch() as sw:
-        outcome = schedule_clustering(table, config, lock, now=datetime.now(UTC), zone=UTC)
-        if outcome.instant_time is None:
-            raise RuntimeError(f"{ours_uri}: nothing scheduled: {outcome.reason}")
-        result = execute_clustering(
-            table, outcome.instant_time, config, SparkExecutor(session=spark).run_group, lock, zone=UTC
-        )
-    if not result.committed:
-        raise RuntimeError(f"{ours_uri}: clustering not committed: {result.reason}")
+        cluster_ours(spark, table, config, lock)
     out["ours"] = {"seconds": round(sw.seconds, 3), "requests": counts}
     for name, uri in (("hudi", hudi_uri), ("ours", ours_uri)):
         out[name]["rows_read_by_hudi"] = spark.read.format("hudi").load(uri).count()
@@ -356,11 +322,7 @@ def _print(payload: Mapping[str, Any]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="accepted for `bench all`; sizes are small anyway"
-    )
-    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
+    parser = bench_parser(NAME, __doc__, "accepted for `bench all`; sizes are small anyway")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
@@ -368,6 +330,6 @@ def main(argv: Sequence[str]) -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     run(
         Options(work_dir=args.work_dir, results_dir=args.results_dir),
-        command=" ".join(["python -m bench", NAME, *argv]),
+        command=command_line(NAME, argv),
     )
     return 0

@@ -19,7 +19,6 @@ row groups) to prove the counting.
 
 from __future__ import annotations
 
-import argparse
 import math
 import shutil
 import tempfile
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.clustering import InputTable, build_input_table, fresh_copy, run_clustering, start_session
-from bench.common import RESULTS_DIR, print_table, stopwatch, write_results
+from bench.common import RESULTS_DIR, bench_parser, command_line, print_table, stopwatch, write_results
 from bench.pruning_count import (
     PREDICATES,
     Columns,
@@ -612,14 +611,12 @@ def _print(payload: Mapping[str, Any]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m bench {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="400,000 rows, row groups of 10,000 and 40,000")
+    parser = bench_parser(NAME, __doc__, "400,000 rows, row groups of 10,000 and 40,000")
     parser.add_argument("--rows", type=int, help="input rows (default 20,000,000)")
     parser.add_argument("--rows-per-group", type=int, help="small granularity, rows (default 50,000)")
     parser.add_argument("--merge", type=int, help="small groups per large group (default 4)")
     parser.add_argument("--placements", type=int, help="random placements per predicate (default 32)")
     parser.add_argument("--seed", type=int, help="seed of the data and the placements (default 7)")
-    parser.add_argument("--work-dir", type=Path, help="parent of the scratch directory")
     parser.add_argument("--results-dir", type=Path, help="where <name>.json goes (default bench/results)")
     parser.add_argument(
         "--chart", type=Path, help=f"PNG path (default {DOCS_CHART}; with --quick, beside the results)"
@@ -638,7 +635,7 @@ def main(argv: Sequence[str]) -> int:
         results_dir=args.results_dir,
         chart_path=args.chart or quick_chart,
     )
-    run(options, command=" ".join(["python -m bench", NAME, *argv]))
+    run(options, command=command_line(NAME, argv))
     return 0
 
 

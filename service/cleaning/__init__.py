@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.cleaning.orchestrator import Cleaner, CleanOptions, run_clean
+from service.cleaning.orchestrator import Cleaner, CleanOptions
 from service.cleaning.results import CleanInstantResult, CleanRunResult, PartitionSummary, render_result
 
 __all__ = [
@@ -12,5 +12,4 @@ __all__ = [
     "Cleaner",
     "PartitionSummary",
     "render_result",
-    "run_clean",
 ]

@@ -391,17 +391,6 @@ class Cleaner:
         )
 
 
-def run_clean(
-    table: HudiTable,
-    config: HoodieConfig,
-    lock: TableLock,
-    zone: tzinfo,
-    options: CleanOptions | None = None,
-    now: Clock = _utc_now,
-) -> CleanRunResult:
-    """One cleaning pass over `table` (see the module docstring)."""
-    return Cleaner(table, config, lock, zone, options, now).run()
-
 
 def _pending_cleans(timeline: Timeline) -> list[Instant]:
     return list(timeline.by_actions([Action.CLEAN]).pending())

@@ -7,38 +7,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from service.errors import CorruptTableError
-from service.table.codecs import (
-    LATEST_CLEAN_METADATA_VERSION,
-    LATEST_CLEAN_PLAN_VERSION,
-    ActionInstant,
-    CleanerPlan,
-    CleanFileInfo,
-    CleanMetadata,
-    CleanPartitionMetadata,
-)
+from service.table.codecs import clean as avro
 from service.table.instant import State
 from service.table.paths import PathGuard
 from service.table.storage import Storage
 from strategies.cleaning import CleanPlan
 
 
-def to_cleaner_plan(plan: CleanPlan, storage: Storage) -> CleanerPlan:
+def to_cleaner_plan(plan: CleanPlan, storage: Storage) -> avro.CleanerPlan:
     """HoodieCleanerPlan v2 as Java writes it: qualified paths, `{}` for the v1 map, `[]` when no
     partition is deleted. (Hudi 0.15's optional extraMetadata is not written: our schemas are 0.14.1's.)"""
     ectr = plan.earliest_commit_to_retain
-    return CleanerPlan(
+    return avro.CleanerPlan(
         earliest_instant_to_retain=(
-            ActionInstant(timestamp=ectr.timestamp, action=ectr.action.value, state=State.COMPLETED.name)
+            avro.ActionInstant(timestamp=ectr.timestamp, action=ectr.action.value, state=State.COMPLETED.name)
             if ectr is not None
             else None
         ),
         last_completed_commit_timestamp=plan.last_completed_commit_timestamp,
         policy=plan.policy.value,
         files_to_be_deleted_per_partition={},
-        version=LATEST_CLEAN_PLAN_VERSION,
+        version=avro.LATEST_CLEAN_PLAN_VERSION,
         file_paths_to_be_deleted_per_partition={
             partition: tuple(
-                CleanFileInfo(file_path=storage.qualify(t.path), is_bootstrap_base_file=False)
+                avro.CleanFileInfo(file_path=storage.qualify(t.path), is_bootstrap_base_file=False)
                 for t in targets
             )
             for partition, targets in plan.targets.items()
@@ -64,7 +56,9 @@ class StoredPlan:
         return sum(len(p) for p in self.files.values())
 
 
-def read_stored_plan(instant_time: str, plan: CleanerPlan, storage: Storage, guard: PathGuard) -> StoredPlan:
+def read_stored_plan(
+    instant_time: str, plan: avro.CleanerPlan, storage: Storage, guard: PathGuard
+) -> StoredPlan:
     """Paths of a stored plan, confined to the table (`service.table.paths`): one path breaking the
     rule refuses the whole plan (`PathOutsideTableError`) before anything is listed or deleted.
 
@@ -116,7 +110,7 @@ class PartitionOutcome:
 
 def to_clean_metadata(
     plan: StoredPlan, outcomes: Mapping[str, PartitionOutcome], time_taken_ms: int
-) -> CleanMetadata:
+) -> avro.CleanMetadata:
     """HoodieCleanMetadata v2, one entry per partition of the plan, lists of file names.
 
     Files already gone go into `failedDeleteFiles`, as Java 0.15 records them (its delete returns
@@ -125,7 +119,7 @@ def to_clean_metadata(
     partition_metadata = {}
     for partition, paths in plan.files.items():
         outcome = outcomes.get(partition, PartitionOutcome((), ()))
-        partition_metadata[partition] = CleanPartitionMetadata(
+        partition_metadata[partition] = avro.CleanPartitionMetadata(
             partition_path=partition,
             policy=plan.policy,
             delete_path_patterns=tuple(posixpath.basename(p) for p in paths),
@@ -133,13 +127,13 @@ def to_clean_metadata(
             failed_delete_files=outcome.already_gone,
             is_partition_deleted=partition in plan.partitions_to_be_deleted,
         )
-    return CleanMetadata(
+    return avro.CleanMetadata(
         start_clean_time=plan.instant_time,
         time_taken_in_millis=time_taken_ms,
         total_files_deleted=sum(len(o.deleted) for o in outcomes.values()),
         earliest_commit_to_retain=plan.earliest_commit_to_retain,
         last_completed_commit_timestamp=plan.last_completed_commit_timestamp,
         partition_metadata=partition_metadata,
-        version=LATEST_CLEAN_METADATA_VERSION,
+        version=avro.LATEST_CLEAN_METADATA_VERSION,
         bootstrap_partition_metadata={},
     )

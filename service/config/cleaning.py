@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import auto
 
 from service.config.hoodie_keys import (
     CLEANER_COMMITS_RETAINED,
@@ -14,22 +14,23 @@ from service.config.hoodie_keys import (
 )
 from service.config.locking import WriteConcurrencyMode
 from service.config.reader import KeyReader
+from service.config.values import JavaEnum
 
 
-class CleaningPolicy(StrEnum):
-    KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
-    KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
-    KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
+class CleaningPolicy(JavaEnum):
+    KEEP_LATEST_COMMITS = auto()
+    KEEP_LATEST_FILE_VERSIONS = auto()
+    KEEP_LATEST_BY_HOURS = auto()
 
 
-class FailedWritesCleaningPolicy(StrEnum):
-    EAGER = "EAGER"
-    LAZY = "LAZY"
-    NEVER = "NEVER"
+class FailedWritesCleaningPolicy(JavaEnum):
+    EAGER = auto()
+    LAZY = auto()
+    NEVER = auto()
 
 
-class CleaningTriggerStrategy(StrEnum):
-    NUM_COMMITS = "NUM_COMMITS"
+class CleaningTriggerStrategy(JavaEnum):
+    NUM_COMMITS = auto()
 
 
 # The product's volume breaker, not a Hudi key: a clean deleting more than this fraction of a table's data

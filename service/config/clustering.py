@@ -6,11 +6,16 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import TypeVar
+from enum import auto
+from typing import Generic, TypeVar
 
-from service.config.hoodie_keys import SORT_COLUMNS
+from service.config.hoodie_keys import (
+    CLUSTERING_PLAN_STRATEGY_CLASS,
+    CLUSTERING_UPDATES_STRATEGY,
+    SORT_COLUMNS,
+)
 from service.config.reader import KeyReader
+from service.config.values import JavaEnum
 
 _PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _UPDATE = "org.apache.hudi.client.clustering.update.strategy."
@@ -18,45 +23,45 @@ _UPDATE = "org.apache.hudi.client.clustering.update.strategy."
 SORT_COLUMNS_KEY = SORT_COLUMNS
 
 
-class ClusteringPlanKind(StrEnum):
+class ClusteringPlanKind(JavaEnum):
     """The plan strategy a class name asks for; each runs as size-based planning plus a partition filter."""
 
-    SIZE_BASED = "SIZE_BASED"
-    RECENT_DAYS = "RECENT_DAYS"
-    SELECTED_PARTITIONS = "SELECTED_PARTITIONS"
+    SIZE_BASED = auto()
+    RECENT_DAYS = auto()
+    SELECTED_PARTITIONS = auto()
 
 
-class PartitionFilterMode(StrEnum):
-    NONE = "NONE"
-    RECENT_DAYS = "RECENT_DAYS"
-    SELECTED_PARTITIONS = "SELECTED_PARTITIONS"
-    DAY_ROLLING = "DAY_ROLLING"
+class PartitionFilterMode(JavaEnum):
+    NONE = auto()
+    RECENT_DAYS = auto()
+    SELECTED_PARTITIONS = auto()
+    DAY_ROLLING = auto()
 
 
-class LayoutStrategy(StrEnum):
+class LayoutStrategy(JavaEnum):
     """How clustering orders the rows of each output group (`hoodie.layout.optimize.strategy`)."""
 
-    LINEAR = "LINEAR"  # lexicographic by the sort columns
-    ZORDER = "ZORDER"  # along the Z-order (Morton) curve of the sort columns
-    HILBERT = "HILBERT"  # along the Hilbert curve of the sort columns
+    LINEAR = auto()  # lexicographic by the sort columns
+    ZORDER = auto()  # along the Z-order (Morton) curve of the sort columns
+    HILBERT = auto()  # along the Hilbert curve of the sort columns
 
     @property
     def is_curve(self) -> bool:
         return self is not LayoutStrategy.LINEAR
 
 
-class CurveBuildMethod(StrEnum):
+class CurveBuildMethod(JavaEnum):
     """How each sort column becomes a curve coordinate (`hoodie.layout.optimize.curve.build.method`)."""
 
-    DIRECT = "DIRECT"  # the value's own order-preserving bits (no pass over the data)
-    SAMPLE = "SAMPLE"  # the value's range bucket, from quantiles of a sample (balanced dimensions)
+    DIRECT = auto()  # the value's own order-preserving bits (no pass over the data)
+    SAMPLE = auto()  # the value's range bucket, from quantiles of a sample (balanced dimensions)
 
 
-class UpdateStrategy(StrEnum):
+class UpdateStrategy(JavaEnum):
     """What Java writers do with updates to file groups in a pending clustering plan (`UpdateStrategy`)."""
 
-    REJECT = "REJECT"
-    ALLOW = "ALLOW"
+    REJECT = auto()
+    ALLOW = auto()
 
 
 # Hudi's plan strategy classes (Spark, Java, Flink engines). The deprecated recent-days and
@@ -141,11 +146,10 @@ class ClusteringConfig:
 
     @classmethod
     def from_reader(cls, r: KeyReader) -> ClusteringConfig:
-        plan_class = r.get_str("hoodie.clustering.plan.strategy.class").strip()
-        kind = _plan_kind(r, plan_class)
+        plan_class, kind = _PLAN_STRATEGY_KEY.resolve(r)
         configured_mode = PartitionFilterMode(r.get_str("hoodie.clustering.plan.partition.filter.mode"))
         filter_mode = _FILTER_OF_KIND.get(kind, configured_mode)
-        update_class = r.get_str("hoodie.clustering.updates.strategy").strip()
+        update_class, update_strategy = _UPDATE_STRATEGY_KEY.resolve(r)
         sort_value = r.get_optional_str(SORT_COLUMNS_KEY)
         config = cls(
             inline=r.get_bool("hoodie.clustering.inline"),
@@ -180,7 +184,7 @@ class ClusteringConfig:
                 r.get_optional_str("hoodie.clustering.plan.strategy.partition.selected")
             ),
             update_strategy_class=update_class,
-            update_strategy=_update_strategy(r, update_class),
+            update_strategy=update_strategy,
             rollback_pending_on_conflict=r.get_bool(
                 "hoodie.clustering.rollback.pending.replacecommit.on.conflict"
             ),
@@ -234,40 +238,41 @@ def _closest(name: str, candidates: list[str]) -> str:
 _Choice = TypeVar("_Choice")
 
 
-def _plan_kind(r: KeyReader, class_name: str) -> ClusteringPlanKind:
-    return _known_class(
-        r,
-        "hoodie.clustering.plan.strategy.class",
-        class_name,
-        PLAN_STRATEGY_CLASSES,
-        {name: f"it plans {why}" for name, why in UNSUPPORTED_PLAN_STRATEGY_CLASSES.items()},
-        "clustering plan strategy class",
-    )
+@dataclass(frozen=True)
+class _ClassKey(Generic[_Choice]):
+    """A `*.class`-style key naming a Hudi class: the classes the product implements, and the real Hudi
+    classes it refuses, each with why (`reason` frames it for the error message)."""
+
+    key: str
+    what: str
+    known: Mapping[str, _Choice]
+    unsupported: Mapping[str, str]
+    reason: str
+
+    def resolve(self, r: KeyReader) -> tuple[str, _Choice]:
+        """The configured class name and what it selects; ConfigError for a Hudi class the product
+        does not implement, or a typo."""
+        class_name = r.get_str(self.key).strip()
+        if class_name in self.known:
+            return class_name, self.known[class_name]
+        if class_name in self.unsupported:
+            why = self.reason.format(self.unsupported[class_name])
+            raise r.error(self.key, f"is not supported by the product ({why})")
+        closest = _closest(class_name, list(self.known))
+        raise r.error(self.key, f"is not a known {self.what}; closest known: {closest}")
 
 
-def _update_strategy(r: KeyReader, class_name: str) -> UpdateStrategy:
-    return _known_class(
-        r,
-        "hoodie.clustering.updates.strategy",
-        class_name,
-        UPDATE_STRATEGY_CLASSES,
-        {name: f"it is for {why}" for name, why in UNSUPPORTED_UPDATE_STRATEGY_CLASSES.items()},
-        "clustering update strategy class",
-    )
-
-
-def _known_class(
-    r: KeyReader,
-    key: str,
-    class_name: str,
-    known: Mapping[str, _Choice],
-    unsupported: Mapping[str, str],
-    what: str,
-) -> _Choice:
-    """What `class_name` selects; ConfigError for a Hudi class the product does not implement, or a typo."""
-    if class_name in known:
-        return known[class_name]
-    if class_name in unsupported:
-        raise r.error(key, f"is not supported by the product ({unsupported[class_name]})")
-    closest = _closest(class_name, list(known))
-    raise r.error(key, f"is not a known {what}; closest known: {closest}")
+_PLAN_STRATEGY_KEY = _ClassKey(
+    CLUSTERING_PLAN_STRATEGY_CLASS,
+    "clustering plan strategy class",
+    PLAN_STRATEGY_CLASSES,
+    UNSUPPORTED_PLAN_STRATEGY_CLASSES,
+    "it plans {}",
+)
+_UPDATE_STRATEGY_KEY = _ClassKey(
+    CLUSTERING_UPDATES_STRATEGY,
+    "clustering update strategy class",
+    UPDATE_STRATEGY_CLASSES,
+    UNSUPPORTED_UPDATE_STRATEGY_CLASSES,
+    "it is for {}",
+)

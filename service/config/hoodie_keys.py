@@ -66,6 +66,8 @@ RECOGNISED_FOREIGN_PREFIXES: tuple[str, ...] = ("hoodie.write.lock.dynamodb.",)
 
 # Names of the keys other modules refer to by name; each is also an entry of the registry below.
 SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
+CLUSTERING_PLAN_STRATEGY_CLASS = "hoodie.clustering.plan.strategy.class"
+CLUSTERING_UPDATES_STRATEGY = "hoodie.clustering.updates.strategy"
 CLEANER_POLICY = "hoodie.cleaner.policy"
 CLEANER_POLICY_FAILED_WRITES = "hoodie.cleaner.policy.failed.writes"
 CLEANER_COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
@@ -152,7 +154,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=1,
     ),
     HoodieKey(
-        "hoodie.clustering.plan.strategy.class",
+        CLUSTERING_PLAN_STRATEGY_CLASS,
         KeyType.STRING,
         _CLUSTERING_PLAN + "SparkSizeBasedClusteringPlanStrategy",
         "Plan strategy class; Spark/Java/Flink size-based names and the deprecated recent-days and "
@@ -263,7 +265,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         _C,
     ),
     HoodieKey(
-        "hoodie.clustering.updates.strategy",
+        CLUSTERING_UPDATES_STRATEGY,
         KeyType.STRING,
         _CLUSTERING_UPDATE + "SparkRejectUpdateStrategy",
         "What Java writers do with updates to file groups in a pending clustering plan.",

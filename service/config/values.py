@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from enum import StrEnum
 
 from service.config.hoodie_keys import HoodieKey, KeyType
 from service.errors import ConfigError
@@ -18,6 +19,16 @@ _INT_RANGE = (-(2**31), 2**31 - 1)
 _LONG_RANGE = (-(2**63), 2**63 - 1)
 
 TypedValue = int | bool | float | str
+
+
+class JavaEnum(StrEnum):
+    """A Hudi Java enum as a config value: members declared with `auto()` take the Java constant's name as
+    their value, the string Hudi's `Enum.valueOf` reads from a `hoodie.*` key (StrEnum's own `auto()` would
+    lower-case it)."""
+
+    @staticmethod
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list[str]) -> str:
+        return name
 
 
 def describe(table_name: str, written_key: str, value: str) -> str:

@@ -25,7 +25,6 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from types import TracebackType
 
 from service.errors import LockError
 
@@ -118,12 +117,7 @@ class TableLock(ABC):
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
 
     @abstractmethod

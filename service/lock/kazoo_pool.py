@@ -55,6 +55,7 @@ class PooledClient:
         self._purge_guard = threading.Lock()
         self._started = False
         self._closed = False
+        self._failed_start: str | None = None
         self._start_guard = threading.Lock()
         client.add_listener(self._on_state)
 
@@ -66,12 +67,18 @@ class PooledClient:
                 # The pool closed this entry after `get` handed it out: starting it now would leave
                 # a client reconnecting in the background that nobody ever stops.
                 raise LockError(f"ZooKeeper client pool for {self.connect_string} is closed")
+            if self._failed_start is not None:
+                # Another caller's start of this client timed out and the pool dropped the entry
+                # (`KazooClientPool.get`): started now, the client would run outside the pool and
+                # reconnect forever after `KazooClientPool.close`. Fail as that attempt did.
+                raise LockError(self._failed_start)
             try:
                 self.client.start(timeout=max(timeout_s, 0.001))
             except KazooTimeoutError:
-                raise LockError(
-                    f"cannot connect to ZooKeeper {self.connect_string} within {timeout_s:g} s"
-                ) from None
+                # `KazooClient.start` stopped and closed the client before raising.
+                where = f"ZooKeeper {self.connect_string}"
+                self._failed_start = f"cannot connect to {where} within {timeout_s:g} s"
+                raise LockError(self._failed_start) from None
             self._started = True
 
     def close(self) -> None:

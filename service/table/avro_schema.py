@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -159,22 +159,26 @@ def _nullable(avro_type: Any, nullable: bool) -> Any:
     return ["null", avro_type] if nullable else avro_type
 
 
+# Arrow types (after `normalize_arrow_type`) that are one Avro primitive, as Spark's
+# `SchemaConverters.toAvroType` maps their Spark types.
+_AVRO_PRIMITIVES: tuple[tuple[Callable[[pa.DataType], bool], str], ...] = (
+    (pa.types.is_string, "string"),
+    (pa.types.is_large_string, "string"),
+    (pa.types.is_binary, "bytes"),
+    (pa.types.is_large_binary, "bytes"),
+    (pa.types.is_boolean, "boolean"),
+    (pa.types.is_int32, "int"),
+    (pa.types.is_int64, "long"),
+    (pa.types.is_float32, "float"),
+    (pa.types.is_float64, "double"),
+)
+
+
 def _avro_type(dtype: pa.DataType, name: str, namespace: str, enclosing: str, all_nullable: bool) -> Any:
     """Avro type of an Arrow type; `name`/`namespace` are what Spark names a nested record or fixed."""
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
-        return "string"
-    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
-        return "bytes"
-    if pa.types.is_boolean(dtype):
-        return "boolean"
-    if pa.types.is_int32(dtype):
-        return "int"
-    if pa.types.is_int64(dtype):
-        return "long"
-    if pa.types.is_float32(dtype):
-        return "float"
-    if pa.types.is_float64(dtype):
-        return "double"
+    for is_type, primitive in _AVRO_PRIMITIVES:
+        if is_type(dtype):
+            return primitive
     if pa.types.is_date32(dtype):
         return {"type": "int", "logicalType": "date"}
     if pa.types.is_timestamp(dtype):

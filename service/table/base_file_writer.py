@@ -38,7 +38,7 @@ import posixpath
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -195,28 +195,38 @@ def parquet_writer_options(
     }
 
 
+@dataclass(frozen=True)
+class BaseFileTarget:
+    """Where and how one write task writes its base files: every file it rolls over to shares these."""
+
+    storage: Storage
+    schema: BaseFileSchema
+    config: ParquetWriteConfig
+    partition_path: str
+    instant_time: str
+    write_token: str
+
+    def file_name(self, file_id: str) -> str:
+        return base_file_name(file_id, self.write_token, self.instant_time)
+
+    def path(self, file_id: str) -> str:
+        """Base-relative path of the base file of `file_id`."""
+        return posixpath.join(self.partition_path.strip("/"), self.file_name(file_id))
+
+
 class BaseFileWriter:
     """One base file. Rows arrive as row groups; `close()` writes the footer and returns the result."""
 
-    def __init__(
-        self,
-        storage: Storage,
-        schema: BaseFileSchema,
-        config: ParquetWriteConfig,
-        *,
-        partition_path: str,
-        file_id: str,
-        write_token: str,
-        instant_time: str,
-    ) -> None:
+    def __init__(self, target: BaseFileTarget, file_id: str) -> None:
         self._started = time.perf_counter()
+        storage, schema, config = target.storage, target.schema, target.config
         self._storage = storage
         self._schema = schema
         self._config = config
-        self.partition_path = partition_path.strip("/")
+        self.partition_path = target.partition_path.strip("/")
         self.file_id = file_id
-        self.file_name = base_file_name(file_id, write_token, instant_time)
-        self.path = posixpath.join(self.partition_path, self.file_name)
+        self.file_name = target.file_name(file_id)
+        self.path = target.path(file_id)
         self._bloom_config = BloomFilterConfig.from_parquet_config(config)
         self._bloom = HoodieBloomFilter(self._bloom_config)
         self._key_range: tuple[str, str] | None = None
@@ -394,13 +404,8 @@ class RollingBaseFileWriter:
     ) -> None:
         if target_file_size_bytes <= 0:
             raise HudiTableServiceError(f"target file size must be > 0, got {target_file_size_bytes}")
-        self._storage = storage
-        self._schema = schema
-        self._config = config
-        self._partition_path = partition_path
-        self._instant_time = instant_time
-        self._target = target_file_size_bytes
-        self._write_token = write_token
+        self._target = BaseFileTarget(storage, schema, config, partition_path, instant_time, write_token)
+        self._target_bytes = target_file_size_bytes
         self._file_id_prefix = file_id_prefix or str(uuid.uuid4())
         self._policy = policy or RollOverPolicy()
         # Called with each new file's base-relative path before the file is created (markers).
@@ -443,11 +448,20 @@ class RollingBaseFileWriter:
     def _buffer(self, data: pa.Table | pa.RecordBatch) -> int:
         if self._closed:
             raise HudiTableServiceError("writer is closed")
-        table = self._schema.conform(data)
+        table = self._target.schema.conform(data)
         if table.num_rows:
             self._pending.append(table)
             self._pending_rows += table.num_rows
         return table.num_rows
+
+    def write_all(self, data: pa.Table | Iterable[pa.RecordBatch | pa.Table]) -> list[BaseFileWriteResult]:
+        """Write all rows (in order) and close; returns one result per file. On an exception every
+        file this writer created is deleted."""
+        batches: Iterable[pa.RecordBatch | pa.Table] = [data] if isinstance(data, pa.Table) else data
+        with self:
+            for batch in batches:
+                self.write(batch)
+            return self.close()
 
     def close(self) -> list[BaseFileWriteResult]:
         """Write what is buffered, close the last file; returns every file written."""
@@ -484,16 +498,16 @@ class RollingBaseFileWriter:
         The dictionary limit shrinks with `rows / file_rows`, so a column whose dictionary would
         overflow in the whole file falls back to plain encoding in the estimate too.
         """
-        table = self._schema.conform(rows)
+        table = self._target.schema.conform(rows)
         fraction = min(1.0, table.num_rows / max(1, file_rows))
         return round(self._compressed_ratio(table, fraction) * table.nbytes)
 
     def file_overhead_bytes(self, file_rows: int, row_groups: int = 2) -> int:
         """Estimated footer of a file of `file_rows` rows (bloom filter, schema, chunk metadata)."""
-        leaves = sum(_leaf_count(f.type) for f in self._schema.arrow)
-        bloom = BloomFilterConfig.from_parquet_config(self._config)
+        leaves = sum(_leaf_count(f.type) for f in self._target.schema.arrow)
+        bloom = BloomFilterConfig.from_parquet_config(self._target.config)
         # The min/max record keys are unknown before the rows are written: room for 256 bytes.
-        key_values = _key_value_bytes(self._schema, bloom, file_rows, key_bytes=256)
+        key_values = _key_value_bytes(self._target.schema, bloom, file_rows, key_bytes=256)
         return key_values + 64 * leaves + row_groups * leaves * self._column_chunk_footer_bytes
 
     def abort(self) -> None:
@@ -503,7 +517,7 @@ class RollingBaseFileWriter:
             self._current.abort()
             self._current = None
         for path in self._created:
-            self._storage.delete_file(path)
+            self._target.storage.delete_file(path)
         self._results.clear()
 
     # ----------------------------------------------------------------- planning
@@ -528,22 +542,24 @@ class RollingBaseFileWriter:
         footer = current.footer_size_estimate(
             self._records_that_may_fit(current), column_chunk_bytes=self._column_chunk_footer_bytes
         )
-        remaining = self._target - current.bytes_written - footer
+        remaining = self._target_bytes - current.bytes_written - footer
         empty = current.record_count == 0
-        if not empty and remaining < policy.close_margin_fraction * self._target:
+        if not empty and remaining < policy.close_margin_fraction * self._target_bytes:
             return 0
         if self._ending:
             fill = 1.0
         else:
-            fill = policy.first_fill_fraction if remaining > self._target / 2 else policy.fill_fraction
-        budget = min(float(self._config.block_size_bytes), fill * remaining)
+            fill = policy.first_fill_fraction if remaining > self._target_bytes / 2 else policy.fill_fraction
+        budget = min(float(self._target.config.block_size_bytes), fill * remaining)
         ratio = self._ratio()
         if ratio is None and self._ending:
             # The caller sized these rows for one file: take them in one row group if they fit.
             ratio = self._sample_ratio(self._peek(self._pending_rows))
         # Without history, assume no compression (Parquet rarely exceeds Arrow's size) and fill
         # at most a probe's worth; the sample below refines it.
-        arrow_budget = min(budget, policy.probe_fraction * self._target) if ratio is None else budget / ratio
+        arrow_budget = (
+            min(budget, policy.probe_fraction * self._target_bytes) if ratio is None else budget / ratio
+        )
         rows, exhausted = self._rows_within(min(arrow_budget, float(policy.max_buffer_bytes)))
         if exhausted and not final:
             return None
@@ -571,7 +587,7 @@ class RollingBaseFileWriter:
         if ratio is None or arrow_bytes == 0:
             return self._pending_rows
         bytes_per_row = ratio * arrow_bytes / self._pending_rows
-        room = max(0, self._target - current.bytes_written)
+        room = max(0, self._target_bytes - current.bytes_written)
         return min(self._pending_rows, int(room / bytes_per_row) + 1)
 
     def _sample_ratio(self, candidate: pa.Table) -> float:
@@ -596,10 +612,10 @@ class RollingBaseFileWriter:
     def _compressed_ratio(self, sample: pa.Table, fraction: float) -> float:
         if sample.nbytes == 0:
             return 1.0
-        limit = max(_MIN_SAMPLE_DICTIONARY_BYTES, int(self._config.page_size_bytes * fraction))
+        limit = max(_MIN_SAMPLE_DICTIONARY_BYTES, int(self._target.config.page_size_bytes * fraction))
         sink = pa.BufferOutputStream()
-        options = parquet_writer_options(self._config, limit)
-        with pq.ParquetWriter(sink, self._schema.arrow, **options) as writer:
+        options = parquet_writer_options(self._target.config, limit)
+        with pq.ParquetWriter(sink, self._target.schema.arrow, **options) as writer:
             start = sink.tell()
             writer.write_table(sample, row_group_size=sample.num_rows)
             compressed = sink.tell() - start
@@ -669,24 +685,15 @@ class RollingBaseFileWriter:
             self._ratio_all = self._compressed_total / self._arrow_total
             # The latest row group tracks drifting data best, but a tiny one mostly measures
             # per-page overhead and would shrink every later row group.
-            if compressed >= _SIGNIFICANT_ROW_GROUP_FRACTION * self._target or self._ratio_last is None:
+            if compressed >= _SIGNIFICANT_ROW_GROUP_FRACTION * self._target_bytes or self._ratio_last is None:
                 self._ratio_last = compressed / arrow_bytes
 
     # ----------------------------------------------------------------- files
     def _open_next(self) -> None:
         file_id = f"{self._file_id_prefix}-{len(self._created)}"
         if self._on_create is not None:
-            name = base_file_name(file_id, self._write_token, self._instant_time)
-            self._on_create(f"{self._partition_path}/{name}" if self._partition_path else name)
-        writer = BaseFileWriter(
-            self._storage,
-            self._schema,
-            self._config,
-            partition_path=self._partition_path,
-            file_id=file_id,
-            write_token=self._write_token,
-            instant_time=self._instant_time,
-        )
+            self._on_create(self._target.path(file_id))
+        writer = BaseFileWriter(self._target, file_id)
         self._created.append(writer.path)
         self._current = writer
 
@@ -709,32 +716,3 @@ class RollingBaseFileWriter:
         if data_records and chunks:
             observed = max(0, current.footer_bytes - fixed) / chunks
             self._column_chunk_footer_bytes = max(_MIN_COLUMN_CHUNK_FOOTER_BYTES, int(1.5 * observed))
-
-
-def write_base_files(
-    storage: Storage,
-    data: pa.Table | Iterable[pa.RecordBatch | pa.Table],
-    schema: BaseFileSchema,
-    config: ParquetWriteConfig,
-    *,
-    partition_path: str,
-    instant_time: str,
-    target_file_size_bytes: int,
-    write_token: str = "0-0-0",
-    file_id_prefix: str | None = None,
-) -> list[BaseFileWriteResult]:
-    """Write all rows (in order) into base files near the target size; returns one result per file."""
-    batches: Iterator[pa.RecordBatch | pa.Table] = iter([data]) if isinstance(data, pa.Table) else iter(data)
-    with RollingBaseFileWriter(
-        storage,
-        schema,
-        config,
-        partition_path=partition_path,
-        instant_time=instant_time,
-        target_file_size_bytes=target_file_size_bytes,
-        write_token=write_token,
-        file_id_prefix=file_id_prefix,
-    ) as writer:
-        for batch in batches:
-            writer.write(batch)
-        return writer.close()

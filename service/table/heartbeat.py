@@ -29,10 +29,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
 
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES
+from service.config.reader import KeyReader
 from service.errors import HeartbeatLostError, InstantOwnedError
 from service.table.instant import Instant, State
 from service.table.storage import Storage
@@ -41,9 +41,7 @@ from service.table.timeline import METAFOLDER, instant_path
 log = logging.getLogger(__name__)
 
 HEARTBEAT_FOLDER = f"{METAFOLDER}/.heartbeat"
-# Hudi's defaults of hoodie.client.heartbeat.interval_in_ms and .tolerable.misses.
-DEFAULT_INTERVAL_MS = 60_000
-DEFAULT_TOLERABLE_MISSES = 2
+_HUDI_DEFAULTS = KeyReader("Hudi's defaults", {})  # no key set: every value is the registry's default
 
 Clock = Callable[[], float]
 
@@ -55,8 +53,10 @@ def heartbeat_path(instant_time: str) -> str:
 
 @dataclass(frozen=True)
 class HeartbeatSettings:
-    interval_ms: int = DEFAULT_INTERVAL_MS
-    tolerable_misses: int = DEFAULT_TOLERABLE_MISSES
+    """`hoodie.client.heartbeat.interval_in_ms` and `.tolerable.misses`; unset, Hudi's defaults (registry)."""
+
+    interval_ms: int = _HUDI_DEFAULTS.get_int(HEARTBEAT_INTERVAL_MS)
+    tolerable_misses: int = _HUDI_DEFAULTS.get_int(HEARTBEAT_TOLERABLE_MISSES)
 
     @property
     def window_ms(self) -> int:
@@ -261,12 +261,7 @@ class Heartbeat:
     def __enter__(self) -> Heartbeat:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     # -------------------------------------------------------------------------- internals

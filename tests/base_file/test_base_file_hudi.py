@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from service.table.base_file_writer import BaseFileSchema, BaseFileWriteResult, write_base_files
+from service.table.base_file_writer import BaseFileSchema, BaseFileWriteResult, RollingBaseFileWriter
 from service.table.java_string_order import java_min_max
 from service.table.storage import Storage
 from tests.base_file.helpers import EDGE_KEYS, INSTANT, b64_text, parquet_config, with_meta, write_keys_file
@@ -24,15 +24,14 @@ ORDER_KEYS = ["k\uffee", "k😀", "k\ue000", "ka", "k\U00010000"]
 
 def _write(tmp_path: Path, table: pa.Table, **hoodie: str) -> tuple[BaseFileWriteResult, Path]:
     storage = Storage.for_base_uri(str(tmp_path / "table"))
-    [result] = write_base_files(
+    [result] = RollingBaseFileWriter(
         storage,
-        table,
         BaseFileSchema.create(table.schema, table_name="trips"),
         parquet_config(**hoodie),
         partition_path="2024/01/01",
         instant_time=INSTANT,
         target_file_size_bytes=1 << 30,
-    )
+    ).write_all(table)
     return result, tmp_path / "table" / result.path
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 import pytest
 
-from service.table.base_file_writer import BaseFileSchema, write_base_files
+from service.table.base_file_writer import BaseFileSchema, RollingBaseFileWriter
 from service.table.storage import Storage
 from tests.base_file.helpers import parquet_config
 from tests.support.hudi_tables import writer_options
@@ -85,15 +85,14 @@ def test_rewritten_hudi_file_keeps_footers_and_rows(spark: SparkSession, tmp_pat
 
     table = original.read()
     storage = Storage.for_base_uri(str(base))
-    [result] = write_base_files(
+    [result] = RollingBaseFileWriter(
         storage,
-        table,
         BaseFileSchema.create(table.schema, footer[b"parquet.avro.schema"].decode()),
         parquet_config(),
         partition_path="p1",
         instant_time=NEW_INSTANT,
         target_file_size_bytes=1 << 30,
-    )
+    ).write_all(table)
     ours = base / result.path
     our_footer = pq.ParquetFile(ours).metadata.metadata
 

@@ -22,7 +22,6 @@ from service.table.base_file_writer import (
     BaseFileWriteResult,
     RollingBaseFileWriter,
     base_file_name,
-    write_base_files,
 )
 from service.table.bloom import BloomFilterConfig, HoodieBloomFilter
 from service.table.storage import Storage
@@ -64,16 +63,15 @@ def typed_table(keys: list[str]) -> pa.Table:
 
 def write_one(tmp_path: Path, table: pa.Table, **hoodie: str) -> tuple[BaseFileWriteResult, pq.ParquetFile]:
     storage = Storage.for_base_uri(str(tmp_path / "table"))
-    results = write_base_files(
+    results = RollingBaseFileWriter(
         storage,
-        table,
         BaseFileSchema.create(table.schema, table_name="trips"),
         parquet_config(**hoodie),
         partition_path="2024/01/01",
         instant_time=INSTANT,
         target_file_size_bytes=120 * 1024 * 1024,
         file_id_prefix="0b5dd9a2-4a5e-4e5c-9d3c-5d2f2b0a1c11",
-    )
+    ).write_all(table)
     assert len(results) == 1
     return results[0], pq.ParquetFile(tmp_path / "table" / results[0].path)
 
@@ -177,15 +175,14 @@ def test_base_file_embeds_the_given_avro_schema_and_its_nullability(tmp_path: Pa
             field["type"], _ = "string", field.pop("default")
     schema = BaseFileSchema.create(table.schema, avro_schema_to_json(avro))
     storage = Storage.for_base_uri(str(tmp_path))
-    [result] = write_base_files(
+    [result] = RollingBaseFileWriter(
         storage,
-        table,
         schema,
         parquet_config(),
         partition_path="",
         instant_time=INSTANT,
         target_file_size_bytes=10**8,
-    )
+    ).write_all(table)
     parquet = pq.ParquetFile(tmp_path / result.path)
     embedded = json.loads(parquet.metadata.metadata[b"parquet.avro.schema"])
     assert [f["name"] for f in embedded["fields"][:5]] == table.schema.names[:5]
@@ -210,15 +207,14 @@ def test_base_file_refuses_null_record_keys(tmp_path: Path) -> None:
     table = typed_table(["x", "y"]).set_column(2, "_hoodie_record_key", pa.array(["x", None]))
     storage = Storage.for_base_uri(str(tmp_path))
     with pytest.raises(HudiTableServiceError, match="null"):
-        write_base_files(
+        RollingBaseFileWriter(
             storage,
-            table,
             BaseFileSchema.create(table.schema, table_name="t"),
             parquet_config(),
             partition_path="p",
             instant_time=INSTANT,
             target_file_size_bytes=10**8,
-        )
+        ).write_all(table)
     assert not list((tmp_path / "p").iterdir())  # the partial file was deleted
 
 
@@ -229,15 +225,14 @@ def test_base_file_row_groups_follow_block_size(tmp_path: Path) -> None:
     config = small_bloom_config(
         **{"hoodie.parquet.block.size": str(300_000), "hoodie.parquet.page.size": "65536"}
     )
-    [result] = write_base_files(
+    [result] = RollingBaseFileWriter(
         storage,
-        batches,
         BaseFileSchema.create(batches[0].schema, table_name="t"),
         config,
         partition_path="p",
         instant_time=INSTANT,
         target_file_size_bytes=50_000_000,
-    )
+    ).write_all(batches)
     metadata = pq.ParquetFile(tmp_path / result.path).metadata
     sizes = [
         sum(rg.column(c).total_compressed_size for c in range(rg.num_columns))
@@ -314,15 +309,14 @@ def test_base_file_abort_deletes_every_file(tmp_path: Path) -> None:
 def test_base_file_no_rows_no_files(tmp_path: Path) -> None:
     table = typed_table(["x"]).slice(0, 0)
     storage = Storage.for_base_uri(str(tmp_path))
-    results = write_base_files(
+    results = RollingBaseFileWriter(
         storage,
-        [table],
         BaseFileSchema.create(table.schema, table_name="t"),
         parquet_config(),
         partition_path="p",
         instant_time=INSTANT,
         target_file_size_bytes=10**6,
-    )
+    ).write_all([table])
     assert results == []
 
 

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.errors import HudiTableServiceError
-from service.table.base_file_writer import BaseFileSchema, write_base_files
+from service.table.base_file_writer import BaseFileSchema, RollingBaseFileWriter
 from service.table.storage import Storage
 from tests.base_file.helpers import INSTANT, parquet_config
 
@@ -28,10 +28,10 @@ def _virtual_rows(n: int) -> pa.Table:
 def _write(tmp_path: Path, populate_meta_fields: bool) -> Path:
     rows = _virtual_rows(50)
     schema = BaseFileSchema.create(rows.schema, table_name="t", populate_meta_fields=populate_meta_fields)
-    [result] = write_base_files(
-        Storage.for_base_uri(str(tmp_path)), rows, schema, parquet_config(),
+    [result] = RollingBaseFileWriter(
+        Storage.for_base_uri(str(tmp_path)), schema, parquet_config(),
         partition_path="p", instant_time=INSTANT, target_file_size_bytes=10**8,
-    )  # fmt: skip
+    ).write_all(rows)  # fmt: skip
     assert result.min_record_key is None and result.max_record_key is None
     return tmp_path / result.path
 

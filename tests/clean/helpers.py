@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
+from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import load_clean_snapshot
 from service.config.cleaning import CleanConfig
 from service.config.hoodie import HoodieConfig
+from service.lock import InProcessTableLock
+from service.lock.base import TableLock
 from service.table.table import HudiTable
 from strategies.cleaning import CleanPlan, plan_clean
 
@@ -21,6 +25,30 @@ def fid(n: int) -> str:
 
 def clean_config(props: Mapping[str, object], table_name: str = "fixture") -> CleanConfig:
     return HoodieConfig.from_mapping(props, table_name).clean
+
+
+def make_cleaner(
+    table: HudiTable | Path,
+    props: Mapping[str, object],
+    options: CleanOptions | None = None,
+    *,
+    now: datetime | None = NOW,
+    lock: TableLock | None = None,
+    delete: Callable[[str], bool] | None = None,
+    wall_clock: Callable[[], float] = time.time,
+) -> Cleaner:
+    """Our `Cleaner` as the tests run it: `props` over Hudi's defaults, an in-process lock on the
+    table's base path (unless `lock`), a UTC timeline, and the clock stopped at `now` (None: the real
+    clock, for tables a JVM wrote just now)."""
+    if not isinstance(table, HudiTable):
+        table = HudiTable.open(str(table))
+    config = HoodieConfig.from_mapping(props, table.name)
+    if lock is None:
+        lock = InProcessTableLock(table.name, key=table.base_uri, default_timeout_s=5)
+    if now is None:
+        return Cleaner(table, config, lock, UTC, options, delete=delete, wall_clock=wall_clock)
+    stopped = now
+    return Cleaner(table, config, lock, UTC, options, lambda: stopped, delete, wall_clock)
 
 
 def plan_table(

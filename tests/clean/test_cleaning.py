@@ -11,14 +11,11 @@ from pathlib import Path
 import pytest
 
 from service.cleaning import Cleaner, CleanOptions, CleanRunResult, render_result
-from service.config.hoodie import HoodieConfig
 from service.errors import HudiTableServiceError, PlanRefusedError
-from service.lock import InProcessTableLock
 from service.table import codecs
 from service.table.instant import Action, Instant, State
-from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, instant_path
-from tests.clean.helpers import NOW, fid
+from tests.clean.helpers import fid, make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 COMMITS = "hoodie.cleaner.commits.retained"
@@ -31,10 +28,7 @@ def _cleaner(
     options: CleanOptions | None = None,
     delete: Callable[[str], bool] | None = None,
 ) -> Cleaner:
-    table = HudiTable.open(str(base))
-    config = HoodieConfig.from_mapping(props, table.name)
-    lock = InProcessTableLock(table.name, key=str(base), default_timeout_s=5)
-    return Cleaner(table, config, lock, UTC, options, now=lambda: NOW, delete=delete)
+    return make_cleaner(base, props, options, delete=delete)
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -237,22 +231,8 @@ def test_pending_plan_is_finished_before_a_new_one_is_scheduled(tmp_path: Path) 
     t = FixtureTable(tmp_path)
     _history(t)
     # A Java-written plan (full paths with the scheme) deleting one file, left requested.
-    plan = codecs.CleanerPlan(
-        earliest_instant_to_retain=codecs.ActionInstant(timestamp=ts(2), action="commit", state="COMPLETED"),
-        last_completed_commit_timestamp=ts(2),
-        policy="KEEP_LATEST_COMMITS",
-        files_to_be_deleted_per_partition={},
-        version=2,
-        file_paths_to_be_deleted_per_partition={
-            "a": (
-                codecs.CleanFileInfo(
-                    file_path=t.storage.qualify(_rel(t, "a", 1, 1)), is_bootstrap_base_file=False
-                ),
-            )
-        },
-        partitions_to_be_deleted=(),
-    )
-    create_instant_file(t.storage, Instant(ts(5), Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+    paths = {"a": [t.storage.qualify(_rel(t, "a", 1, 1))]}
+    t.requested_clean(ts(5), paths, earliest_commit_to_retain=ts(2), last_completed_commit=ts(2))
     result = _cleaner(tmp_path, {COMMITS: 1}).run()
     first, second = result.cleans
     assert first.instant_time == ts(5)
@@ -281,19 +261,7 @@ def test_version_1_plan_is_migrated_and_finished(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ safety
 def _stored_plan(t: FixtureTable, instant: str, paths: dict[str, list[str]]) -> None:
-    plan = codecs.CleanerPlan(
-        earliest_instant_to_retain=None,
-        last_completed_commit_timestamp=ts(4),
-        policy="KEEP_LATEST_FILE_VERSIONS",
-        files_to_be_deleted_per_partition={},
-        version=2,
-        file_paths_to_be_deleted_per_partition={
-            p: tuple(codecs.CleanFileInfo(file_path=x, is_bootstrap_base_file=False) for x in xs)
-            for p, xs in paths.items()
-        },
-        partitions_to_be_deleted=(),
-    )
-    create_instant_file(t.storage, Instant(instant, Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+    t.requested_clean(instant, paths, last_completed_commit=ts(4), policy="KEEP_LATEST_FILE_VERSIONS")
 
 
 @pytest.mark.parametrize(
@@ -385,9 +353,6 @@ def test_partition_left_empty_is_removed(tmp_path: Path) -> None:
 def test_started_at_is_the_injected_clock(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path)
     _history(t)
-    table = HudiTable.open(str(tmp_path))
-    config = HoodieConfig.from_mapping({COMMITS: 1}, table.name)
-    lock = InProcessTableLock(table.name, key=str(tmp_path))
     later = datetime(2030, 1, 1, 12, 0, 0, 123000, tzinfo=UTC)
-    [clean] = Cleaner(table, config, lock, UTC, now=lambda: later).run().cleans
+    [clean] = make_cleaner(tmp_path, {COMMITS: 1}, now=later).run().cleans
     assert clean.instant_time == "20300101120000123"

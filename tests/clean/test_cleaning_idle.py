@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC
 from pathlib import Path
 
 import pytest
 
 from service.cleaning import Cleaner
 from service.cleaning.snapshot import read_last_clean
-from service.config.hoodie import HoodieConfig
 from service.lock import InProcessTableLock
 from service.table.table import HudiTable
-from tests.clean.helpers import NOW, fid
+from tests.clean.helpers import fid, make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 
@@ -27,11 +25,7 @@ def _table(base: Path) -> FixtureTable:
 
 
 def _cleaner(base: Path, max_commits: int, monkeypatch: pytest.MonkeyPatch) -> tuple[Cleaner, list[str]]:
-    table = HudiTable.open(str(base))
-    config = HoodieConfig.from_mapping(
-        {"hoodie.clean.max.commits": max_commits, "hoodie.cleaner.commits.retained": 1}, table.name
-    )
-    lock = InProcessTableLock(table.name, key=str(base), default_timeout_s=5)
+    props = {"hoodie.clean.max.commits": max_commits, "hoodie.cleaner.commits.retained": 1}
     acquisitions: list[str] = []
     acquire = InProcessTableLock._acquire_backend
 
@@ -40,7 +34,7 @@ def _cleaner(base: Path, max_commits: int, monkeypatch: pytest.MonkeyPatch) -> t
         acquire(self, remaining_s, timeout_s)
 
     monkeypatch.setattr(InProcessTableLock, "_acquire_backend", counted)
-    return Cleaner(table, config, lock, UTC, now=lambda: NOW), acquisitions
+    return make_cleaner(base, props), acquisitions
 
 
 def test_cleaner_not_due_takes_no_lock_and_reports_commits_since_last_clean(

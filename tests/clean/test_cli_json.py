@@ -9,9 +9,6 @@ from typing import Any
 import pytest
 
 from service.cli import main
-from service.table import codecs
-from service.table.instant import Action, Instant, State
-from service.table.timeline import create_instant_file
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -91,19 +88,8 @@ def test_dry_run_lists_the_files_of_a_pending_plan_too(
     gone = f"a/{t.file_name('a', fid(1), ts(1))}"
     kept = f"b/{t.file_name('b', fid(2), ts(1))}"
     size = (t.base / kept).stat().st_size
-    plan = codecs.CleanerPlan(
-        earliest_instant_to_retain=codecs.ActionInstant(timestamp=ts(2), action="commit", state="COMPLETED"),
-        last_completed_commit_timestamp=ts(4),
-        policy="KEEP_LATEST_COMMITS",
-        files_to_be_deleted_per_partition={},
-        version=2,
-        file_paths_to_be_deleted_per_partition={
-            p: (codecs.CleanFileInfo(file_path=t.storage.qualify(path), is_bootstrap_base_file=False),)
-            for p, path in (("a", gone), ("b", kept))
-        },
-        partitions_to_be_deleted=(),
-    )
-    create_instant_file(t.storage, Instant(ts(5), Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+    paths = {p: [t.storage.qualify(path)] for p, path in (("a", gone), ("b", kept))}
+    t.requested_clean(ts(5), paths, earliest_commit_to_retain=ts(2), last_completed_commit=ts(4))
     (t.base / gone).unlink()
 
     assert main(_clean(t, "--dry-run", "--json")) == 0

@@ -8,20 +8,15 @@ fixture tables in Hudi's format; the sentinels outside the table and every file 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC
 from pathlib import Path
 
 import pytest
 
-from service.cleaning import Cleaner
-from service.config.hoodie import HoodieConfig
 from service.errors import PathOutsideTableError
-from service.lock import InProcessTableLock
 from service.table import codecs
 from service.table.instant import Action, Instant, State
-from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from tests.clean.helpers import NOW, fid
+from tests.clean.helpers import fid, make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 PLAN = ts(6)  # the hostile pending clean
@@ -64,29 +59,18 @@ def _store_plan(
             files_to_be_deleted_per_partition={p: tuple(n) for p, n in v1_names.items()},
             version=1,
         )
+        create_instant_file(t.storage, Instant(PLAN, Action.CLEAN, State.REQUESTED), codecs.encode(plan))
     else:
-        plan = codecs.CleanerPlan(
-            earliest_instant_to_retain=None,
-            last_completed_commit_timestamp=ts(3),
-            policy="KEEP_LATEST_COMMITS",
-            files_to_be_deleted_per_partition={},
-            version=2,
-            file_paths_to_be_deleted_per_partition={
-                p: tuple(codecs.CleanFileInfo(file_path=x, is_bootstrap_base_file=False) for x in xs)
-                for p, xs in (files if files is not None else {"a": [_old_version(t)]}).items()
-            },
-            partitions_to_be_deleted=tuple(deleted_partitions),
+        paths = files if files is not None else {"a": [_old_version(t)]}
+        t.requested_clean(
+            PLAN, paths, last_completed_commit=ts(3), partitions_to_be_deleted=deleted_partitions
         )
-    create_instant_file(t.storage, Instant(PLAN, Action.CLEAN, State.REQUESTED), codecs.encode(plan))
 
 
 def _run_refused(t: FixtureTable, field: str, path: str) -> PathOutsideTableError:
     before = _everything(t)
-    table = HudiTable.open(str(t.base))
-    config = HoodieConfig.from_mapping({"hoodie.cleaner.commits.retained": 1}, table.name)
-    lock = InProcessTableLock(table.name, key=str(t.base), default_timeout_s=5)
     with pytest.raises(PathOutsideTableError) as caught:
-        Cleaner(table, config, lock, UTC, now=lambda: NOW).run()
+        make_cleaner(t.base, {"hoodie.cleaner.commits.retained": 1}).run()
     error = caught.value
     assert (error.field, error.path, error.table) == (field, path, "fixture")
     message = str(error)
@@ -177,10 +161,7 @@ def test_confined_plan_still_cleans(table: FixtureTable) -> None:
     """The rule accepts what Java writes: qualified paths in their partitions, a real partition to delete."""
     t = table
     _store_plan(t)
-    table_ = HudiTable.open(str(t.base))
-    config = HoodieConfig.from_mapping({"hoodie.cleaner.commits.retained": 1}, table_.name)
-    lock = InProcessTableLock(table_.name, key=str(t.base), default_timeout_s=5)
-    first, *_ = Cleaner(table_, config, lock, UTC, now=lambda: NOW).run().cleans
+    first, *_ = make_cleaner(t.base, {"hoodie.cleaner.commits.retained": 1}).run().cleans
     assert first.instant_time == PLAN and first.files_deleted == 1
     assert not (t.base / "a" / t.file_name("a", fid(1), ts(1))).exists()
 
@@ -196,11 +177,8 @@ def test_incremental_clean_does_not_list_a_partition_outside_the_table(tmp_path:
         t.commit(ts(i), [FileSpec("../x", fid(5))])  # the fixture writes them to <tmp>/x
     outside = {p.name for p in (tmp_path / "x").iterdir()}
     before = _everything(t)
-    table = HudiTable.open(str(t.base))
-    config = HoodieConfig.from_mapping({"hoodie.cleaner.commits.retained": 1}, table.name)
-    lock = InProcessTableLock(table.name, key=str(t.base), default_timeout_s=5)
     with pytest.raises(PathOutsideTableError) as caught:
-        Cleaner(table, config, lock, UTC, now=lambda: NOW).run()
+        make_cleaner(t.base, {"hoodie.cleaner.commits.retained": 1}).run()
     assert (caught.value.field, caught.value.path) == ("partitionToWriteStats", "../x")
     assert f"{ts(5)}.commit" in str(caught.value)
     assert _everything(t) == before and {p.name for p in (tmp_path / "x").iterdir()} == outside

@@ -7,22 +7,19 @@ real `Storage.delete_file` and the real `Cleaner` decide what a failed delete me
 from __future__ import annotations
 
 import time
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from service.cleaning import Cleaner, CleanOptions
-from service.config.hoodie import HoodieConfig
 from service.errors import DeleteFailedError, InstantOwnedError
-from service.lock import InProcessTableLock
 from service.table import codecs
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from tests.clean.helpers import NOW, fid
+from tests.clean.helpers import fid, make_cleaner
 from tests.support import hudi_tables as ht
-from tests.support.faulty_storage import Fault, FaultyStorage
+from tests.support.faulty_storage import Fault, FaultyStorage, each_delete_leaving_the_file
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 if TYPE_CHECKING:
@@ -48,9 +45,7 @@ LATER_SECONDS = 3600.0
 
 
 def _cleaner(table: HudiTable, options: CleanOptions | None = None, later: float = 0.0) -> Cleaner:
-    config = HoodieConfig.from_mapping({COMMITS: 1}, table.name)
-    lock = InProcessTableLock(table.name, key=table.base_uri, default_timeout_s=5)
-    return Cleaner(table, config, lock, UTC, options, now=lambda: NOW, wall_clock=lambda: time.time() + later)
+    return make_cleaner(table, {COMMITS: 1}, options, wall_clock=lambda: time.time() + later)
 
 
 def _clean_files(base: Path) -> list[str]:
@@ -83,8 +78,7 @@ def test_storage_delete_that_leaves_the_file_raises(
 ) -> None:
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "f.parquet").write_bytes(b"x")
-    storage = FaultyStorage(tmp_path, local=local)
-    storage.fail("p/f.parquet", fault)
+    storage = FaultyStorage.failing(tmp_path, "p/f.parquet", fault, local=local)
     with pytest.raises(error) as raised:
         storage.delete_file("p/f.parquet")
     assert (tmp_path / "p" / "f.parquet").exists()
@@ -107,23 +101,14 @@ def test_storage_delete_of_a_file_really_gone_is_false_and_a_real_delete_true(
 # ---------------------------------------------------------------------------------------- Cleaner
 
 
-@pytest.mark.parametrize(
-    ("fault", "local"),
-    [
-        (Fault.PERMISSION, True),
-        (Fault.IO_ERROR, True),
-        (Fault.REPORTS_GONE, True),
-        (Fault.SILENT, False),
-    ],
-)
+@each_delete_leaving_the_file
 def test_failed_delete_leaves_clean_inflight_and_retry_completes_same_instant(
     tmp_path: Path, fault: Fault, local: bool
 ) -> None:
     t = FixtureTable(tmp_path)
     planned = _history(t)
     stuck = sorted(planned)[0]
-    storage = FaultyStorage(tmp_path, local=local)
-    storage.fail(stuck, fault)
+    storage = FaultyStorage.failing(tmp_path, stuck, fault, local=local)
     table = storage.open_table()
 
     with pytest.raises(DeleteFailedError) as raised:

@@ -6,12 +6,9 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from service.cleaning import Cleaner
-from service.config.hoodie import HoodieConfig
-from service.lock import InProcessTableLock
 from service.table.instant import Action, State
 from service.table.table import HudiTable
-from tests.clean.helpers import fid
+from tests.clean.helpers import fid, make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
@@ -37,8 +34,7 @@ def _heartbeat(t: FixtureTable, instant_time: str, age: timedelta) -> None:
 
 def _run(t: FixtureTable, settings: dict[str, object]) -> HudiTable:
     table = HudiTable.open(str(t.base))
-    config = HoodieConfig.from_mapping(settings, table.name)
-    Cleaner(table, config, InProcessTableLock(table.name), UTC, now=lambda: NOW).run()
+    make_cleaner(table, settings).run()
     return table
 
 

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.cleaning import Cleaner, CleanOptions, CleanRunResult
-from service.config.hoodie import HoodieConfig
-from service.lock import InProcessTableLock
 from service.table.instant import Action, State
 from service.table.table import HudiTable
 from service.table.timeline import format_instant_time
+from tests.clean.helpers import make_cleaner
 from tests.support import hudi_tables as ht
 from tests.support.fixtures import FileSpec, FixtureTable
 from tests.support.histories import HudiHistory
@@ -128,11 +127,8 @@ def _hudi_clean(spark: SparkSession, base: Path, policy: str, retained: int, ext
 def _our_cleaner(
     base: Path, policy: str, retained: int, extra: Mapping[str, object] | None = None
 ) -> Cleaner:
-    table = HudiTable.open(str(base))
     props = {"hoodie.cleaner.policy": policy, RETAINED_KEY[policy][1]: retained, **(extra or {})}
-    config = HoodieConfig.from_mapping(props, table.name)
-    lock = InProcessTableLock(table.name, key=str(base))
-    return Cleaner(table, config, lock, UTC, CleanOptions())  # the JVM writing these tables runs in UTC
+    return make_cleaner(base, props, CleanOptions(), now=None)  # the JVM writing these tables runs in UTC
 
 
 def _our_clean(

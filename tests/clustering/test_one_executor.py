@@ -31,7 +31,7 @@ from service.table.instant import Action, Instant, State
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from tests.clean.helpers import fid
+from tests.clean.helpers import fid, make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 
@@ -164,9 +164,7 @@ def _clean_table(tmp_path: Path) -> FixtureTable:
 
 
 def _cleaner(t: FixtureTable, lock: TableLock | None = None) -> Cleaner:
-    table = HudiTable.open(str(t.base))
-    config = HoodieConfig.from_mapping({"hoodie.cleaner.commits.retained": 1}, table.name)
-    return Cleaner(table, config, lock or _lock(t), UTC)
+    return make_cleaner(t.base, {"hoodie.cleaner.commits.retained": 1}, now=None, lock=lock or _lock(t))
 
 
 def test_a_clean_another_cleaner_runs_is_left_alone(tmp_path: Path) -> None:

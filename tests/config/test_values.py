@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from service.config.cleaning import CleaningPolicy
+from service.config.clustering import LayoutStrategy, PartitionFilterMode
 from service.config.hoodie_keys import HOODIE_KEYS
 from service.config.values import normalise, parse
 from service.errors import ConfigError
@@ -63,3 +65,14 @@ def test_parse_error_names_table_key_and_value(key: str, value: str, reason: str
         parse(HOODIE_KEYS[key], value, "orders")
     assert str(info.value).startswith(f"table 'orders': {key}={value!r} ")
     assert reason in str(info.value)
+
+
+def test_java_enum_auto_value_is_the_java_constant_name() -> None:
+    # StrEnum's own auto() lower-cases; Hudi's Enum.valueOf needs the constant's exact name.
+    assert [m.value for m in CleaningPolicy] == [
+        "KEEP_LATEST_COMMITS",
+        "KEEP_LATEST_FILE_VERSIONS",
+        "KEEP_LATEST_BY_HOURS",
+    ]
+    assert LayoutStrategy("ZORDER") is LayoutStrategy.ZORDER
+    assert all(m.value == m.name for m in PartitionFilterMode)

@@ -10,9 +10,6 @@ from prometheus_client import CollectorRegistry
 
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
-from service.table import codecs
-from service.table.instant import Action, Instant, State
-from service.table.timeline import create_instant_file
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -56,23 +53,8 @@ def test_hostile_clean_plan_fails_its_table_while_another_table_cleans(tmp_path:
     _history(hostile)
     sentinel = tmp_path / "x"
     sentinel.mkdir()  # what `../x` names from the hostile table: an empty directory Java would delete
-    plan = codecs.CleanerPlan(
-        earliest_instant_to_retain=None,
-        last_completed_commit_timestamp=ts(3),
-        policy="KEEP_LATEST_COMMITS",
-        files_to_be_deleted_per_partition={},
-        version=2,
-        file_paths_to_be_deleted_per_partition={
-            "a": (
-                codecs.CleanFileInfo(
-                    file_path=hostile.storage.qualify(f"a/{hostile.file_name('a', fid(1), ts(1))}"),
-                    is_bootstrap_base_file=False,
-                ),
-            )
-        },
-        partitions_to_be_deleted=("../x",),
-    )
-    create_instant_file(hostile.storage, Instant(ts(4), Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+    paths = {"a": [hostile.storage.qualify(f"a/{hostile.file_name('a', fid(1), ts(1))}")]}
+    hostile.requested_clean(ts(4), paths, last_completed_commit=ts(3), partitions_to_be_deleted=["../x"])
     hostile_before = _files(hostile.base)
     registry = CollectorRegistry()
     config = parse_daemon_config(_config_text({"hostile": hostile.base, "healthy": healthy.base}))

@@ -18,7 +18,7 @@ from service.table.markers import marker_dir_exists
 from service.table.table import HudiTable
 from tests.rollback.scenarios import RecordingLock, Scenario, T, pending_clustering_scenario
 from tests.support import hudi_tables as ht
-from tests.support.faulty_storage import Fault, FaultyStorage
+from tests.support.faulty_storage import Fault, FaultyStorage, each_delete_leaving_the_file
 
 NOW = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -39,22 +39,13 @@ def _committed_slices(s: Scenario) -> list[ht.LatestSlice]:
 
 
 @pytest.mark.hudi
-@pytest.mark.parametrize(
-    ("fault", "local"),
-    [
-        (Fault.PERMISSION, True),
-        (Fault.IO_ERROR, True),
-        (Fault.REPORTS_GONE, True),
-        (Fault.SILENT, False),
-    ],
-)
+@each_delete_leaving_the_file
 def test_rollback_with_a_file_left_stays_pending_and_retry_completes(
     tmp_path: Path, fault: Fault, local: bool
 ) -> None:
     s = pending_clustering_scenario(tmp_path)
     stuck, other = s.outputs
-    storage = FaultyStorage(s.base, local=local)
-    storage.fail(stuck, fault)
+    storage = FaultyStorage.failing(s.base, stuck, fault, local=local)
     instant_files = {n for n in s.timeline_names() if n.startswith(T)}
 
     with pytest.raises(DeleteFailedError) as raised:

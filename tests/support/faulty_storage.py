@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
+import pytest
 
 from service.table.storage import Storage
 from service.table.table import HudiTable
@@ -29,6 +30,19 @@ class Fault(StrEnum):
     IO_ERROR = "IO_ERROR"
     REPORTS_GONE = "REPORTS_GONE"
     SILENT = "SILENT"
+
+
+# Every way a delete can leave its file, each on the storage kind where it happens: on the local disk
+# the delete raises or claims the file is gone; on an object store it is acknowledged but not applied.
+each_delete_leaving_the_file = pytest.mark.parametrize(
+    ("fault", "local"),
+    [
+        (Fault.PERMISSION, True),
+        (Fault.IO_ERROR, True),
+        (Fault.REPORTS_GONE, True),
+        (Fault.SILENT, False),
+    ],
+)
 
 
 class _FaultyHandler(pafs.FileSystemHandler):  # type: ignore[misc]
@@ -116,6 +130,13 @@ class FaultyStorage(Storage):
     @property
     def is_local(self) -> bool:
         return self._local
+
+    @classmethod
+    def failing(cls, base: Path, rel: str, fault: Fault, *, local: bool) -> FaultyStorage:
+        """The storage of `base` whose delete of `rel` meets `fault`."""
+        storage = cls(base, local=local)
+        storage.fail(rel, fault)
+        return storage
 
     def fail(self, rel: str, fault: Fault) -> None:
         self.faults[self.fs_path(rel)] = fault

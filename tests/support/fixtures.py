@@ -284,18 +284,7 @@ class FixtureTable:
         policy: str = "KEEP_LATEST_COMMITS",
     ) -> None:
         """A completed clean that deleted nothing: what the trigger and incremental planning read."""
-        plan = codecs.CleanerPlan(
-            earliest_instant_to_retain=(
-                codecs.ActionInstant(timestamp=earliest_commit_to_retain, action="commit", state="COMPLETED")
-                if earliest_commit_to_retain
-                else None
-            ),
-            last_completed_commit_timestamp=last_completed_commit,
-            policy=policy,
-            files_to_be_deleted_per_partition={},
-            file_paths_to_be_deleted_per_partition={},
-            partitions_to_be_deleted=(),
-        )
+        plan = _cleaner_plan(earliest_commit_to_retain, last_completed_commit, policy, {}, ())
         meta = codecs.CleanMetadata(
             start_clean_time=instant_time,
             time_taken_in_millis=1,
@@ -309,5 +298,50 @@ class FixtureTable:
         create_instant_file(self.storage, requested.with_state(State.INFLIGHT), codecs.encode(plan))
         create_instant_file(self.storage, requested.with_state(State.COMPLETED), codecs.encode(meta))
 
+    def requested_clean(
+        self,
+        instant_time: str,
+        paths: Mapping[str, Iterable[str]],
+        *,
+        last_completed_commit: str,
+        earliest_commit_to_retain: str | None = None,
+        policy: str = "KEEP_LATEST_COMMITS",
+        partitions_to_be_deleted: Iterable[str] = (),
+    ) -> None:
+        """A version-2 clean plan left requested, as a Java writer stores it: `paths` per partition
+        exactly as given (Java writes them qualified: pass `self.storage.qualify(...)` for that)."""
+        plan = _cleaner_plan(
+            earliest_commit_to_retain, last_completed_commit, policy, paths, tuple(partitions_to_be_deleted)
+        )
+        create_instant_file(
+            self.storage, Instant(instant_time, Action.CLEAN, State.REQUESTED), codecs.encode(plan)
+        )
+
     def log_file_name(self, file_id: str, base_instant: str, version: int = 1) -> str:
         return f".{file_id}_{base_instant}.log.{version}_0-0-0"
+
+
+def _cleaner_plan(
+    earliest_commit_to_retain: str | None,
+    last_completed_commit: str,
+    policy: str,
+    paths: Mapping[str, Iterable[str]],
+    partitions_to_be_deleted: tuple[str, ...],
+) -> codecs.CleanerPlan:
+    """HoodieCleanerPlan v2 as Java writes it (`{}` for the v1 map, no bootstrap files)."""
+    return codecs.CleanerPlan(
+        earliest_instant_to_retain=(
+            codecs.ActionInstant(timestamp=earliest_commit_to_retain, action="commit", state="COMPLETED")
+            if earliest_commit_to_retain
+            else None
+        ),
+        last_completed_commit_timestamp=last_completed_commit,
+        policy=policy,
+        files_to_be_deleted_per_partition={},
+        version=2,
+        file_paths_to_be_deleted_per_partition={
+            p: tuple(codecs.CleanFileInfo(file_path=x, is_bootstrap_base_file=False) for x in xs)
+            for p, xs in paths.items()
+        },
+        partitions_to_be_deleted=partitions_to_be_deleted,
+    )

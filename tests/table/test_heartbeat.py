@@ -96,6 +96,7 @@ def test_settings_come_from_hudis_keys() -> None:
     from service.config.hoodie import HoodieConfig
 
     assert HeartbeatSettings.from_config(HoodieConfig.from_mapping({}, "t")).window_ms == 120_000
+    assert HeartbeatSettings() == HeartbeatSettings(60_000, 2)  # unset: Hudi's defaults, from the registry
     config = HoodieConfig.from_mapping(
         {"hoodie.client.heartbeat.interval_in_ms": "500", "hoodie.client.heartbeat.tolerable.misses": "3"},
         "t",
