@@ -8,9 +8,12 @@ requests, it does not time an object store.
 * Clustering: the clustering benchmark's input, one fresh copy per contender, LINEAR on (a, b) with
   the same settings as `bench.hudi_clustering`; Hudi's `CALL run_clustering` on `s3a://`, ours
   through `schedule_clustering` + `execute_clustering`. Both outputs are read back by Hudi.
-* Cleaning: the cleaning benchmark's table, KEEP_LATEST_COMMITS retaining one commit (incremental
-  mode, Hudi's default): Hudi's `CALL run_clean` on one copy, our `Cleaner` on the other; the files
-  left must be the same. LIST requests are reported next to the table's partitions and those the
+* Cleaning: the cleaning benchmark's table, KEEP_LATEST_COMMITS retaining its `commits_retained`
+  commits (incremental mode, Hudi's default): the new ECTR is the first full upsert, so the window
+  since the last clean holds only the small commits and an incremental clean lists only the
+  partitions they touched (retaining one commit would put a full-table upsert in the window).
+  Hudi's `CALL run_clean` on one copy, our `Cleaner` on the other; the files left must be the same.
+  The partitions each contender listed are reported next to the table's partitions and those the
   incremental window touches.
 * Idle daemon tick: the cleaned table served by `Daemon.run_iteration` with nothing due, a first
   (cold) tick and then a warm one per service, counted.
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
 
 import pyarrow.fs as pafs
 
@@ -171,6 +175,19 @@ def registered(spark: SparkSession, fs: pafs.S3FileSystem, key: str) -> Iterator
         restore()
 
 
+def partitions_listed(requests: Sequence[tuple[str, str, str]], key: str) -> int:
+    """Distinct partition directories of table `key` listed (LIST requests with the prefix `p=.../`)."""
+    listed = set()
+    for kind, _, target in requests:
+        if kind != "LIST":
+            continue
+        prefix = parse_qs(urlsplit(target).query).get("prefix", [""])[0].removeprefix(f"{key}/")
+        partition = prefix.split("/", 1)[0]
+        if partition.startswith("p=") and prefix == f"{partition}/":
+            listed.add(partition)
+    return len(listed)
+
+
 # ---------------------------------------------------------------- measured parts
 
 
@@ -206,7 +223,11 @@ def cleaning(
 ) -> tuple[dict[str, Any], str]:
     local = work / "cleaning-table"
     build_table(local, options.shape)
-    policy = {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS", "hoodie.cleaner.commits.retained": "1"}
+    retained = options.shape.commits_retained
+    policy = {
+        "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
+        "hoodie.cleaner.commits.retained": str(retained),
+    }
     uris = {name: upload(local, fs, f"cleaning-{name}") for name in ("hudi", "ours")}
     before = data_files(fs, "cleaning-hudi")
     out: dict[str, Any] = {
@@ -217,22 +238,29 @@ def cleaning(
     }
     with registered(spark, fs, "cleaning-hudi") as name:
         call = (
-            f"CALL run_clean(table => '{name}', clean_policy => 'KEEP_LATEST_COMMITS', retain_commits => 1, "
-            "options => 'hoodie.metadata.enable=false')"
+            f"CALL run_clean(table => '{name}', clean_policy => 'KEEP_LATEST_COMMITS', "
+            f"retain_commits => {retained}, options => 'hoodie.metadata.enable=false')"
         )
+        mark = proxy.mark()
         with proxy.counting() as counts, stopwatch() as sw:
             spark.sql(call).collect()
     out["hudi"] = {"seconds": round(sw.seconds, 3), "requests": counts}
+    out["hudi"]["partitions_listed"] = partitions_listed(proxy.requests_since(mark), "cleaning-hudi")
     table = HudiTable.open(uris["ours"], storage_options(proxy.endpoint))
     config = HoodieConfig.from_mapping(policy, table.name)
     lock = InProcessTableLock(table.name, key=uris["ours"])
     # Planning alone first (a dry run writes and deletes nothing), to tell its requests from the deletes'.
     planner = Cleaner(table, config, lock, UTC, CleanOptions(dry_run=True, force=True), now=lambda: NOW)
+    mark = proxy.mark()
     with proxy.counting() as counts, stopwatch() as sw:
         planner.run()
     out["ours_planning_only"] = {"seconds": round(sw.seconds, 3), "requests": counts}
+    out["ours_planning_only"]["partitions_listed"] = partitions_listed(
+        proxy.requests_since(mark), "cleaning-ours"
+    )
     table = HudiTable.open(uris["ours"], storage_options(proxy.endpoint))  # cold again, like Hudi's run
     cleaner = Cleaner(table, config, lock, UTC, CleanOptions(force=True), now=lambda: NOW)
+    mark = proxy.mark()
     with proxy.counting() as counts, stopwatch() as sw:
         result = cleaner.run()
     if len(result.cleans) != 1:
@@ -240,6 +268,7 @@ def cleaning(
             f"{uris['ours']}: our clean ran {len(result.cleans)} cleans ({result.skipped_reason})"
         )
     out["ours"] = {"seconds": round(sw.seconds, 3), "requests": counts}
+    out["ours"]["partitions_listed"] = partitions_listed(proxy.requests_since(mark), "cleaning-ours")
     left = {name: data_files(fs, f"cleaning-{name}") for name in ("hudi", "ours")}
     for name in ("hudi", "ours"):
         out[name]["files_deleted"] = len(before - left[name])
@@ -248,7 +277,9 @@ def cleaning(
     return out, uris["ours"]
 
 
-def idle_ticks(spark: SparkSession, proxy: CountingProxy, uri: str, work: Path) -> dict[str, Any]:
+def idle_ticks(
+    spark: SparkSession, proxy: CountingProxy, uri: str, work: Path, retained: int
+) -> dict[str, Any]:
     """Requests of `Daemon.run_iteration` per service on a table with nothing due: cold, then warm."""
     from service.daemon import Daemon, TableRuntime, TableService
 
@@ -256,7 +287,10 @@ def idle_ticks(spark: SparkSession, proxy: CountingProxy, uri: str, work: Path) 
     document = {
         "daemon": {"metrics": {"host": "127.0.0.1", "port": 0}, "logging": {"level": "WARNING"}},
         # Nothing due: the last commit was cleaned, and the clustering trigger is out of reach.
-        "defaults": {"hoodie.clustering.async.max.commits": 100_000, "hoodie.cleaner.commits.retained": 1},
+        "defaults": {
+            "hoodie.clustering.async.max.commits": 100_000,
+            "hoodie.cleaner.commits.retained": retained,
+        },
         "tables": [{"name": "idle", "base_path": uri, "storage_options": storage_options(proxy.endpoint)}],
     }
     config_path.write_text(json.dumps(document), encoding="utf-8")
@@ -287,7 +321,7 @@ def run(options: Options, command: str | None = None) -> dict[str, Any]:
             print("  clustering: done", flush=True)
             cleaned, cleaned_uri = cleaning(session, proxy, fs, options, work)
             print("  cleaning: done", flush=True)
-            ticks = idle_ticks(session, proxy, cleaned_uri, work)
+            ticks = idle_ticks(session, proxy, cleaned_uri, work, options.shape.commits_retained)
         payload = {
             "command": command or f"bench.hudi_s3.run({options})",
             "request_kinds": list(KINDS),
@@ -309,7 +343,8 @@ def run(options: Options, command: str | None = None) -> dict[str, Any]:
 
 def _print(payload: Mapping[str, Any]) -> None:
     def row(label: str, entry: Mapping[str, Any]) -> list[Any]:
-        return [label, entry.get("seconds"), *(entry["requests"][k] for k in KINDS)]
+        counts = [entry["requests"][k] for k in KINDS]
+        return [label, entry.get("seconds"), *counts, entry.get("partitions_listed", "")]
 
     rows = [
         row(f"{what} {name}", payload[what][name])
@@ -318,7 +353,11 @@ def _print(payload: Mapping[str, Any]) -> None:
     ]
     rows.append(row("cleaning ours, planning only (dry run)", payload["cleaning"]["ours_planning_only"]))
     rows += [row(f"idle tick {key}", entry) for key, entry in payload["idle_daemon_ticks"].items()]
-    print_table("Requests by kind (moto S3 behind a counting proxy)", ["run", "seconds", *KINDS], rows)
+    print_table(
+        "Requests by kind (moto S3 behind a counting proxy)",
+        ["run", "seconds", *KINDS, "partitions listed"],
+        rows,
+    )
 
 
 def main(argv: Sequence[str]) -> int:

@@ -12,7 +12,9 @@ Counts are cumulative; `snapshot()` and `since()` give the requests of one stret
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -50,8 +52,10 @@ class CountingProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream  # host:port of the S3 server
         self._counts: Counter[str] = Counter()
+        self._log: list[tuple[str, str, str]] = []  # (kind, method, target) of every request, in order
         self._guard = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._connections: set[socket.socket] = set()  # open client connections (kept alive by clients)
         self._thread: threading.Thread | None = None
 
     @property
@@ -61,9 +65,20 @@ class CountingProxy:
         host, port = self._server.server_address[:2]
         return f"{host!s}:{port}"
 
-    def count(self, kind: str) -> None:
+    def count(self, kind: str, method: str = "", target: str = "") -> None:
         with self._guard:
             self._counts[kind] += 1
+            self._log.append((kind, method, target))
+
+    def mark(self) -> int:
+        """A position in the request log, for `requests_since`."""
+        with self._guard:
+            return len(self._log)
+
+    def requests_since(self, mark: int) -> list[tuple[str, str, str]]:
+        """(kind, method, target) of each request made after `mark`, in arrival order."""
+        with self._guard:
+            return list(self._log[mark:])
 
     def snapshot(self) -> dict[str, int]:
         with self._guard:
@@ -93,6 +108,16 @@ class CountingProxy:
             def log_message(self, format: str, *args: object) -> None:
                 return
 
+            def setup(self) -> None:
+                super().setup()
+                with proxy._guard:
+                    proxy._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with proxy._guard:
+                    proxy._connections.discard(self.connection)
+                super().finish()
+
             def _body(self) -> bytes:
                 if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
                     chunks: list[bytes] = []
@@ -107,7 +132,7 @@ class CountingProxy:
                 return self.rfile.read(length) if length else b""
 
             def _forward(self) -> None:
-                proxy.count(request_kind(self.command, self.path))
+                proxy.count(request_kind(self.command, self.path), self.command, self.path)
                 body = self._body()
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
                 if body or self.command in ("PUT", "POST"):
@@ -134,7 +159,7 @@ class CountingProxy:
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server.daemon_threads = False  # `server_close` joins the handler threads
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="s3-counting-proxy", daemon=True
         )
@@ -144,6 +169,13 @@ class CountingProxy:
     def __exit__(self, *exc: object) -> None:
         if self._server is not None:
             self._server.shutdown()
+            # Clients keep connections alive: end them, so that each handler thread returns and
+            # `server_close` joins it (no thread outlives the proxy).
+            with self._guard:
+                connections = list(self._connections)
+            for connection in connections:
+                with contextlib.suppress(OSError):  # already closed by the client
+                    connection.shutdown(socket.SHUT_RDWR)
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)

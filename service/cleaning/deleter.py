@@ -1,14 +1,23 @@
-"""Parallel deletes of a clean's files (`hoodie.cleaner.parallelism` threads)."""
+"""Parallel deletes of a clean's files (`hoodie.cleaner.parallelism` threads).
+
+Every delete is verified (Hudi 0.15's `CleanActionExecutor.deleteFileAndGetResult`, HUDI-7655 and
+HUDI-7867: a file still there after its delete fails the clean). On the local disk
+`Storage.delete_file` checks each file itself; on other stores the deletes are verified by listing
+each partition once after all its deletes: a listing is strongly consistent on S3 and served by the
+NameNode on HDFS, like the per-file status it replaces, and it costs one LIST per partition instead
+of a HEAD and a LIST per file.
+"""
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from service.cleaning.records import PartitionOutcome
-from service.errors import HudiTableServiceError
+from service.errors import DeleteFailedError, HudiTableServiceError
 from service.table.storage import Storage
 
 DeleteFn = Callable[[str], bool]  # base-relative path -> True if deleted now, False if it was already gone
@@ -35,8 +44,16 @@ def delete_files(
     delete: DeleteFn | None = None,
 ) -> DeleteReport:
     """Delete every file; a file already gone counts as deleted. Errors are collected, not raised,
-    so one unreadable file does not hide the outcome of the others."""
-    remove = delete or storage.delete_file
+    so one unreadable file does not hide the outcome of the others. A `delete` given by the caller
+    verifies its own deletes (the default one does, see the module docstring)."""
+    verify_by_listing = delete is None and not storage.is_local
+    remove: DeleteFn
+    if delete is not None:
+        remove = delete
+    elif verify_by_listing:
+        remove = functools.partial(storage.delete_file, verify=False)
+    else:
+        remove = storage.delete_file
     jobs = [(partition, path) for partition, paths in files.items() for path in paths]
     workers = max(1, min(parallelism, len(jobs)))
 
@@ -58,5 +75,33 @@ def delete_files(
                 deleted[partition].append(posixpath.basename(path))
             else:
                 gone[partition].append(posixpath.basename(path))
+    if verify_by_listing:
+        _fail_files_still_listed(storage, files, deleted, gone, failures)
     outcomes = {p: PartitionOutcome(tuple(deleted[p]), tuple(gone[p])) for p in files}
     return DeleteReport(outcomes, failures)
+
+
+def _fail_files_still_listed(
+    storage: Storage,
+    files: Mapping[str, Sequence[str]],
+    deleted: dict[str, list[str]],
+    gone: dict[str, list[str]],
+    failures: dict[str, str],
+) -> None:
+    """Move every file reported deleted (or already gone) that a listing of its directory still
+    shows into `failures`: one listing per directory, after every delete in it has returned."""
+    for partition, paths in files.items():
+        reported = set(deleted[partition]) | set(gone[partition])
+        for directory in sorted({posixpath.dirname(p) for p in paths}):
+            listed = set(storage.list_file_names(directory)) & reported
+            for path in paths:
+                name = posixpath.basename(path)
+                if posixpath.dirname(path) != directory or name not in listed:
+                    continue
+                was_gone = name in gone[partition]
+                (gone if was_gone else deleted)[partition].remove(name)
+                outcome = "reported it already gone" if was_gone else "returned"
+                error = DeleteFailedError(
+                    f"{storage.qualify(path)} is still on storage after its delete {outcome}"
+                )
+                failures[path] = f"{type(error).__name__}: {error}"

@@ -5,7 +5,8 @@
    belong to a committed slice of a known file group (never a pending write's file). A missing
    file is fine: it is already deleted.
 2. No file of the latest snapshot (refused always).
-3. The volume breaker against every data file of the table (`--force` overrides).
+3. The volume breaker against every data file of the table (`--force` overrides; the table is then
+   not counted: `total_files` covers the listed partitions only).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from strategies.cleaning import refuse_latest_snapshot_targets, refuse_volume
 @dataclass(frozen=True)
 class CheckedPlan:
     present: Mapping[str, int]  # planned paths still on storage -> size in bytes
-    total_files: int  # data files the breaker compared against
+    total_files: int  # data files the breaker compared against (the listed partitions' when forced)
     total_bytes: int
 
     @property
@@ -60,13 +61,16 @@ def check_plan(
     bytes_to_delete = sum(present.values())
     total_files = len(committed) + len(uncommitted)
     total_bytes = sum(committed.values())
+    if force:
+        # `--force` runs the plan whatever its volume: the whole-table count below would only feed
+        # a breaker that is off, at one LIST per partition of the table on an object store.
+        return CheckedPlan(present, total_files, total_bytes)
     if not view_lists_every_partition and len(present) > max_delete_fraction * total_files:
         # Over the limit within the listed partitions only: count the whole table before deciding.
         total_files, total_bytes = _count_table_data_files(table)
-    if not force:
-        refuse_volume(
-            table.name, instant, len(present), bytes_to_delete, total_files, total_bytes, max_delete_fraction
-        )
+    refuse_volume(
+        table.name, instant, len(present), bytes_to_delete, total_files, total_bytes, max_delete_fraction
+    )
     return CheckedPlan(present, total_files, total_bytes)
 
 

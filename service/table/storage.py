@@ -213,7 +213,7 @@ class Storage:
         if rel.strip("/") or self.is_local:
             self._fs.create_dir(self.fs_path(rel), recursive=True)
 
-    def delete_file(self, rel: str) -> bool:
+    def delete_file(self, rel: str, *, verify: bool = True) -> bool:
         """Delete one file; False when it was already gone (callers treat that as deleted).
 
         A delete that reports the file gone is verified, as Hudi 0.15's
@@ -221,6 +221,10 @@ class Storage:
         failed delete (`DeleteFailedError`), never "already gone". On stores other than the local
         disk a delete that succeeded is verified too (a delete may return while the object or
         block is still served, the HDFS case of HUDI-7867); a local unlink that returned is final.
+
+        `verify=False` skips that check on stores other than the local disk: only for a caller that
+        verifies the deletes itself (`service.cleaning.deleter` lists each partition once after its
+        deletes, instead of a HEAD and a LIST per file on S3). A local delete is always checked.
         """
         path = self.fs_path(rel)
         try:
@@ -231,6 +235,8 @@ class Storage:
             removed = True
             if self.is_local:
                 return True
+        if not verify and not self.is_local:
+            return removed
         if self._fs.get_file_info(path).type != pafs.FileType.NotFound:
             outcome = "returned" if removed else "reported it already gone"
             raise DeleteFailedError(f"{self.qualify(rel)} is still on storage after its delete {outcome}")

@@ -53,6 +53,10 @@ def test_hudi_s3_bench_counts_both_contenders_requests(tmp_path: Path) -> None:
     assert cleaning["same_files_left"]
     planning = cleaning["ours_planning_only"]["requests"]
     assert planning["PUT"] == planning["DELETE"] == planning["POST"] == 0  # a dry run writes nothing
+    # Incremental planning lists the partitions of the commits since the last clean, no others.
+    window = cleaning["partitions_in_incremental_window"]
+    assert cleaning["ours_planning_only"]["partitions_listed"] == window < cleaning["partitions"]
+    assert cleaning["ours"]["partitions_listed"] == window
     assert cleaning["hudi"]["files_deleted"] == cleaning["ours"]["files_deleted"] > 0
     assert cleaning["hudi"]["requests"]["DELETE"] > 0 and cleaning["ours"]["requests"]["DELETE"] > 0
     ticks = document["idle_daemon_ticks"]
