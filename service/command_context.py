@@ -17,6 +17,7 @@ from service.config.props import load_hoodie_props
 from service.errors import ConfigError, HudiTableServiceError
 from service.lock import create_lock
 from service.lock.base import TableLock
+from service.table.properties import TableServiceKind
 from service.table.table import HudiTable
 
 
@@ -63,10 +64,12 @@ class CommandContext:
     zone: tzinfo
 
 
-def open_context(args: argparse.Namespace, storage_options: Mapping[str, str]) -> CommandContext:
+def open_context(
+    args: argparse.Namespace, storage_options: Mapping[str, str], service: TableServiceKind
+) -> CommandContext:
     table = HudiTable.open(args.base_path, storage_options)
-    # Before anything is planned, locked or written: `status` reads such tables, services do not.
-    table.config.check_services_supported(table.base_uri)
+    # Before anything is planned, locked or written: `status` reads every table, a service may refuse.
+    table.config.check_service_supported(service, table.base_uri)
     props = load_hoodie_props([args.props] if args.props else [], args.hoodie_conf)
     config = HoodieConfig.from_mapping(props, table.name)
     zone = table.timeline_zone(parse_zone(args.timezone))

@@ -10,10 +10,10 @@ of its own kind. Every exception of a tick is caught, logged once with the table
 retried with capped exponential backoff; after `quarantine_after` consecutive failures the table is
 quarantined until its config entry or its timeline (the `.hoodie` listing) changes.
 
-A table the services must not touch yet (merge-on-read: `TableConfig.check_services_supported`) is
-*refused*, not failing: logged once (WARNING, with the reason), `hudi_table_service_table_refused` = 1,
-no failure counted, no quarantine; each tick only stats `hoodie.properties`, and the table is
-re-evaluated when that file or its config entry changes.
+A table a service must not touch yet (`TableConfig.check_service_supported`: clustering of
+merge-on-read) is *refused* for it, not failing: logged once (WARNING, with the reason),
+`hudi_table_service_table_refused` = 1, no failure counted, no quarantine; each tick only stats
+`hoodie.properties`, and the table is re-evaluated when that file or its config entry changes.
 
 Hot reload (the file changed, or SIGHUP): tables are added, removed or re-tuned without a restart; a
 changed table entry gets a fresh runtime (lifting its quarantine). An invalid file keeps the running
@@ -57,7 +57,7 @@ from service.lock.kazoo_pool import KazooClientPool
 from service.metrics import MetricsServer, ServiceMetrics
 from service.table.heartbeat import HeartbeatSettings
 from service.table.instant import Action
-from service.table.properties import PROPERTIES_FILE
+from service.table.properties import PROPERTIES_FILE, TableServiceKind
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import METAFOLDER, Timeline, parse_instant_time
@@ -126,6 +126,7 @@ class TableRuntime:
     errors: deque[FailureRecord] = field(init=False)
     quarantined_at_timeline: tuple[tuple[str, int], ...] | None = None
     refusal: Refusal | None = None
+    refused_services: set[TableService] = field(default_factory=set)  # by TableConfig.check_service_supported
     # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
     kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
     guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -155,7 +156,7 @@ class TableRuntime:
                 stamp = self.properties_stamp()  # before reading: a later change is seen as one
                 table = HudiTable.open(settings.base_path, settings.storage_options)
                 try:
-                    table.config.check_services_supported(table.base_uri)
+                    table.config.check_service_supported(TableServiceKind.CLEANING, table.base_uri)
                 except TableServicesRefusedError as exc:
                     self.refusal = Refusal(str(exc), stamp)
                     log.warning(
@@ -446,7 +447,10 @@ class Daemon:
                 self._clean(runtime)
             else:
                 self._cluster(runtime, now)
-        except TableServicesRefusedError:
+        except TableServicesRefusedError as exc:
+            if runtime.refusal is None and service not in runtime.refused_services:  # one service only
+                runtime.refused_services.add(service)
+                log.warning("table %s: %s refused: %s", runtime.name, service, exc)
             self.metrics.table_refused.labels(runtime.name).set(1)
             return Outcome.REFUSED
         except InstantOwnedError as exc:
@@ -460,7 +464,8 @@ class Daemon:
                 return Outcome.STOPPING
             self._record_failure(runtime, service, now, exc)
             return Outcome.FAILED
-        self.metrics.table_refused.labels(runtime.name).set(0)
+        if not runtime.refused_services:  # the gauge stays 1 while any service refuses the table
+            self.metrics.table_refused.labels(runtime.name).set(0)
         runtime.consecutive_failures.pop(service, None)
         runtime.retry_at.pop(service, None)
         self.metrics.last_success_timestamp_seconds.labels(runtime.name, service).set(time.time())
@@ -487,6 +492,7 @@ class Daemon:
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> None:
         table, lock, zone = runtime.open()
+        table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR: refused
         self._observe_lock(runtime.name, lock)
         hoodie = runtime.entry.hoodie
         timeline = table.load_timeline()

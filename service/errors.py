@@ -16,7 +16,8 @@ class UnsupportedTableError(HudiTableServiceError):
 
 
 class TableServicesRefusedError(UnsupportedTableError):
-    """The table is readable (`status`), but clustering and cleaning must not touch it yet."""
+    """The table is readable (`status`), but a table service must not touch it yet (clustering of
+    merge-on-read: `TableConfig.check_service_supported`)."""
 
 
 class CorruptTableError(HudiTableServiceError):

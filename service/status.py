@@ -40,7 +40,8 @@ def table_status(table: HudiTable) -> dict[str, Any]:
                 "base_file": s.base_file.file_name if s.base_file else None,
                 "base_instant": s.base_instant_time,
                 "size_bytes": s.total_size_bytes,
-                "log_files": [lf.file_name for lf in s.log_files],
+                # Hudi's `HoodieLogFile.getLogFileComparator` order (the order readers merge them in).
+                "log_files": [{"name": lf.file_name, "size_bytes": lf.size_bytes} for lf in s.log_files],
             }
             for fg in view.live_file_groups
             if (s := fg.latest_slice) is not None
@@ -97,7 +98,9 @@ def render_text(status: dict[str, Any]) -> str:
     )
     for g in groups:
         part = g["partition_path"] or "(non-partitioned)"
+        logs = f" + {len(g['log_files'])} log files" if g["log_files"] else ""
+        base = g["base_file"]
         lines.append(
-            f"  {part:<24} {g['file_id']}  {g['base_instant']}  {g['size_bytes']:>12,} B  {g['base_file']}"
+            f"  {part:<24} {g['file_id']}  {g['base_instant']}  {g['size_bytes']:>12,} B  {base}{logs}"
         )
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from service.cleaning.orchestrator import Cleaner, CleanOptions
 from service.cleaning.results import render_result, result_to_json
 from service.command_context import add_service_arguments, open_context
 from service.errors import ConfigError
+from service.table.properties import TableServiceKind
 from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION
 
 
@@ -33,7 +34,7 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_clean(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
     if not 0 < args.max_delete_fraction <= 1:
         raise ConfigError(f"--max-delete-fraction={args.max_delete_fraction} must be in (0, 1]")
-    ctx = open_context(args, storage_options)
+    ctx = open_context(args, storage_options, TableServiceKind.CLEANING)
     options = CleanOptions(
         dry_run=args.dry_run, force=args.force, max_delete_fraction=args.max_delete_fraction
     )

@@ -23,6 +23,7 @@ from service.command_context import CommandContext, add_service_arguments, open_
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
 from service.table.heartbeat import HeartbeatSettings
+from service.table.properties import TableServiceKind
 from strategies.clustering.model import PlannedClustering
 from strategies.clustering.trigger import pending_clustering_instants
 
@@ -99,7 +100,7 @@ def result_to_json(result: ClusteringResult) -> dict[str, Any]:
 
 
 def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
-    ctx = open_context(args, storage_options)
+    ctx = open_context(args, storage_options, TableServiceKind.CLUSTERING)
     reply = _Reply(args.json, ctx.table.name, args.mode, args.dry_run)
     now = datetime.now(UTC)
     if args.mode == "purgePending":

@@ -8,7 +8,7 @@ returns an immutable view. Loading those inputs is `service.table.table`'s job.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from service.table.data_files import (
@@ -60,12 +60,19 @@ class FileSlice:
 
 @dataclass(frozen=True)
 class FileGroup:
-    """Committed slices of one file group, newest first; `replaced_by` names the replacecommit."""
+    """Committed slices of one file group, newest first; `replaced_by` names the replacecommit.
+
+    `slices` is what Java's `HoodieFileGroup.getAllFileSlices` returns (the cleaner's view): with a
+    pending compaction `C` it holds slice `C` (logs appended since `C` was scheduled, and any base
+    file the compactor already wrote) above the frozen input slice.
+    """
 
     partition_path: str
     file_id: str
     slices: tuple[FileSlice, ...]
     replaced_by: str | None = None
+    # Instant of the pending compaction whose plan holds this group (not a log compaction).
+    pending_compaction_instant: str | None = None
 
     @property
     def file_group_id(self) -> FileGroupId:
@@ -73,7 +80,26 @@ class FileGroup:
 
     @property
     def latest_slice(self) -> FileSlice | None:
-        return self.slices[0] if self.slices else None
+        """Java's `getLatestFileSlices` slice: the newest committed one, without a base file the
+        pending compaction `C` wrote (`filterBaseFileAfterPendingCompaction`: `C` is not complete,
+        so its slice is the logs appended since it was scheduled, possibly none)."""
+        if not self.slices:
+            return None
+        latest = self.slices[0]
+        if latest.base_instant_time == self.pending_compaction_instant and latest.base_file is not None:
+            return replace(latest, base_file=None)
+        return latest
+
+    @property
+    def snapshot_slices(self) -> tuple[FileSlice, ...]:
+        """The slices a snapshot reader merges (`getLatestMergedFileSlicesBeforeOrOn`): the latest,
+        and while compaction `C` is pending, the frozen slice before it (base `B` + logs of `B`)."""
+        latest = self.latest_slice
+        if latest is None:
+            return ()
+        if latest.base_instant_time == self.pending_compaction_instant and len(self.slices) > 1:
+            return (latest, self.slices[1])
+        return (latest,)
 
     @property
     def is_replaced(self) -> bool:
@@ -92,6 +118,9 @@ class TimelineFacts:
     pending_compaction: Mapping[FileGroupId, tuple[str, str]] = field(default_factory=dict)
     # savepoint timestamp -> names of the files it pins (savepointDataFile).
     savepointed_files: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The same for pending log compactions (`logcompaction`): they protect slices as compactions do
+    # but open no new slice (Java keeps them in `fgIdToPendingLogCompaction`, apart).
+    pending_log_compaction: Mapping[FileGroupId, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -111,11 +140,18 @@ class FileSystemView:
         facts: TimelineFacts,
         base_file_extension: str = ".parquet",
     ) -> FileSystemView:
-        """Group listed files into file groups of committed slices.
+        """Group listed files into file groups of committed slices, as Java's
+        `AbstractTableFileSystemView.buildFileGroups` with `addPendingCompactionFileSlice`.
 
-        `listing` maps each partition path to the files directly in it. A slice is committed when
-        its base instant is a completed commit/deltacommit/replacecommit, is a pending compaction
-        (its log files are readable), or predates the active timeline (its commit was archived).
+        `listing` maps each partition path to the files directly in it. A slice is keyed by its base
+        instant: a base file's instant or a log file's base instant, so a slice may hold logs only.
+        A slice is committed (`HoodieFileGroup.isFileSliceCommitted`) when its base instant is a
+        completed commit/deltacommit/replacecommit, is a pending compaction (its log files are
+        readable), or predates the active timeline (its commit was archived). Log files are not
+        filtered by the commit state of their blocks: blocks of failed or rolled-back deltacommits
+        are skipped by the log scanner, and the files go with their slice (cleaned with it).
+        A group in a pending compaction plan `C` gets slice `C` even before any file carries `C`
+        (`HoodieFileGroup.addNewFileSliceAtInstant`): writers append to it from then on.
         """
         visible = timeline.commits_and_compaction()
         first_active = next(
@@ -158,11 +194,22 @@ class FileSystemView:
 
         groups: dict[FileGroupId, FileGroup] = {}
         for fg_id, by_instant in slices.items():
+            compaction = facts.pending_compaction.get(fg_id)
+            if compaction is not None:
+                by_instant.setdefault(compaction[0], (None, []))
+            # Logs in `HoodieLogFile.getLogFileComparator` order (version, then write token), oldest
+            # first: the order readers merge them in (Java's `FileSlice.getLogFiles` is its reverse).
             ordered = tuple(
-                FileSlice(fg_id[0], fg_id[1], instant, base, tuple(sorted(logs, key=lambda lf: lf.version)))
+                FileSlice(fg_id[0], fg_id[1], instant, base, tuple(sorted(logs, key=lambda lf: lf.order_key)))
                 for instant, (base, logs) in sorted(by_instant.items(), reverse=True)
             )
-            groups[fg_id] = FileGroup(fg_id[0], fg_id[1], ordered, facts.replaced.get(fg_id))
+            groups[fg_id] = FileGroup(
+                fg_id[0],
+                fg_id[1],
+                ordered,
+                facts.replaced.get(fg_id),
+                compaction[0] if compaction is not None else None,
+            )
         return cls(timeline, tuple(sorted(listing)), groups, facts, tuple(sorted(uncommitted)))
 
     # ------------------------------------------------------------ queries
@@ -193,7 +240,8 @@ class FileSystemView:
         return fg_id in self.facts.pending_clustering
 
     def is_pending_compaction(self, fg_id: FileGroupId) -> bool:
-        return fg_id in self.facts.pending_compaction
+        """In a pending compaction or log compaction plan."""
+        return fg_id in self.facts.pending_compaction or fg_id in self.facts.pending_log_compaction
 
     @cached_property
     def savepointed_file_names(self) -> frozenset[str]:

@@ -24,6 +24,13 @@ PROPERTIES_BACKUP = ".hoodie/hoodie.properties.backup"
 SUPPORTED_TABLE_VERSION = 6
 
 
+class TableServiceKind(StrEnum):
+    """The table services `TableConfig.check_service_supported` decides for."""
+
+    CLUSTERING = "clustering"
+    CLEANING = "cleaning"
+
+
 class TableType(StrEnum):
     COPY_ON_WRITE = "COPY_ON_WRITE"
     MERGE_ON_READ = "MERGE_ON_READ"
@@ -161,25 +168,26 @@ class TableConfig:
                 ".hoodie/metadata and clears hoodie.table.metadata.partitions itself."
             )
 
-    def check_services_supported(self, base_uri: str) -> None:
-        """Refuse clustering and cleaning of tables whose layout they do not handle yet (`status`
-        still reads them): merge-on-read, until its support lands.
+    def check_service_supported(self, service: TableServiceKind, base_uri: str) -> None:
+        """Refuse a table service on a table whose layout it does not handle yet (`status` reads
+        every table): clustering refuses merge-on-read; cleaning serves both table types.
 
         On MERGE_ON_READ a writer's update to a file group is a deltacommit appending a log file to
         the group's latest file slice; the slice's base instant stays the same. The clustering
         commit's conflict check compares base instants of its input file groups (Hudi itself
         resolves it through `SimpleConcurrentFileWritesConflictResolutionStrategy`, which sees the
         log file's write stat), so it would commit a replacecommit over the log-file update and
-        drop it. Cleaning is refused with it: its plans are proven equal to Hudi's `CleanPlanner`
-        on copy-on-write histories only, not on slices with log files and pending compactions.
+        drop it. Cleaning needs no such check: it deletes whole file slices (base and log files,
+        `CleanPlanner.getCleanFileInfoForSlice`) that readers no longer need, and protects the
+        slices a pending compaction reads.
         """
-        if self.table_type is TableType.MERGE_ON_READ:
+        if service is TableServiceKind.CLUSTERING and self.table_type is TableType.MERGE_ON_READ:
             raise TableServicesRefusedError(
                 f"table {self.name!r} at {base_uri} is MERGE_ON_READ (hoodie.table.type): clustering "
-                "and cleaning refuse it for now. A writer's update appends a log file to a file group "
-                "without changing its base instant, so the clustering conflict check cannot see it and "
-                "would drop it; cleaning is verified against Hudi's cleaner on copy-on-write only. "
-                "Merge-on-read tables are served once merge-on-read support lands; `status` reads them."
+                "refuses it for now (cleaning serves it). A writer's update appends a log file to a "
+                "file group without changing its base instant, so the clustering conflict check cannot "
+                "see it and would drop it. Clustering serves merge-on-read tables once its merged read "
+                "and log-aware conflict check land; `status` and `clean` read them."
             )
 
 

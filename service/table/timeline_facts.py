@@ -114,6 +114,7 @@ class TimelineFactsReader:
         replaced: dict[FileGroupId, str] = {}
         pending_clustering: dict[FileGroupId, str] = {}
         pending_compaction: dict[FileGroupId, tuple[str, str]] = {}
+        pending_log_compaction: dict[FileGroupId, tuple[str, str]] = {}
         savepoints: dict[str, frozenset[str]] = {}
         for instant in timeline:
             if instant.action is Action.REPLACE_COMMIT and instant.is_completed:
@@ -140,8 +141,9 @@ class TimelineFactsReader:
                         pending_clustering[fg_id] = instant.timestamp
             elif instant.action in (Action.COMPACTION, Action.LOG_COMPACTION) and instant.is_pending:
                 compaction = self.requested_plan(instant, CompactionPlan)
+                into = pending_compaction if instant.action is Action.COMPACTION else pending_log_compaction
                 for op in (compaction.operations or ()) if compaction else ():
-                    pending_compaction[(op.partition_path or "", op.file_id or "")] = (
+                    into[(op.partition_path or "", op.file_id or "")] = (
                         instant.timestamp,
                         op.base_instant_time or "",
                     )
@@ -150,4 +152,6 @@ class TimelineFactsReader:
                 savepoints[instant.timestamp] = frozenset(
                     name for pm in sp.partition_metadata.values() for name in pm.savepoint_data_file
                 )
-        return TimelineFacts(replaced, pending_clustering, pending_compaction, savepoints)
+        return TimelineFacts(
+            replaced, pending_clustering, pending_compaction, savepoints, pending_log_compaction
+        )

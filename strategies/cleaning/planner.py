@@ -134,8 +134,8 @@ class _PartitionRules:
         active = [fg for fg in groups if fg.replaced_by is None]
         for fg in active:
             keep = self.config.file_versions_retained
-            if fg.file_group_id in self.view.facts.pending_compaction:
-                keep -= 1  # the pending compaction's slice is one of the versions kept
+            if self.view.is_pending_compaction(fg.file_group_id):
+                keep -= 1  # the pending (log) compaction's slice is one of the versions kept
             candidates = [fs for fs in fg.slices if not self._needed_for_pending_compaction(fs)]
             out += self._slice_targets(candidates[max(keep, 0) :])
         delete_partition = not active and not self._has_pending_files(partition)
@@ -171,8 +171,12 @@ class _PartitionRules:
         return any(name in self.savepointed or name in self.pending_clustering for name in fs.file_names)
 
     def _needed_for_pending_compaction(self, fs: FileSlice) -> bool:
-        op = self.view.facts.pending_compaction.get(fs.file_group_id)
-        return op is not None and fs.base_instant_time >= op[1]
+        """`isFileSliceNeededForPendingMajorOrMinorCompaction`: the slice a pending compaction or log
+        compaction reads, and every newer slice (the new slice `C` writers append to)."""
+        facts = self.view.facts
+        fg_id = fs.file_group_id
+        ops = (facts.pending_compaction.get(fg_id), facts.pending_log_compaction.get(fg_id))
+        return any(op is not None and fs.base_instant_time >= op[1] for op in ops)
 
     def _has_pending_files(self, partition: str) -> bool:
         """Java lists the partition with every instant visible: any file of a non-replaced group counts.

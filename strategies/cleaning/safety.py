@@ -1,7 +1,8 @@
 """Safety rules beyond Hudi's cleaner (`CleanPlanner` has neither), as pure checks.
 
 - The latest snapshot is never a target: a plan naming any file of a live file group's latest
-  slice is refused, always.
+  slice (on merge-on-read with a pending compaction, also the slice it compacts, which snapshot
+  readers merge with the new one) is refused, always.
 - The volume breaker: a plan deleting more than a fraction (default 0.75) of all data files under
   the table (every version, live or replaced) is refused unless forced.
 """
@@ -15,8 +16,9 @@ from service.table.fs_view import FileSystemView
 
 
 def latest_snapshot_paths(view: FileSystemView) -> frozenset[str]:
-    """Base-relative paths of every file of the latest slice of every live file group."""
-    return frozenset(path for fs in view.latest_file_slices() for path in fs.paths)
+    """Base-relative paths of every file a snapshot reader reads: each live file group's latest
+    slice, merged with the slice a pending compaction compacts."""
+    return frozenset(path for fg in view.live_file_groups for fs in fg.snapshot_slices for path in fs.paths)
 
 
 def refuse_latest_snapshot_targets(

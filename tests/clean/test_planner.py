@@ -215,6 +215,17 @@ def test_replaced_group_slice_needed_by_pending_compaction_is_kept(tmp_path: Pat
     assert planned_names(plan_table(tmp_path, {VERSIONS: 1})) == {_name(t, 1, n=2)}
 
 
+def test_pending_log_compaction_protects_its_slices(tmp_path: Path) -> None:
+    """`isFileSliceNeededForPendingMajorOrMinorCompaction`: a log compaction's input slice and every
+    later one are kept, and the group keeps one version fewer besides (FILE_VERSIONS)."""
+    t = FixtureTable(tmp_path, table_type="MERGE_ON_READ")
+    t.commit(ts(1), [FileSpec("a", fid(1))], action=Action.DELTA_COMMIT)
+    t.commit(ts(2), [FileSpec("a", fid(1))], action=Action.COMMIT)  # a compaction's output
+    t.commit(ts(3), [], logs=[LogSpec("a", fid(1), ts(2), 1)], action=Action.DELTA_COMMIT)
+    t.pending_compaction(ts(4), [("a", fid(1), ts(1))], action=Action.LOG_COMPACTION)
+    assert plan_table(tmp_path, {VERSIONS: 1}) is None
+
+
 def test_log_files_are_deleted_with_their_slice(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path, table_type="MERGE_ON_READ")
     t.commit(ts(1), [FileSpec("a", fid(1))], action=Action.DELTA_COMMIT)

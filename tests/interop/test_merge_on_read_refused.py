@@ -1,9 +1,10 @@
-"""Merge-on-read tables written by real Hudi: `status` reads them, `cluster`, `clean` and the daemon
-refuse them (reason given, nothing written), until merge-on-read support lands.
+"""Merge-on-read tables written by real Hudi: `status` and `clean` serve them; `cluster` and the
+daemon's clustering refuse them (reason given, nothing written) until clustering supports them.
 
-Why refused: a writer's deltacommit appends a log file to a file group without changing its base
-instant, and the clustering conflict check compares base instants, so a clustering would commit
-over such an update and drop it (see `TableConfig.check_services_supported`).
+Why clustering is refused: a writer's deltacommit appends a log file to a file group without changing
+its base instant, and the clustering conflict check compares base instants, so a clustering would
+commit over such an update and drop it (see `TableConfig.check_service_supported`). Cleaning deletes
+whole file slices, base and logs, as Hudi's cleaner does (`tests/clean/test_hudi_differential_mor.py`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from tests.support.histories import HudiHistory
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
-REASON = "is MERGE_ON_READ (hoodie.table.type): clustering and cleaning refuse it for now"
+REASON = "is MERGE_ON_READ (hoodie.table.type): clustering refuses it for now (cleaning serves it)"
 
 
 def _tree(base: Path) -> dict[str, str]:
@@ -56,12 +57,10 @@ def test_hudi_wrote_log_files(history_merge_on_read: HudiHistory) -> None:
         ["cluster", "--mode", "execute"],
         ["cluster", "--mode", "purgePending"],
         ["cluster", "--mode", "schedule", "--dry-run"],
-        ["clean"],
-        ["clean", "--dry-run"],
     ],
     ids=lambda c: "-".join(a.lstrip("-") for a in c),
 )
-def test_cluster_and_clean_refuse_merge_on_read_and_write_nothing(
+def test_cluster_refuses_merge_on_read_and_writes_nothing(
     history_merge_on_read: HudiHistory, command: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     base = history_merge_on_read.base_path
@@ -72,6 +71,21 @@ def test_cluster_and_clean_refuse_merge_on_read_and_write_nothing(
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and REASON in errors[0], errors
     assert "merge_on_read" in errors[0] and "conflict check cannot see it" in errors[0]
+    assert _tree(base) == before
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_clean_serves_merge_on_read(
+    history_merge_on_read: HudiHistory, dry_run: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every file group still has its one slice (no compaction yet): nothing to clean, and nothing
+    refused. What a MOR clean deletes is compared with Hudi's cleaner in tests/clean."""
+    base = history_merge_on_read.base_path
+    before = _tree(base)
+    argv = ["clean", "--base-path", str(base), "--timezone", "UTC", "--json"]
+    assert main(argv + (["--dry-run"] if dry_run else [])) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["files_planned"] == 0 and report["cleans"] == []
     assert _tree(base) == before
 
 
@@ -108,7 +122,7 @@ tables:
 """
 
 
-def test_daemon_reports_merge_on_read_refused_and_serves_copy_on_write(
+def test_daemon_refuses_clustering_of_merge_on_read_and_cleans_it(
     history_merge_on_read: HudiHistory, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     mor = history_merge_on_read.base_path
@@ -127,31 +141,35 @@ def test_daemon_reports_merge_on_read_refused_and_serves_copy_on_write(
         for tick in range(4):
             now = NOW + timedelta(seconds=tick)
             for service in TableService:
-                assert daemon.run_iteration(daemon.runtimes["mor"], service, now) is Outcome.REFUSED
+                expected = Outcome.REFUSED if service is TableService.CLUSTERING else Outcome.DONE
+                assert daemon.run_iteration(daemon.runtimes["mor"], service, now) is expected
                 assert daemon.run_iteration(daemon.runtimes["cow"], service, now) is Outcome.DONE
     refused_logs = [r for r in caplog.records if "refused" in r.getMessage()]
     assert [r.levelno for r in refused_logs] == [logging.WARNING]
     assert REASON in refused_logs[0].getMessage() and "table mor" in refused_logs[0].getMessage()
     runtime = daemon.runtimes["mor"]
-    assert runtime.refused and not runtime.quarantined and not runtime.consecutive_failures
+    assert runtime.refused_services == {TableService.CLUSTERING}
+    assert not runtime.refused and not runtime.quarantined and not runtime.consecutive_failures
     assert value("table_refused", table="mor") == 1 and value("table_refused", table="cow") == 0
     assert value("tables_quarantined") == 0
     failures = [s for m in registry.collect() if m.name == "hudi_table_service_failures" for s in m.samples]
     assert failures == []
-    assert value("last_success_timestamp_seconds", table="mor", service="cleaning") is None
+    assert value("last_success_timestamp_seconds", table="mor", service="cleaning") is not None
+    assert value("last_success_timestamp_seconds", table="mor", service="clustering") is None
     assert value("last_success_timestamp_seconds", table="cow", service="cleaning") is not None
     assert value("deleted_files_total", table="cow") == 1  # the copy-on-write table was served
     assert _tree(mor) == before
 
-    # hoodie.properties rewritten (as Hudi's HoodieTableConfig.modify does): checked again, still
-    # merge-on-read, so refused again with one more warning.
+    # hoodie.properties rewritten (as Hudi's HoodieTableConfig.modify does): still merge-on-read, so
+    # clustering stays refused (no second warning) and cleaning stays served.
     props = mor / ".hoodie" / "hoodie.properties"
     stat = props.stat()
     os.utime(props, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="service.daemon"):
         for service in TableService:
-            assert daemon.run_iteration(runtime, service, NOW + timedelta(seconds=10)) is Outcome.REFUSED
-    assert [r.levelno for r in caplog.records if "refused" in r.getMessage()] == [logging.WARNING]
+            expected = Outcome.REFUSED if service is TableService.CLUSTERING else Outcome.DONE
+            assert daemon.run_iteration(runtime, service, NOW + timedelta(seconds=10)) is expected
+    assert [r.levelno for r in caplog.records if "refused" in r.getMessage()] == []
     assert value("table_refused", table="mor") == 1
     assert _tree(mor) == before

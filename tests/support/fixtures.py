@@ -263,8 +263,14 @@ class FixtureTable:
     def file_name(self, partition: str, file_id: str, instant_time: str) -> str:
         return base_file_name(file_id, "0-0-0", instant_time)
 
-    def pending_compaction(self, instant_time: str, operations: Iterable[tuple[str, str, str]]) -> None:
-        """`T.compaction.requested` compacting (partition, file id, base instant of the slice) each."""
+    def pending_compaction(
+        self,
+        instant_time: str,
+        operations: Iterable[tuple[str, str, str]],
+        action: Action = Action.COMPACTION,
+    ) -> None:
+        """`T.compaction.requested` (or `T.logcompaction.requested`) compacting (partition, file id,
+        base instant of the slice) each."""
         plan = codecs.CompactionPlan(
             operations=tuple(
                 codecs.CompactionOperation(base_instant_time=base, file_id=fid, partition_path=p)
@@ -272,9 +278,7 @@ class FixtureTable:
             ),
             version=2,
         )
-        create_instant_file(
-            self.storage, Instant(instant_time, Action.COMPACTION, State.REQUESTED), codecs.encode(plan)
-        )
+        create_instant_file(self.storage, Instant(instant_time, action, State.REQUESTED), codecs.encode(plan))
 
     def completed_clean(
         self,

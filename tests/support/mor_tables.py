@@ -10,11 +10,12 @@ every update stays in the logs.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -60,7 +61,7 @@ class MorHistory:
     base_path: Path
     partitioned: bool
     cases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    failed_instant: str = ""
+    failed_instant: str = ""  # a failed deltacommit; for the compaction histories, the pending compaction
     build_seconds: float = 0.0
 
 
@@ -176,6 +177,58 @@ def build_default_payload(spark: SparkSession, base_path: Path, name: str) -> Mo
     return b.finish("")
 
 
+COMPACT_EVERY_DELTACOMMIT = "hoodie.compact.inline.max.delta.commits=1"
+
+
+def hudi_compaction(spark: SparkSession, base_path: Path, op: str) -> str:
+    """`CALL run_compaction(op => 'schedule' | 'run')` with Hudi's own planner; returns the instant
+    it scheduled (or ran). Every deltacommit counts as a trigger, so one is always due."""
+    call = (
+        f"CALL run_compaction(op => '{op}', path => '{base_path}', options => '{COMPACT_EVERY_DELTACOMMIT}')"
+    )
+    before = {p.name.split(".")[0] for p in (base_path / ".hoodie").glob("*.compaction.requested")}
+    spark.sql(call).collect()
+    added = {p.name.split(".")[0] for p in (base_path / ".hoodie").glob("*.compaction.requested")} - before
+    if len(added) != 1:
+        raise AssertionError(f"Hudi's run_compaction({op}) on {base_path} scheduled {sorted(added)}")
+    return added.pop()
+
+
+def build_pending_compaction(spark: SparkSession, source: MorHistory, base_path: Path) -> MorHistory:
+    """A copy of `source` with a compaction scheduled by Hudi and left pending, then an upsert into
+    one partition's group, which appends to the new slice (log files named with the compaction
+    instant, `HoodieAppendHandle.init`); the other groups' new slices stay empty."""
+    shutil.copytree(source.base_path, base_path, symlinks=True)
+    b = _MorBuilder(spark, source.name, base_path, source.partitioned, {})
+    compaction = hudi_compaction(spark, base_path, "schedule")
+    one_partition = range(0, 24, len(ht.PARTITIONS)) if source.partitioned else range(0, 8)
+    b.write("upsert", one_partition, tag=20, ts=100)
+    b.cases["after_compaction_scheduled"] = _keys(one_partition)
+    history = b.finish("")
+    return MorHistory(history.name, base_path, history.partitioned, history.cases, compaction)
+
+
+def build_compacted(spark: SparkSession, base_path: Path, name: str) -> MorHistory:
+    """Partitioned, several slices per file group: Hudi compactions completed between deltacommits
+    (old slices the cleaner may delete, base and logs), new file groups, and a compaction scheduled by
+    Hudi and left pending with a deltacommit appended after it (slices the cleaner must keep)."""
+    b = _MorBuilder(spark, name, base_path, True, {})
+    b.write("insert", range(0, 48), tag=0, ts=10)
+    b.write("upsert", range(0, 24), tag=1, ts=20)
+    b.write("upsert", range(12, 36), tag=2, ts=30)
+    hudi_compaction(spark, base_path, "run")
+    b.write("upsert", range(0, 48, 2), tag=3, ts=40)
+    b.write("insert", range(100, 130), tag=4, ts=40)
+    b.write("upsert", range(1, 48, 3), tag=5, ts=50)
+    hudi_compaction(spark, base_path, "run")
+    b.write("upsert", range(0, 48, 5), tag=6, ts=60)
+    b.write("delete", range(40, 44), tag=7, ts=70)
+    pending = hudi_compaction(spark, base_path, "schedule")
+    b.write("upsert", range(3, 48, 4), tag=8, ts=80)
+    history = b.finish("")
+    return MorHistory(history.name, base_path, True, history.cases, pending)
+
+
 MOR_BUILDS: dict[str, tuple[bool, dict[str, str]]] = {
     "mor_partitioned_avro": (True, {}),
     "mor_nonpartitioned_parquet": (False, {"hoodie.logfile.data.block.format": "parquet"}),
@@ -192,6 +245,11 @@ class MorHistoryCache:
         if name not in self._built:
             if name == "mor_default_payload":
                 self._built[name] = build_default_payload(self._spark, self._root / name, name)
+            elif name == "mor_pending_compaction":
+                source = self.get("mor_partitioned_avro")
+                self._built[name] = build_pending_compaction(self._spark, source, self._root / name)
+            elif name == "mor_compacted":
+                self._built[name] = build_compacted(self._spark, self._root / name, name)
             else:
                 partitioned, opts = MOR_BUILDS[name]
                 self._built[name] = build_mor(self._spark, self._root / name, name, partitioned, opts)
@@ -201,3 +259,58 @@ class MorHistoryCache:
 @pytest.fixture(scope="session")
 def mor_histories(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> MorHistoryCache:
     return MorHistoryCache(spark, tmp_path_factory.mktemp("mor-histories"))
+
+
+@dataclass(frozen=True, order=True)
+class HudiSlice:
+    """A file slice as Hudi's view returns it: log file names oldest first (Java lists them newest
+    first, `FileSlice.getLogFiles`; reversed here to compare with readers' order)."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    base_file: str
+    log_files: tuple[str, ...]
+
+
+def _java_slice(partition: str, file_slice: Any) -> HudiSlice:
+    base = file_slice.getBaseFile()
+    logs = []
+    it = file_slice.getLogFiles().iterator()
+    while it.hasNext():
+        logs.append(it.next().getFileName())
+    return HudiSlice(
+        partition,
+        file_slice.getFileId(),
+        file_slice.getBaseInstantTime(),
+        base.get().getFileName() if base.isPresent() else "",
+        tuple(reversed(logs)),
+    )
+
+
+def hudi_view_slices(spark: SparkSession, base_path: Path) -> tuple[list[HudiSlice], list[HudiSlice]]:
+    """(latest slices, every slice of every file group) from Hudi's `HoodieTableFileSystemView`
+    over completed and compaction instants (`FileSystemViewManager`'s in-memory view), via py4j."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
+        spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    )
+    meta = jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+    meta = meta.setConf(conf).setBasePath(str(base_path)).build()
+    timeline = meta.getActiveTimeline().filterCompletedAndCompactionInstants()
+    view = jvm.org.apache.hudi.common.table.view.HoodieTableFileSystemView(meta, timeline)
+    latest: list[HudiSlice] = []
+    every: list[HudiSlice] = []
+    try:
+        for partition in ht.partition_paths(base_path):
+            it = view.getLatestFileSlices(partition).iterator()
+            while it.hasNext():
+                latest.append(_java_slice(partition, it.next()))
+            groups = view.getAllFileGroups(partition).iterator()
+            while groups.hasNext():
+                slices = groups.next().getAllFileSlices().iterator()
+                while slices.hasNext():
+                    every.append(_java_slice(partition, slices.next()))
+    finally:
+        view.close()
+    return sorted(latest), sorted(every)

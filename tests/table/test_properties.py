@@ -7,10 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from service.config import java_properties
-from service.errors import CorruptTableError, NotAHudiTableError, UnsupportedTableError
+from service.errors import (
+    CorruptTableError,
+    NotAHudiTableError,
+    TableServicesRefusedError,
+    UnsupportedTableError,
+)
 from service.table.properties import (
     PROPERTIES_FILE,
     TableConfig,
+    TableServiceKind,
     load_table_config,
     store_table_config,
     table_checksum,
@@ -110,3 +116,13 @@ def test_java_properties_round_trip(props: dict[str, str]) -> None:
 
 def test_properties_file_constant() -> None:
     assert PROPERTIES_FILE == ".hoodie/hoodie.properties"
+
+
+def test_merge_on_read_refuses_clustering_and_serves_cleaning() -> None:
+    mor = TableConfig.from_text(REAL, "x").with_updates({"hoodie.table.type": "MERGE_ON_READ"})
+    with pytest.raises(TableServicesRefusedError, match=r"MERGE_ON_READ.*clustering refuses it"):
+        mor.check_service_supported(TableServiceKind.CLUSTERING, "file:/t")
+    mor.check_service_supported(TableServiceKind.CLEANING, "file:/t")
+    cow = TableConfig.from_text(REAL, "x")
+    for service in TableServiceKind:
+        cow.check_service_supported(service, "file:/t")

@@ -15,6 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from service.errors import UnsupportedLogBlockError
+
 MAGIC = b"#HUDI#"  # `HoodieLogFormat.MAGIC`
 LOG_FORMAT_VERSION = 1  # `HoodieLogFormat.CURRENT_VERSION`; version 0 (no header) predates 0.5
 BLOCK_CONTENT_VERSION = 3  # `HoodieLogBlock.version`: Avro delete records, data blocks with a count
@@ -67,6 +69,14 @@ class BlockLocation:
 
     def describe(self) -> str:
         return f"log file {self.path!r}, block at offset {self.offset}"
+
+    def require_version(self, what: str, version: int, supported: int, readers_note: str) -> None:
+        """UnsupportedLogBlockError unless `version` (a format or content version field) is the one
+        this reader reads; `readers_note` says which Hudi writers write `supported`."""
+        if version != supported:
+            raise UnsupportedLogBlockError(
+                self.path, self.offset, f"{what} {version}; only version {supported} ({readers_note}) is read"
+            )
 
 
 @dataclass(frozen=True)

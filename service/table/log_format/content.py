@@ -55,14 +55,12 @@ class _Cursor:
 def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocation) -> pa.Table:
     """`HoodieAvroDataBlock` content: records decoded with the block's own writer schema."""
     cursor = _Cursor(content, location, "Avro data block")
-    version = cursor.int32("content version")
-    if version != BLOCK_CONTENT_VERSION:
-        raise UnsupportedLogBlockError(
-            location.path,
-            location.offset,
-            f"Avro data block content version {version}; only version {BLOCK_CONTENT_VERSION} "
-            "(Hudi 0.6+ writers, `HoodieAvroDataBlockVersion`) is read",
-        )
+    location.require_version(
+        "Avro data block content version",
+        cursor.int32("content version"),
+        BLOCK_CONTENT_VERSION,
+        "Hudi 0.6+ writers, `HoodieAvroDataBlockVersion`",
+    )
     count = cursor.int32("record count")
     # Each record takes at least its 4-byte length: a count the content cannot hold is corruption,
     # caught before anything is allocated for it.

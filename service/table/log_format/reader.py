@@ -138,14 +138,12 @@ class _Body:
 
 def _parse_block(body: memoryview, location: BlockLocation) -> LogBlock:
     cur = _Body(body, location)
-    version = cur.int32("log format version")
-    if version != LOG_FORMAT_VERSION:
-        raise UnsupportedLogBlockError(
-            location.path,
-            location.offset,
-            f"log format version {version}; only version {LOG_FORMAT_VERSION} "
-            "(`HoodieLogFormat.CURRENT_VERSION`, every writer since Hudi 0.5) is read",
-        )
+    location.require_version(
+        "log format version",
+        cur.int32("log format version"),
+        LOG_FORMAT_VERSION,
+        "`HoodieLogFormat.CURRENT_VERSION`, every writer since Hudi 0.5",
+    )
     type_code = cur.int32("block type")
     try:
         block_type = LogBlockType(type_code)
