@@ -102,3 +102,8 @@ class UnsupportedLogBlockError(LogBlockError, UnsupportedTableError):
 
 class UnsupportedMergeError(UnsupportedTableError):
     """A payload class or record merger whose merge semantics the service does not reproduce."""
+
+
+class MetadataTableBusyError(HudiTableServiceError):
+    """The metadata table has work pending that Hudi's writers finish (an MDT compaction, an indexing,
+    a restore): this run skips the table and the next one retries, rather than write around it."""
