@@ -86,11 +86,11 @@ def test_our_clean_tombstones_reach_hudis_mdt(spark: Any, mdt_table: HudiHistory
     assert main(argv) == 0
     cleans = ht.instants_with_action(base, "clean")
     ours = cleans[-1]
-    assert _our_mdt_deltacommit(base, ours).exists()
     after = storage_listing(base)
     deleted = {(p, n) for p, files in before.items() for n in files if n not in after.get(p, {})}
     assert deleted, "the clean deleted nothing; the test proves nothing"
     assert_mdt_agrees(spark, base)
+    assert _our_mdt_deltacommit(base, ours).exists()
     hudi_keeps_writing(spark, mdt_table)
 
 
@@ -111,8 +111,8 @@ def test_our_clustering_adds_reach_hudis_mdt(spark: Any, mdt_table: HudiHistory)
         zone=UTC,
     )
     assert result.committed
-    assert _our_mdt_deltacommit(base, outcome.instant_time).exists()
     assert_mdt_agrees(spark, base)
+    assert _our_mdt_deltacommit(base, outcome.instant_time).exists()
     assert _rows(spark, base, mdt=True) == rows
     hudi_keeps_writing(spark, mdt_table)
 
@@ -131,6 +131,6 @@ def test_rollback_of_an_instant_whose_mdt_deltacommit_completed(spark: Any, mdt_
     outcome = rollback_instant(table, x, InProcessTableLock(table.name), now=datetime.now(UTC), tz=UTC)
     assert outcome.metadata is not None and outcome.rollback_time is not None
     assert outcome.metadata.total_files_deleted > 0
-    assert _our_mdt_deltacommit(base, outcome.rollback_time).exists()  # the (empty) MDT deltacommit R
     assert_mdt_agrees(spark, base)
+    assert _our_mdt_deltacommit(base, outcome.rollback_time).exists()  # the (empty) MDT deltacommit R
     hudi_keeps_writing(spark, mdt_table)
