@@ -104,6 +104,7 @@ class UnsupportedMergeError(UnsupportedTableError):
     """A payload class or record merger whose merge semantics the service does not reproduce."""
 
 
-class MetadataTableBusyError(HudiTableServiceError):
+class MetadataTableBusyError(InstantOwnedError):
     """The metadata table has work pending that Hudi's writers finish (an MDT compaction, an indexing,
-    a restore): this run skips the table and the next one retries, rather than write around it."""
+    a restore; `instant` names it): like an instant owned elsewhere, the daemon skips the tick and the
+    next one retries, rather than write around it."""

@@ -144,7 +144,8 @@ def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) ->
     if pending_data is not None:
         raise MetadataTableBusyError(
             f"{where}: {pending_data.action.value} {pending_data.timestamp} is pending on the data table; "
-            "the metadata table is left to the writer finishing it, skipping this run"
+            "the metadata table is left to the writer finishing it, skipping this run",
+            instant=pending_data.timestamp,
         )
     _check_mdt_properties(storage, where)
     timeline = load_mdt_timeline(storage)
@@ -153,7 +154,8 @@ def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) ->
     if pending_mdt is not None:
         raise MetadataTableBusyError(
             f"{where}: metadata table {pending_mdt.action.value} {pending_mdt.timestamp} is pending; Hudi's "
-            "writers complete it at their next commit, skipping this run"
+            "writers complete it at their next commit, skipping this run",
+            instant=pending_mdt.timestamp,
         )
     if timeline.completed().last is None:
         raise UnsupportedTableError(f"{where}: the metadata table has no completed instant (not initialised)")
