@@ -103,3 +103,9 @@ class UnsupportedLogBlockError(LogBlockError, UnsupportedTableError):
 
 class UnsupportedMergeError(UnsupportedTableError):
     """A payload class or record merger whose merge semantics the service does not reproduce."""
+
+
+class MetadataTableBusyError(InstantOwnedError):
+    """The metadata table has work pending that Hudi's writers finish (an MDT compaction, an indexing,
+    a restore; `instant` names it): like an instant owned elsewhere, the daemon skips the tick and the
+    next one retries, rather than write around it."""

@@ -63,6 +63,7 @@ from service.table.heartbeat import (
 )
 from service.table.instant import Action, Instant, State
 from service.table.markers import IOType, Marker, delete_marker_dir, list_markers
+from service.table.mdt.commit import forget_rolled_back_instant, sync_files_partition
 from service.table.table import HudiTable
 from service.table.timeline import (
     METAFOLDER,
@@ -480,6 +481,10 @@ def _run(
             raise ConflictError(
                 f"{table.base_uri}: {current} completed while rollback {rollback_time} was deleting its files"
             )
+        # BaseRollbackActionExecutor.finishRollback: the MDT first (X out of it, then the empty
+        # deltacommit R of a copy-on-write rollback), then the data timeline.
+        forget_rolled_back_instant(table.storage, timeline, instant_time)
+        sync_files_partition(table.storage, timeline, rollback_time, ())
         delete_instant_file(table.storage, Instant(instant_time, action, State.INFLIGHT))
         if not keep_requested:
             delete_instant_file(table.storage, Instant(instant_time, action, State.REQUESTED))

@@ -43,6 +43,8 @@ from service.table import codecs
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
+from service.table.mdt.commit import clean_records, sync_files_partition
+from service.table.mdt.records import FilesRecord
 from service.table.paths import PathGuard
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
@@ -250,7 +252,7 @@ class Cleaner:
                 )
             self._delete_empty_partitions(deletable_partitions)
             metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))
-            completed_by_other = self._complete(instant, codecs.encode(metadata))
+            completed_by_other = self._complete(instant, codecs.encode(metadata), clean_records(metadata))
         finally:
             self._owned = None
             heartbeat.stop()
@@ -293,8 +295,9 @@ class Cleaner:
                 raise
         return heartbeat
 
-    def _complete(self, instant: Instant, content: bytes) -> bool:
-        """Write `T.clean` under the lock; True when another writer had completed it already."""
+    def _complete(self, instant: Instant, content: bytes, mdt_records: Sequence[FilesRecord]) -> bool:
+        """Write `T.clean` under the lock, after the MDT deltacommit T (its tombstones) when the table
+        has the metadata table; True when another writer had completed it already."""
         completed = Instant(instant.timestamp, Action.CLEAN, State.COMPLETED)
         with self.lock:
             if self.table.storage.exists(instant_path(completed)):
@@ -305,8 +308,10 @@ class Cleaner:
             self.lock.check_held()
             if self._owned is not None:
                 self._owned.check_owned()  # Java's HeartbeatUtils.abortIfHeartbeatExpired before a commit
+            storage = self.table.storage
+            sync_files_partition(storage, self.table.load_timeline(), instant.timestamp, mdt_records)
             try:
-                create_instant_file(self.table.storage, completed, content)
+                create_instant_file(storage, completed, content)
             except InstantExistsError:
                 return True
         log.info("table %s: completed clean %s", self.table.name, instant.timestamp)

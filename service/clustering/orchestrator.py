@@ -37,6 +37,7 @@ from service.table.fs_view import FileGroupId
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.markers import delete_marker_dir, list_markers
+from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.clustering.model import PlannedClustering
@@ -238,6 +239,8 @@ def commit_clustering(
         lock.check_held()
         if heartbeat is not None:
             heartbeat.check_owned()  # finalizing may have taken a while
+        records = commit_records(metadata, table.storage.qualify(instant_time))
+        sync_files_partition(table.storage, table.load_timeline(), instant_time, records)  # MDT first
         create_instant_file(
             table.storage,
             Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),

@@ -157,15 +157,26 @@ class TableConfig:
                 f"table {self.name!r} at {base_uri} has hoodie.timeline.layout.version="
                 f"{self.timeline_layout_version}; table version 6 requires layout version 1"
             )
-        if self.metadata_partitions or self.metadata_partitions_inflight:
-            parts = ",".join(self.metadata_partitions + self.metadata_partitions_inflight)
+        if self.metadata_partitions_inflight:
+            parts = ",".join(self.metadata_partitions_inflight)
             raise UnsupportedTableError(
-                f"table {self.name!r} at {base_uri} has the metadata table enabled "
-                f"(hoodie.table.metadata.partitions={parts}). Hudi's readers and writers take file "
-                "listings from the metadata table, and this service does not update it, so a clustering "
-                "or clean would leave those listings wrong (missing new files, listing deleted ones). "
-                "Disable it: run every writer with hoodie.metadata.enable=false once; Hudi then deletes "
-                ".hoodie/metadata and clears hoodie.table.metadata.partitions itself."
+                f"table {self.name!r} at {base_uri} has metadata table partitions still initialising "
+                f"(hoodie.table.metadata.partitions.inflight={parts}): an async indexer or a writer is "
+                "building them. Retry once a Hudi writer has finished them (the key is empty again)."
+            )
+        # The service keeps the MDT `files` partition in sync (service/table/mdt/commit.py); other
+        # partitions need records it does not produce yet.
+        others = [p for p in self.metadata_partitions if p != "files"]
+        if others:
+            raise UnsupportedTableError(
+                f"table {self.name!r} at {base_uri} has the metadata table partitions {','.join(others)} "
+                f"(hoodie.table.metadata.partitions={','.join(self.metadata_partitions)}); this service "
+                "keeps only the files partition in sync, so its clustering or clean would leave those "
+                "indexes stale (column stats and bloom filters missing for new files, kept for deleted "
+                "ones). Drop them: run a Hudi writer once with hoodie.metadata.index.column.stats.enable="
+                "false, hoodie.metadata.index.bloom.filter.enable=false and hoodie.metadata.record.index."
+                "enable=false (HoodieTable.deleteMetadataIndexIfNecessary deletes a disabled index's "
+                "partition), or disable the metadata table with hoodie.metadata.enable=false."
             )
 
     def check_service_supported(self, service: TableServiceKind, base_uri: str) -> None:

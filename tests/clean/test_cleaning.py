@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,10 +218,10 @@ def test_pending_plan_completed_by_another_writer_is_fine(tmp_path: Path) -> Non
     cleaner = _cleaner(tmp_path, {COMMITS: 1})
     original = cleaner._complete
 
-    def other_writer_first(instant: Instant, content: bytes) -> bool:
+    def other_writer_first(instant: Instant, content: bytes, *rest: Any) -> bool:
         completed = Instant(instant.timestamp, Action.CLEAN, State.COMPLETED)
         create_instant_file(t.storage, completed, content)  # e.g. a Java writer running the same plan
-        return original(instant, content)
+        return original(instant, content, *rest)
 
     cleaner._complete = other_writer_first  # type: ignore[method-assign]
     [clean] = cleaner.run().cleans

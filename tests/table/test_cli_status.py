@@ -41,7 +41,8 @@ def test_cli_status_json_lists_live_file_groups(tmp_path: Path, capsys: pytest.C
     [
         ("not_a_table", r"is not a Hudi table"),
         ("version", r"hoodie.table.version=8.*only version 6"),
-        ("metadata_table", r"metadata table enabled.*hoodie.metadata.enable=false"),
+        ("metadata_table", r"partitions record_index .*keeps only the files partition"),
+        ("metadata_inflight", r"metadata.partitions.inflight=files"),
         ("garbage_instant", r"20240101000100000\.commit"),
         ("garbage_name", r"20240101000200000\.comit"),
     ],
@@ -57,7 +58,9 @@ def test_cli_status_bad_tables_fail_with_one_clear_error(
     elif breakage == "version":
         _set(t, **{"hoodie.table.version": "8"})
     elif breakage == "metadata_table":
-        _set(t, **{"hoodie.table.metadata.partitions": "files"})
+        _set(t, **{"hoodie.table.metadata.partitions": "files,record_index"})
+    elif breakage == "metadata_inflight":
+        _set(t, **{"hoodie.table.metadata.partitions.inflight": "files"})
     elif breakage == "garbage_instant":
         (t.base / ".hoodie" / f"{ts(1)}.commit").write_bytes(b"{not json")
     elif breakage == "garbage_name":

@@ -90,7 +90,11 @@ def test_properties_missing_is_not_a_hudi_table(tmp_path: Path) -> None:
     [
         ({"hoodie.table.version": "8"}, r"hoodie.table.version=8.*versions 8 and 9 are planned"),
         ({"hoodie.table.version": "5"}, r"hoodie.table.version=5"),
-        ({"hoodie.table.metadata.partitions": "files"}, r"metadata table.*hoodie.metadata.enable=false"),
+        (
+            {"hoodie.table.metadata.partitions": "column_stats,files"},
+            r"partitions column_stats .*column.stats.enable=false.*hoodie.metadata.enable=false",
+        ),
+        ({"hoodie.table.metadata.partitions.inflight": "files"}, r"still initialising"),
     ],
 )
 def test_properties_unsupported_tables_are_refused_with_reason(updates: dict[str, str], message: str) -> None:

@@ -67,6 +67,11 @@ def _schema_text(avro_name: str) -> str:
     return resources.files(__package__).joinpath("schemas", f"{avro_name}.avsc").read_text("utf-8")
 
 
+def schema_text(avro_name: str) -> str:
+    """The stored schema file of `<avro_name>` verbatim (for schemas whose exact text goes to disk)."""
+    return _schema_text(avro_name)
+
+
 def schema_json(avro_name: str) -> dict[str, Any]:
     """Our schema for the record `org.apache.hudi.avro.model.<avro_name>`, as (a fresh copy of) JSON."""
     loaded: dict[str, Any] = json.loads(_schema_text(avro_name))

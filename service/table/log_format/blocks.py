@@ -8,6 +8,7 @@ for command blocks.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -145,3 +146,29 @@ class CorruptBlock:
 
 
 LogBlock = DataBlock | DeleteBlock | CommandBlock | CorruptBlock
+
+
+def _encode_map(entries: Header) -> bytes:
+    # HoodieLogBlock.getLogMetadataBytes: int32 count, then per entry int32 ordinal, int32 length, bytes.
+    out = bytearray(struct.pack(">i", len(entries)))
+    for key, value in entries.items():
+        raw = value.encode("utf-8")
+        out += struct.pack(">ii", int(key), len(raw)) + raw
+    return bytes(out)
+
+
+def encode_log_block(block_type: LogBlockType, header: Header, content: bytes) -> bytes:
+    """One block framed as `HoodieLogFormatWriter.appendBlocks` writes it (big-endian): magic, int64
+    length of everything after it, int32 format version, int32 block type, header map, int64 content
+    length, content, footer map (always empty in Java), int64 reverse pointer = bytes written before
+    it (magic, length field and the block up to the pointer), which `HoodieLogFileReader.
+    isBlockCorrupted` checks."""
+    body = (
+        struct.pack(">ii", LOG_FORMAT_VERSION, int(block_type))
+        + _encode_map(header)
+        + struct.pack(">q", len(content))
+        + content
+        + _encode_map({})
+    )
+    block_length = len(body) + 8
+    return MAGIC + struct.pack(">q", block_length) + body + struct.pack(">q", len(MAGIC) + block_length)

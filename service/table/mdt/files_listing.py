@@ -35,6 +35,23 @@ _LOG_FILE = re.compile(
 
 
 @dataclass(frozen=True)
+class MdtLogFileName:
+    """The parts of an MDT log file name `.<fileId>_<baseInstant>.log.<version>[_<writeToken>]`."""
+
+    file_id: str
+    base_instant: str
+    version: int
+    write_token: str
+
+
+def parse_log_file_name(name: str) -> MdtLogFileName | None:
+    m = _LOG_FILE.match(name)
+    if m is None:
+        return None
+    return MdtLogFileName(m["file_id"], m["instant"], int(m["version"]), m["token"] or "")
+
+
+@dataclass(frozen=True)
 class MetadataPartitions:
     """The data table's `hoodie.table.metadata.partitions` and `...partitions.inflight`."""
 
@@ -82,9 +99,9 @@ def latest_files_slice(storage: Storage, mdt_timeline: Timeline) -> FilesSlice:
             _check_file_id(m["file_id"], source, name)
             if committed(m["instant"]):
                 bases[m["instant"]] = name
-        elif (m := _LOG_FILE.match(name)) is not None:
-            _check_file_id(m["file_id"], source, name)
-            logs.setdefault(m["instant"], []).append((int(m["version"]), m["token"] or "", name))
+        elif (log := parse_log_file_name(name)) is not None:
+            _check_file_id(log.file_id, source, name)
+            logs.setdefault(log.base_instant, []).append((log.version, log.write_token, name))
     candidates = set(bases) | {t for t in logs if committed(t)}
     if not candidates:
         raise UnsupportedTableError(

@@ -18,39 +18,15 @@ then resumes at the next magic (`scanForNextAvailableBlockOffset`) and the scann
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 from service.errors import CorruptTableError, UnsupportedTableError
 from service.table.hfile.bytes_reader import ByteCursor
+from service.table.log_format.blocks import MAGIC, CommandBlockType, HeaderKey, LogBlockType
 
-MAGIC = b"#HUDI#"
+# One framing: the block types and header keys are `service.table.log_format.blocks`'s.
+BlockType = LogBlockType
 
-
-class BlockType(IntEnum):
-    """HoodieLogBlock.HoodieLogBlockType ordinals."""
-
-    COMMAND_BLOCK = 0
-    DELETE_BLOCK = 1
-    CORRUPT_BLOCK = 2
-    AVRO_DATA_BLOCK = 3
-    HFILE_DATA_BLOCK = 4
-    PARQUET_DATA_BLOCK = 5
-    CDC_DATA_BLOCK = 6
-
-
-class HeaderKey(IntEnum):
-    """HoodieLogBlock.HeaderMetadataType ordinals."""
-
-    INSTANT_TIME = 0
-    TARGET_INSTANT_TIME = 1
-    SCHEMA = 2
-    COMMAND_BLOCK_TYPE = 3
-    COMPACTED_BLOCK_TIMES = 4
-    RECORD_POSITIONS = 5
-    BLOCK_IDENTIFIER = 6
-
-
-ROLLBACK_COMMAND = "0"  # HoodieCommandBlock.HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK ordinal
+ROLLBACK_COMMAND = str(int(CommandBlockType.ROLLBACK_BLOCK))  # the COMMAND_BLOCK_TYPE header value
 
 # HoodieDeleteBlock content, version 3: int32 version, int32 length, Avro HoodieDeleteRecordList.
 # An empty list is one zero byte (array block count 0): what BTMW.initializeFileGroups writes.

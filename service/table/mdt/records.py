@@ -20,7 +20,7 @@ from typing import Any
 import fastavro
 
 from service.errors import CorruptTableError
-from service.table.codecs.avro_file import schema_json
+from service.table.codecs.avro_file import schema_json, schema_text
 
 RECORD_TYPE_PARTITION_LIST = 1  # HoodieMetadataPayload.METADATA_TYPE_PARTITION_LIST
 RECORD_TYPE_FILE_LIST = 2  # HoodieMetadataPayload.METADATA_TYPE_FILE_LIST
@@ -111,6 +111,53 @@ def decode_files_record(row_key: str, value: bytes, writer_schema: str, source: 
             raise CorruptTableError(f"{where}: file {name!r} listed with size {size}")
         entries[name] = FileInfo(size, deleted)
     return FilesRecord(key, kind, entries)
+
+
+ON_DISK_SCHEMA = "HoodieMetadataRecordWithMetaFields"
+_META_FIELDS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+
+
+@cache
+def log_block_schema_text() -> str:
+    """The SCHEMA header and HFile `schema` entry of MDT log blocks, exactly as Hudi 0.15.0 writes it:
+    `HoodieAvroUtils.addMetadataFields(HoodieMetadataRecord.getClassSchema()).toString()`
+    (`HoodieAppendHandle` puts the schema with meta fields in every block header)."""
+    return schema_text(ON_DISK_SCHEMA).strip()
+
+
+@cache
+def commit_schema_text() -> str:
+    """`HoodieMetadataRecord.getClassSchema().toString()`: the MDT write config's schema, which the
+    MDT deltacommit's extraMetadata `schema` carries (HoodieMetadataWriteUtils.createMetadataWriteConfig)."""
+    schema = json.loads(log_block_schema_text())
+    schema["fields"] = [f for f in schema["fields"] if f["name"] not in _META_FIELDS]
+    return json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_files_record(record: FilesRecord) -> bytes:
+    """The Avro value of one `files` record in an HFile cell: meta fields null (the MDT does not populate
+    them), `key` blanked as `HoodieAvroHFileWriter`/`HoodieHFileDataBlock` truncate it (the cell's row
+    carries it)."""
+    value = {
+        **{name: None for name in _META_FIELDS},
+        "key": "",
+        "type": record.type,
+        "filesystemMetadata": {
+            name: {"size": info.size, "isDeleted": info.is_deleted} for name, info in record.entries.items()
+        },
+        "BloomFilterMetadata": None,
+        "ColumnStatsMetadata": None,
+        "recordIndexMetadata": None,
+    }
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, _writer_schema(log_block_schema_text()), value)
+    return out.getvalue()
 
 
 def partition_of_key(key: str) -> str:

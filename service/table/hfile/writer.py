@@ -1,0 +1,253 @@
+"""Write an HFile v3 the way Hudi 0.14/0.15 writes MDT log data blocks (one data block, GZ, CRC32C).
+
+Hudi serialises an MDT log block's records through HBase 2.4's `HFile.getWriterFactory` with
+`HFileContextBuilder().withBlockSize(1 MiB).withCompression(GZ).withCellComparator(
+HoodieHBaseKVComparator)` (`HoodieHFileDataBlock.serializeRecords` in 0.14, `HFileUtils.
+serializeRecordsToLogBlock` in 0.15). What `HFileWriterImpl.close` leaves on disk, in order:
+
+    data block (DATABLK*)  root data index (IDXROOT2)  meta index (IDXROOT2, empty)
+    file info (FILEINF2)  trailer (4096 bytes)
+
+Each block is `HFileBlock.Writer`'s: a 33-byte header, the GZ-compressed payload, one CRC32C per
+16384-byte chunk of header + compressed payload (`ChecksumUtil.generateChecksums`). `prevBlockOffset`
+links blocks of the same type only (`HFileBlock.Writer.prevOffsetByType`), so the meta index points
+at the data index and every other block says -1. Cells are `KeyValue`s with an empty family and
+qualifier, timestamp `HConstants.LATEST_TIMESTAMP`, type Put, no tags (the context excludes them) and a
+zero memstore timestamp (the context includes MVCC). HBase's reader (the default in 0.14/0.15,
+`HoodieAvroHFileReader` via `HoodieHFileUtils.createHFileReader`) checks checksums, loads the
+comparator class named in the trailer and reads `hfile.LASTKEY`, the average lengths and the
+memstore entries from the file info, so all of them are written.
+
+One data block only: an instant's `files` records stay far below the 1 MiB block size; a larger
+payload is refused rather than split (`HFileWriterImpl.checkBlockBoundary` would split it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from service.errors import CorruptTableError
+from service.table.hfile.checksum import CHECKSUM_CRC32C, chunk_checksums
+from service.table.hfile.reader import (
+    BLOCK_HEADER_SIZE,
+    CODEC_GZ,
+    DATA_MAGIC,
+    FILE_INFO_MAGIC,
+    KEY_VALUE_VERSION,
+    LAST_KEY,
+    PBUF_MAGIC,
+    ROOT_INDEX_MAGIC,
+    TRAILER_MAGIC,
+    TRAILER_SIZE,
+)
+
+BLOCK_SIZE = 1024 * 1024  # Hudi's HFileContext block size for log blocks (HoodieHFileDataBlock)
+BYTES_PER_CHECKSUM = 16384  # HFile.DEFAULT_BYTES_PER_CHECKSUM
+HUDI_COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
+MAJOR_VERSION = 3
+MINOR_VERSION = 3  # HFileReaderImpl.MAX_MINOR_VERSION in HBase 2.4 (protobuf trailer, checksums)
+LATEST_TIMESTAMP = 0x7FFFFFFFFFFFFFFF  # HConstants.LATEST_TIMESTAMP
+KEY_TYPE_PUT = 4  # KeyValue.Type.Put
+
+# HFileInfo keys HFileWriterImpl.finishFileInfo / close write (the reader imports the ones it reads).
+AVG_KEY_LEN = b"hfile.AVG_KEY_LEN"
+AVG_VALUE_LEN = b"hfile.AVG_VALUE_LEN"
+CREATE_TIME_TS = b"hfile.CREATE_TIME_TS"
+MAX_MEMSTORE_TS_KEY = b"MAX_MEMSTORE_TS_KEY"
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_GZIP_HEADER = bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF])  # ReusableGzipOutputStream.GZIP_HEADER
+
+
+@dataclass(frozen=True)
+class HFileCell:
+    """One cell to write: the row key (Hudi's record key, UTF-8) and the value (Avro bytes)."""
+
+    row: bytes
+    value: bytes
+
+
+def cell_key(row: bytes) -> bytes:
+    """`KeyValue`'s key part: int16 row length, row, family length 0, timestamp, type."""
+    return struct.pack(">h", len(row)) + row + b"\x00" + _I64.pack(LATEST_TIMESTAMP) + bytes([KEY_TYPE_PUT])
+
+
+def write_hfile(
+    cells: Sequence[HFileCell],
+    file_info: Mapping[bytes, bytes],
+    *,
+    source: str,
+    create_time_ms: int | None = None,
+) -> bytes:
+    """The HFile bytes of `cells` (sorted by row, as `HoodieHBaseKVComparator` orders them) with the
+    caller's file-info entries (Hudi adds `schema`) beside HBase's own. `source` names it in errors."""
+    if not cells:
+        raise CorruptTableError(f"{source}: an HFile data block needs at least one cell")
+    for before, after in itertools.pairwise(cells):
+        if after.row < before.row:
+            raise CorruptTableError(f"{source}: cell {after.row!r} sorts before {before.row!r}")
+    for cell in cells:
+        if len(cell.row) > 0x7FFF:  # KeyValue's int16 row length
+            raise CorruptTableError(f"{source}: row key of {len(cell.row)} bytes is too long")
+    out = bytearray()
+    payload = bytearray()
+    key_bytes = value_bytes = 0
+    for cell in cells:
+        key = cell_key(cell.row)
+        payload += _I32.pack(len(key)) + _I32.pack(len(cell.value)) + key + cell.value
+        payload += b"\x00"  # WritableUtils.writeVLong(memstoreTS = 0)
+        key_bytes += len(key)
+        value_bytes += len(cell.value)
+    if len(payload) > BLOCK_SIZE:
+        raise CorruptTableError(
+            f"{source}: {len(payload)} bytes of cells exceed one {BLOCK_SIZE}-byte HFile data block"
+        )
+    total_uncompressed = 0
+    data_offset = len(out)
+    data_block = _block(DATA_MAGIC, bytes(payload), prev_offset=-1)
+    out += data_block
+    total_uncompressed += BLOCK_HEADER_SIZE + len(payload)
+
+    first_key = cell_key(cells[0].row)
+    # BlockIndexChunk.writeRoot: int64 offset, int32 on-disk size, Bytes.writeByteArray(first key).
+    root_index = (
+        _I64.pack(data_offset) + _I32.pack(len(data_block)) + _hadoop_vint(len(first_key)) + first_key
+    )
+    root_offset = len(out)
+    out += _block(ROOT_INDEX_MAGIC, root_index, prev_offset=-1)
+    # HFileWriterImpl counts the data, meta index and file-info blocks and the trailer in
+    # totalUncompressedBytes, not the data index (BlockIndexWriter keeps its own total).
+    # The meta index has no entries (Hudi writes no meta blocks into log blocks).
+    out += _block(ROOT_INDEX_MAGIC, b"", prev_offset=root_offset)
+    total_uncompressed += BLOCK_HEADER_SIZE
+
+    created = 0 if create_time_ms is None else create_time_ms
+    info: dict[bytes, bytes] = dict(file_info)
+    info.update(
+        {
+            LAST_KEY: cell_key(cells[-1].row),
+            AVG_KEY_LEN: _I32.pack(key_bytes // len(cells)),
+            AVG_VALUE_LEN: _I32.pack(value_bytes // len(cells)),
+            CREATE_TIME_TS: _I64.pack(created),
+            MAX_MEMSTORE_TS_KEY: _I64.pack(0),
+            KEY_VALUE_VERSION: _I32.pack(1),  # KEY_VALUE_VER_WITH_MEMSTORE
+        }
+    )
+    file_info_offset = len(out)
+    file_info_payload = PBUF_MAGIC + _delimited(_file_info_proto(info))
+    out += _block(FILE_INFO_MAGIC, file_info_payload, prev_offset=-1)
+    total_uncompressed += BLOCK_HEADER_SIZE + len(file_info_payload)
+
+    total_uncompressed += TRAILER_SIZE  # finishClose adds FixedFileTrailer.getTrailerSize()
+    trailer = _trailer_proto(
+        file_info_offset=file_info_offset,
+        load_on_open_offset=root_offset,
+        uncompressed_data_index_size=len(root_index),
+        total_uncompressed_bytes=total_uncompressed,
+        entry_count=len(cells),
+        data_block_offset=data_offset,
+    )
+    tail = TRAILER_MAGIC + _delimited(trailer)
+    if len(tail) > TRAILER_SIZE - 4:
+        raise CorruptTableError(f"{source}: HFile trailer of {len(tail)} bytes does not fit")
+    out += tail + bytes(TRAILER_SIZE - 4 - len(tail))
+    out += _I32.pack((MINOR_VERSION << 24) | MAJOR_VERSION)  # FixedFileTrailer.materializeVersion
+    return bytes(out)
+
+
+def _block(magic: bytes, payload: bytes, *, prev_offset: int) -> bytes:
+    compressed = _gzip(payload)
+    chunks = -(-(BLOCK_HEADER_SIZE + len(compressed)) // BYTES_PER_CHECKSUM)
+    on_disk_without_header = len(compressed) + 4 * chunks
+    header = (
+        magic
+        + _I32.pack(on_disk_without_header)
+        + _I32.pack(len(payload))
+        + _I64.pack(prev_offset)
+        + bytes([CHECKSUM_CRC32C])
+        + _I32.pack(BYTES_PER_CHECKSUM)
+        + _I32.pack(BLOCK_HEADER_SIZE + len(compressed))
+    )
+    body = header + compressed
+    sums = chunk_checksums(CHECKSUM_CRC32C, body, BYTES_PER_CHECKSUM)
+    return body + b"".join(s.to_bytes(4, "big") for s in sums)
+
+
+def _gzip(data: bytes) -> bytes:
+    """One gzip member as Hadoop's GzipCodec (HBase's `ReusableStreamGzipCodec`) writes it: the fixed
+    10-byte header with OS byte 0xff, raw deflate at zlib's default level, CRC-32 and size trailer."""
+    compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
+    deflated = compressor.compress(data) + compressor.flush()
+    return _GZIP_HEADER + deflated + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def _hadoop_vint(value: int) -> bytes:
+    """`WritableUtils.writeVLong` for a non-negative value (`Bytes.writeByteArray`'s length)."""
+    if -112 <= value <= 127:
+        return bytes([value & 0xFF])
+    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return bytes([(-112 - len(raw)) & 0xFF]) + raw
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field_varint(number: int, value: int) -> bytes:
+    return _varint(number << 3) + _varint(value)
+
+
+def _field_bytes(number: int, value: bytes) -> bytes:
+    return _varint((number << 3) | 2) + _varint(len(value)) + value
+
+
+def _delimited(message: bytes) -> bytes:
+    return _varint(len(message)) + message
+
+
+def _file_info_proto(info: Mapping[bytes, bytes]) -> bytes:
+    # HFileInfo is a TreeMap under Bytes.BYTES_COMPARATOR; FileInfoProto repeats BytesBytesPair.
+    return b"".join(
+        _field_bytes(1, _field_bytes(1, key) + _field_bytes(2, info[key])) for key in sorted(info)
+    )
+
+
+def _trailer_proto(
+    *,
+    file_info_offset: int,
+    load_on_open_offset: int,
+    uncompressed_data_index_size: int,
+    total_uncompressed_bytes: int,
+    entry_count: int,
+    data_block_offset: int,
+) -> bytes:
+    """HFileTrailerProto as FixedFileTrailer.toProtobuf fills it for a one-block, single-level file."""
+    return b"".join(
+        [
+            _field_varint(1, file_info_offset),
+            _field_varint(2, load_on_open_offset),
+            _field_varint(3, uncompressed_data_index_size),
+            _field_varint(4, total_uncompressed_bytes),
+            _field_varint(5, 1),  # data_index_count
+            _field_varint(6, 0),  # meta_index_count
+            _field_varint(7, entry_count),
+            _field_varint(8, 1),  # num_data_index_levels
+            _field_varint(9, data_block_offset),  # first_data_block_offset
+            _field_varint(10, data_block_offset),  # last_data_block_offset: the offset OF the last block
+            _field_bytes(11, HUDI_COMPARATOR.encode()),
+            _field_varint(12, CODEC_GZ),
+        ]
+    )

@@ -1,0 +1,354 @@
+"""Mirror an instant the service completes into the metadata table's `files` partition.
+
+Hudi completes every data instant T in this order, under the table lock
+(`BaseHoodieTableServiceClient.completeClustering`, `CleanActionExecutor.runClean`,
+`BaseRollbackActionExecutor.finishRollback`): `writeTableMetadata` writes and completes the MDT
+deltacommit T (`HoodieBackedTableMetadataWriter.update` -> `commitInternal`), then T is completed on
+the data table. MDT readers only trust a block whose MDT deltacommit completed AND whose data instant
+completed (`HoodieTableMetadataUtil.getValidInstantTimestamps`), so a crash between the two leaves
+readers unaffected; the retry finds MDT T completed and goes straight to the data commit.
+
+`sync_files_partition` is the one hook: the cleaner, clustering and rollback call it with T's
+records while holding the lock, right before they write T's completed file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from service.errors import (
+    CorruptTableError,
+    MetadataTableBusyError,
+    TableServicesRefusedError,
+    UnsupportedTableError,
+)
+from service.table.codecs.clean import CleanMetadata
+from service.table.codecs.commit import CommitMetadata, WriteOperationType, WriteStat, encode_commit
+from service.table.hfile.reader import HFileReader
+from service.table.instant import Action, Instant, State
+from service.table.mdt.files_listing import (
+    FILES_PARTITION,
+    FilesSlice,
+    latest_files_slice,
+    parse_log_file_name,
+)
+from service.table.mdt.log_blocks import BlockType, HeaderKey, read_log_blocks
+from service.table.mdt.log_writer import LogAppend, merge_by_key, write_files_log
+from service.table.mdt.records import (
+    ALL_PARTITIONS_KEY,
+    NON_PARTITIONED_NAME,
+    RECORD_TYPE_FILE_LIST,
+    RECORD_TYPE_PARTITION_LIST,
+    FileInfo,
+    FilesRecord,
+    commit_schema_text,
+    decode_files_record,
+)
+from service.table.mdt.timeline import MDT_BASE, MDT_METAFOLDER, load_mdt_timeline
+from service.table.properties import TableConfig, load_table_config
+from service.table.storage import Storage
+from service.table.timeline import Timeline
+
+log = logging.getLogger(__name__)
+
+METADATA_PAYLOAD = "org.apache.hudi.metadata.HoodieMetadataPayload"
+
+
+def mdt_sync_required(config: TableConfig) -> bool:
+    """`HoodieTableConfig.isMetadataTableAvailable`: the data table lists `files` as a completed MDT
+    partition. Without it an MDT directory is stale (Java re-initialises it) and nothing is written."""
+    return FILES_PARTITION in config.metadata_partitions
+
+
+def partition_key(partition_path: str) -> str:
+    """`HoodieTableMetadataUtil.getPartitionIdentifier`: the table root is `.`."""
+    return partition_path or NON_PARTITIONED_NAME
+
+
+# ---------------------------------------------------------------- records per data action
+
+
+def clean_records(metadata: CleanMetadata) -> list[FilesRecord]:
+    """`HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords(HoodieCleanMetadata)`: per
+    partition, a tombstone for every `deletePathPatterns` name (not `successDeleteFiles`), and a
+    partition-list tombstone for each deleted partition."""
+    records = []
+    deleted_partitions = {}
+    for partition, pm in metadata.partition_metadata.items():
+        key = partition_key(pm.partition_path if pm.partition_path is not None else partition)
+        records.append(
+            FilesRecord(key, RECORD_TYPE_FILE_LIST, {n: FileInfo(0, True) for n in pm.delete_path_patterns})
+        )
+        if pm.is_partition_deleted:
+            deleted_partitions[key] = FileInfo(0, True)
+    if deleted_partitions:
+        records.append(FilesRecord(ALL_PARTITIONS_KEY, RECORD_TYPE_PARTITION_LIST, deleted_partitions))
+    return records
+
+
+def commit_records(metadata: CommitMetadata, source: str) -> list[FilesRecord]:
+    """`convertMetadataToFilesPartitionRecords(HoodieCommitMetadata)` (clustering's replacecommit too):
+    every partition of `partitionToWriteStats` in `__all_partitions__`, and each written file with its
+    size (the larger one when a file appears twice). Replaced file groups are not reflected: readers
+    hide them through the replacecommit, and the cleaner's tombstones remove them later."""
+    partitions: dict[str, FileInfo] = {}
+    records = []
+    for partition, stats in metadata.partition_to_write_stats.items():
+        key = partition_key(partition)
+        partitions[key] = FileInfo(0, False)
+        files: dict[str, FileInfo] = {}
+        for stat in stats:
+            if stat.path is None:
+                continue
+            prefix = f"{partition}/" if partition else ""
+            if not stat.path.startswith(prefix):
+                raise CorruptTableError(
+                    f"{source}: write stat path {stat.path!r} outside partition {partition!r}"
+                )
+            name = stat.path[len(prefix) :]
+            if stat.file_size_in_bytes <= 0:
+                # HoodieMetadataPayload.createPartitionFilesRecord asserts a positive size.
+                raise CorruptTableError(
+                    f"{source}: write stat {stat.path!r} has size {stat.file_size_in_bytes}"
+                )
+            size = max(stat.file_size_in_bytes, files[name].size if name in files else 0)
+            files[name] = FileInfo(size, False)
+        records.append(FilesRecord(key, RECORD_TYPE_FILE_LIST, files))
+    if partitions:
+        records.append(FilesRecord(ALL_PARTITIONS_KEY, RECORD_TYPE_PARTITION_LIST, partitions))
+    return records
+
+
+# ---------------------------------------------------------------- preconditions
+
+
+@dataclass(frozen=True)
+class MdtState:
+    """The MDT as read under the lock: its timeline and the `files` slice that receives new blocks."""
+
+    timeline: Timeline
+    file_slice: FilesSlice
+
+
+def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) -> MdtState:
+    """The checks of an MDT write (`HoodieBackedTableMetadataWriter` preconditions). Raises
+    UnsupportedTableError for what the service does not serve, MetadataTableBusyError for pending
+    work Hudi's writers finish (skip the run)."""
+    where = f"table {config.name!r} at {storage.base_uri}"
+    extra = [p for p in config.metadata_partitions if p != FILES_PARTITION]
+    if config.metadata_partitions_inflight or extra:
+        config.check_supported(storage.base_uri)  # raises, naming the partitions and the way out
+    pending_data = data_timeline.pending().by_actions((Action.INDEXING, Action.RESTORE)).last
+    if pending_data is not None:
+        raise MetadataTableBusyError(
+            f"{where}: {pending_data.action.value} {pending_data.timestamp} is pending on the data table; "
+            "the metadata table is left to the writer finishing it, skipping this run",
+            instant=pending_data.timestamp,
+        )
+    _check_mdt_properties(storage, where)
+    timeline = load_mdt_timeline(storage)
+    busy = (Action.COMPACTION, Action.LOG_COMPACTION, Action.RESTORE)
+    pending_mdt = timeline.pending().by_actions(busy).last
+    if pending_mdt is not None:
+        raise MetadataTableBusyError(
+            f"{where}: metadata table {pending_mdt.action.value} {pending_mdt.timestamp} is pending; Hudi's "
+            "writers complete it at their next commit, skipping this run",
+            instant=pending_mdt.timestamp,
+        )
+    if timeline.completed().last is None:
+        raise UnsupportedTableError(f"{where}: the metadata table has no completed instant (not initialised)")
+    return MdtState(timeline, latest_files_slice(storage, timeline))
+
+
+def _check_mdt_properties(storage: Storage, where: str) -> None:
+    rel = f"{MDT_METAFOLDER}/hoodie.properties"
+    try:
+        text = storage.read_bytes(rel).decode("latin-1")
+    except FileNotFoundError:
+        raise UnsupportedTableError(
+            f"{where}: hoodie.table.metadata.partitions lists files but {storage.qualify(rel)} is missing"
+        ) from None
+    config = TableConfig.from_text(text, storage.qualify(rel))
+    # HoodieBackedTableMetadataWriter.initializeMetaClient writes these; anything else is not an MDT
+    # this writer's blocks fit.
+    payload = config.raw.get("hoodie.compaction.payload.class", METADATA_PAYLOAD)
+    found = {
+        "table type": config.table_type.value,
+        "base file format": config.base_file_extension,
+        "record key fields": ",".join(config.record_key_fields),
+        "populate meta fields": str(config.populate_meta_fields).lower(),
+        "payload class": payload,
+    }
+    expected = {
+        "table type": "MERGE_ON_READ",
+        "base file format": ".hfile",
+        "record key fields": "key",
+        "populate meta fields": "false",
+        "payload class": METADATA_PAYLOAD,
+    }
+    for what, value in found.items():
+        if value != expected[what]:
+            raise UnsupportedTableError(
+                f"{storage.qualify(rel)}: {what} {value!r}, Hudi's metadata table has {expected[what]!r}; "
+                "refusing to write a metadata table laid out differently"
+            )
+
+
+# ---------------------------------------------------------------- the MDT deltacommit
+
+
+def sync_files_partition(
+    storage: Storage, data_timeline: Timeline, instant_time: str, records: Iterable[FilesRecord]
+) -> LogAppend | None:
+    """Write and complete MDT deltacommit `instant_time` with `records` (none: an empty deltacommit,
+    as Java writes for a copy-on-write rollback). The caller holds the table lock and completes the
+    data instant next. No-op for a table without the MDT, and when MDT T is already completed (a
+    retry after a crash before the data commit). Returns the log file written, if any."""
+    config = load_table_config(storage)  # re-read under the lock: a writer may have changed the MDT
+    if not mdt_sync_required(config):
+        return None
+    state = check_mdt(storage, config, data_timeline)
+    records = merge_by_key(records, storage.qualify(MDT_BASE))
+    existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)
+    if existing is not None and existing.is_completed:
+        if _records_of(storage, state, instant_time) == records:
+            log.info("table %s: MDT deltacommit %s already completed", config.name, instant_time)
+            return None
+        # A retry that wrote other files (BaseHoodieWriteClient re-attempts roll MDT T back first).
+        log.info(
+            "table %s: MDT deltacommit %s differs from this attempt; replacing it", config.name, instant_time
+        )
+    _remove_blocks_of(storage, state, instant_time)
+    _delete_instant_files(storage, instant_time, (State.COMPLETED, State.INFLIGHT, State.REQUESTED))
+    _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED), b"")
+    _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), b"")
+    append = write_files_log(storage, state.file_slice, instant_time, records) if records else None
+    metadata = deltacommit_metadata(state.file_slice, append)
+    _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.COMPLETED), encode_commit(metadata))
+    log.info(
+        "table %s: MDT deltacommit %s completed (%s)",
+        config.name, instant_time, append.log_file if append else "no records",
+    )  # fmt: skip
+    return append
+
+
+def forget_rolled_back_instant(storage: Storage, data_timeline: Timeline, instant_time: str) -> None:
+    """Before a rollback of data instant X completes (under the lock): take X out of the MDT.
+
+    Once the data rollback completes, `getValidInstantTimestamps` trusts X's blocks again, so a
+    completed MDT deltacommit X would bring the rolled-back files back into listings. Java rolls X back
+    in the MDT with a command block (`BaseHoodieWriteClient.rollback(X, R+"006")`); the equivalent
+    used here deletes X's log files, whose blocks are X's alone (one block per new log version, which
+    is what this service writes and what Java writes on storage without append), then X's MDT
+    instant files. A completed MDT compaction at or after X holds X's records in its base file:
+    refused, as `HoodieBackedTableMetadataWriter.validateRollback` refuses it."""
+    config = load_table_config(storage)
+    if not mdt_sync_required(config):
+        return
+    state = check_mdt(storage, config, data_timeline)
+    existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)
+    compactions = state.timeline.completed().by_actions((Action.COMMIT,))
+    compacted = [i.timestamp for i in compactions if i.timestamp >= instant_time]
+    if existing is not None and existing.is_completed and compacted:
+        raise UnsupportedTableError(
+            f"table {config.name!r} at {storage.base_uri}: the metadata table compacted ({compacted[0]}) "
+            f"after its deltacommit {instant_time}; rolling {instant_time} back needs a restore (Hudi "
+            "refuses it too)"
+        )
+    _remove_blocks_of(storage, state, instant_time)
+    _delete_instant_files(storage, instant_time, (State.COMPLETED, State.INFLIGHT, State.REQUESTED))
+
+
+def _records_of(storage: Storage, state: MdtState, instant_time: str) -> list[FilesRecord]:
+    """The `files` records MDT `instant_time` wrote into the current slice, one per key."""
+    directory = f"{MDT_BASE}/{FILES_PARTITION}"
+    found: list[FilesRecord] = []
+    for name in storage.list_file_names(directory):
+        parsed = parse_log_file_name(name)
+        if parsed is None or parsed.base_instant != state.file_slice.base_instant:
+            continue
+        rel = f"{directory}/{name}"
+        for block in read_log_blocks(storage.read_bytes(rel), storage.qualify(rel)):
+            if block.instant_time != instant_time or block.block_type is not BlockType.HFILE_DATA_BLOCK:
+                continue
+            reader = HFileReader(block.content, block.source)
+            schema = reader.schema_text or block.header.get(HeaderKey.SCHEMA, "")
+            found.extend(decode_files_record(k, v, schema, block.source) for k, v in reader.items())
+    return merge_by_key(found, storage.qualify(directory))
+
+
+def _remove_blocks_of(storage: Storage, state: MdtState, instant_time: str) -> None:
+    """Delete the log files of the current `files` slice holding blocks of MDT `instant_time`: an
+    attempt that never completed (Java's eager rollback, `rollbackFailedWrites`, may already have
+    removed its instant files and left the blocks), or one being rolled back. Completing T again
+    would otherwise make the old blocks valid too. Refuses a file mixing T's blocks with others."""
+    directory = f"{MDT_BASE}/{FILES_PARTITION}"
+    for name in storage.list_file_names(directory):
+        parsed = parse_log_file_name(name)
+        if parsed is None or parsed.base_instant != state.file_slice.base_instant:
+            continue
+        rel = f"{directory}/{name}"
+        blocks = read_log_blocks(storage.read_bytes(rel), storage.qualify(rel))
+        matching = [b for b in blocks if b.instant_time == instant_time]
+        if not matching:
+            continue
+        if len(matching) != len(blocks):
+            raise UnsupportedTableError(
+                f"{storage.qualify(rel)}: holds blocks of MDT instant {instant_time} beside other blocks "
+                "(a writer appended to it); leave its rollback to Hudi's writers"
+            )
+        log.info("removing %s: blocks of MDT instant %s", storage.qualify(rel), instant_time)
+        storage.delete_file(rel)
+
+
+def _delete_instant_files(storage: Storage, instant_time: str, states: Sequence[State]) -> None:
+    for state in states:
+        storage.delete_file(f"{MDT_METAFOLDER}/{Instant(instant_time, Action.DELTA_COMMIT, state).file_name}")
+
+
+def refuse_unsynced_service(storage: Storage, config: TableConfig, service: str) -> None:
+    """A service whose commits are not mirrored into the MDT yet must not run on a table with it."""
+    if mdt_sync_required(config):
+        raise TableServicesRefusedError(
+            f"table {config.name!r} at {storage.base_uri} has the metadata table on; {service} does not "
+            "update it yet (its files would be missing from MDT listings). Run writers with "
+            "hoodie.metadata.enable=false once to serve this table."
+        )
+
+
+def deltacommit_metadata(file_slice: FilesSlice, append: LogAppend | None) -> CommitMetadata:
+    """The MDT deltacommit's HoodieCommitMetadata as the MDT write client writes it: one
+    HoodieDeltaWriteStat per file group appended to (fields as `HoodieAppendHandle` fills them), the
+    metadata record schema, operation UPSERT_PREPPED."""
+    stats: Mapping[str, Sequence[WriteStat]] = {}
+    if append is not None:
+        stat = WriteStat(
+            file_id=append.file_id,
+            path=append.path,
+            prev_commit=append.base_instant,
+            num_writes=append.num_records,
+            num_update_writes=append.num_records,  # every record has a location (prepped upsert)
+            total_write_bytes=append.size,
+            partition_path=append.partition,
+            file_size_in_bytes=append.size,
+            other_fields={
+                "logVersion": append.version,
+                "logOffset": 0,
+                "baseFile": file_slice.base_file or "",
+                "logFiles": [*file_slice.log_files, append.log_file],
+                "recordsStats": {"val": None},
+            },
+        )
+        stats = {append.partition: (stat,)}
+    return CommitMetadata(
+        partition_to_write_stats={k: tuple(v) for k, v in stats.items()},
+        compacted=False,
+        extra_metadata={"schema": commit_schema_text()},
+        operation_type=WriteOperationType.UPSERT_PREPPED,
+    )
+
+
+def _create(storage: Storage, instant: Instant, content: bytes) -> None:
+    storage.create_if_absent(f"{MDT_METAFOLDER}/{instant.file_name}", content)

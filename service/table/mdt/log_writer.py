@@ -1,0 +1,94 @@
+"""Write one instant's `files` records into a new log file of the MDT's `files-0000-0` slice.
+
+Java's `HoodieAppendHandle` writes all records of one MDT deltacommit for a file group as one
+HFILE_DATA_BLOCK (`HoodieAppendHandle.pickLogDataBlockFormat` maps the MDT's HFILE base format to
+it) with the header {SCHEMA, INSTANT_TIME} (no BLOCK_IDENTIFIER for the MDT: `getUpdatedHeader`),
+its records sorted by key and each value's `key` blanked (`HoodieHFileDataBlock.serializeRecords` /
+0.15's `HFileUtils.serializeRecordsToLogBlock`). On storage without append (local, S3, GCS, ...)
+`HoodieLogFormatWriter` rolls over to the next log version, so Java itself leaves one block per new
+file there; we always do that: version = highest existing version of the slice + 1, a single
+create-if-absent write, and a crashed attempt is removed by deleting that one file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from service.errors import CorruptTableError
+from service.table.hfile.writer import HFileCell, write_hfile
+from service.table.log_format.blocks import HeaderKey, LogBlockType, encode_log_block
+from service.table.mdt.files_listing import FILES_FILE_ID, FILES_PARTITION, FilesSlice, parse_log_file_name
+from service.table.mdt.records import FilesRecord, encode_files_record, log_block_schema_text
+from service.table.mdt.timeline import MDT_BASE
+from service.table.storage import Storage
+
+# A write token is `<partition id>-<stage id>-<attempt id>` of the Spark task (FSUtils.makeWriteToken);
+# ours is fixed: the version alone makes the name new, and readers order by version first.
+WRITE_TOKEN = "0-0-0"
+
+
+@dataclass(frozen=True)
+class LogAppend:
+    """The log file written for one MDT deltacommit: what its `HoodieDeltaWriteStat` reports."""
+
+    partition: str  # MDT partition, "files"
+    file_id: str
+    base_instant: str
+    log_file: str  # name within the MDT partition directory
+    version: int
+    size: int  # bytes written = file size (a new file holds only this block)
+    num_records: int
+
+    @property
+    def path(self) -> str:
+        """MDT-relative path, as the write stat's `path` names it."""
+        return f"{self.partition}/{self.log_file}"
+
+
+def merge_by_key(records: Iterable[FilesRecord], source: str) -> list[FilesRecord]:
+    """One record per key (later ones merged onto earlier ones as `HoodieMetadataPayload.preCombine`
+    would), sorted as HBase's comparator orders rows: by UTF-8 bytes. 0.14.1's `HoodieHFileDataBlock`
+    refuses duplicate keys in a block, so we never write any."""
+    merged: dict[str, FilesRecord] = {}
+    for record in records:
+        old = merged.get(record.key)
+        merged[record.key] = record if old is None else old.merged_with(record, source)
+    return sorted(merged.values(), key=lambda r: r.key.encode("utf-8"))
+
+
+def files_data_block(records: Iterable[FilesRecord], instant_time: str, source: str) -> tuple[bytes, int]:
+    """The HFILE_DATA_BLOCK bytes of `records` at `instant_time` and its record count."""
+    ordered = merge_by_key(records, source)
+    schema = log_block_schema_text()
+    cells = [HFileCell(r.key.encode("utf-8"), encode_files_record(r)) for r in ordered]
+    content = write_hfile(cells, {b"schema": schema.encode("utf-8")}, source=source)
+    # Header order as Java's HashMap iterates it (SCHEMA, then INSTANT_TIME), seen in Hudi's blocks.
+    header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: instant_time}
+    return encode_log_block(LogBlockType.HFILE_DATA_BLOCK, header, content), len(ordered)
+
+
+def next_log_version(storage: Storage, file_slice: FilesSlice) -> int:
+    """One more than the highest log version of (files-0000-0, base instant) on storage, any token, and
+    1 for a slice without logs (`HoodieLogFile.LOGFILE_BASE_VERSION`). Listed again rather than taken
+    from `file_slice`, which holds only committed files."""
+    highest = 0
+    for name in storage.list_file_names(f"{MDT_BASE}/{FILES_PARTITION}"):
+        parsed = parse_log_file_name(name)
+        if parsed is not None and parsed.base_instant == file_slice.base_instant:
+            highest = max(highest, parsed.version)
+    return highest + 1
+
+
+def write_files_log(
+    storage: Storage, file_slice: FilesSlice, instant_time: str, records: Iterable[FilesRecord]
+) -> LogAppend:
+    """Write the block into `.files-0000-0_<base>.log.<next version>_<token>`; refuses to overwrite."""
+    version = next_log_version(storage, file_slice)
+    name = f".{FILES_FILE_ID}_{file_slice.base_instant}.log.{version}_{WRITE_TOKEN}"
+    rel = f"{MDT_BASE}/{FILES_PARTITION}/{name}"
+    data, count = files_data_block(records, instant_time, storage.qualify(rel))
+    if count == 0:
+        raise CorruptTableError(f"{storage.qualify(rel)}: no records to write for MDT instant {instant_time}")
+    storage.create_if_absent(rel, data)
+    return LogAppend(FILES_PARTITION, FILES_FILE_ID, file_slice.base_instant, name, version, len(data), count)
