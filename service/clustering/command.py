@@ -22,8 +22,8 @@ from service.clustering.records import read_clustering_plan
 from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
+from service.table.clustering_plan import PlannedClustering
 from service.table.heartbeat import HeartbeatSettings
-from strategies.clustering.model import PlannedClustering
 from strategies.clustering.trigger import pending_clustering_instants
 
 MODES = ("schedule", "execute", "scheduleAndExecute", "purgePending")

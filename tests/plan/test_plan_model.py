@@ -6,15 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from service.clustering.records import decode_clustering_plan, requested_metadata
+from service.clustering.records import requested_metadata
 from service.errors import CorruptTableError
 from service.table import codecs
+from service.table.clustering_plan import PlannedClustering, decode_clustering_plan
 from service.table.instant import Action, Instant, State
 from service.table.paths import PathGuard
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, instant_path
-from strategies.clustering import PlannedClustering, plan_clustering
+from strategies.clustering import plan_clustering
 from strategies.clustering.model import TOTAL_IO_READ_MB
 from tests.plan.snapshots import COMMIT, MB, NOW, base_name, config_of, fid, snapshot
 from tests.support.fixtures import FileSpec, FixtureTable, ts
