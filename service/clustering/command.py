@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
 from service.clustering.orchestrator import (
     ClusteringResult,
-    execute_clustering,
+    ScheduleOutcome,
     purge_pending_clustering,
     schedule_clustering,
 )
@@ -24,7 +25,8 @@ from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
 from service.table.clustering_plan import PlannedClustering
 from service.table.heartbeat import HeartbeatSettings
-from strategies.clustering.trigger import pending_clustering_instants
+from service.table.instant import Action
+from strategies.clustering.trigger import TriggerMode, pending_clustering_instants
 
 MODES = ("schedule", "execute", "scheduleAndExecute", "purgePending")
 
@@ -118,10 +120,43 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
         report = plan_report(plan, instant_time, ctx.config.clustering, ctx.table.storage)
         reply.say(render_plan(report), plan=plan_to_json(report))
 
-    instant_time: str | None = args.instant_time
-    if args.mode in ("schedule", "scheduleAndExecute") and not (
-        args.mode == "scheduleAndExecute" and _pending(ctx)
-    ):
+    if args.mode == "schedule" or args.dry_run:
+        return _preview(args, ctx, reply, show, now)
+
+    class Shown(ClusteringPassListener):
+        def on_scheduled(self, outcome: ScheduleOutcome) -> None:
+            if outcome.plan is None:
+                reply.say(f"nothing scheduled: {outcome.reason}", reason=outcome.reason)
+            else:
+                show(outcome.plan, outcome.instant_time)
+
+    options = ClusteringPassOptions(TriggerMode.MANUAL, schedule=args.mode == "scheduleAndExecute")
+    executor = SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
+    try:
+        passed = Clusterer(
+            ctx.table, ctx.config, ctx.lock, ctx.zone, executor.run_group, options, listener=Shown()
+        ).run(scheduled_at=now, instant_time=args.instant_time)
+    finally:
+        executor.stop()
+    result = passed.result
+    if result is None:
+        if passed.scheduled is None:
+            reason = "no pending clustering plan to execute"
+            reply.say(reason, reason=reason)
+        return reply.finish(0)
+    reply.say(render_result(result), result=result_to_json(result))
+    return reply.finish(1 if result.rolled_back else 0)
+
+
+def _preview(
+    args: argparse.Namespace,
+    ctx: CommandContext,
+    reply: _Reply,
+    show: Callable[[PlannedClustering, str | None], None],
+    now: datetime,
+) -> int:
+    """`schedule`, and every mode's dry run: write a plan (schedule only) or show one; execute nothing."""
+    if not (args.mode == "execute" or (args.mode == "scheduleAndExecute" and _pending(ctx))):
         outcome = schedule_clustering(
             ctx.table, ctx.config, ctx.lock, now=now, zone=ctx.zone, dry_run=args.dry_run
         )
@@ -129,30 +164,15 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
             reply.say(f"nothing scheduled: {outcome.reason}", reason=outcome.reason)
             return reply.finish(0)
         show(outcome.plan, outcome.instant_time)
-        if args.mode == "schedule" or args.dry_run:
-            return reply.finish(0)
-        instant_time = outcome.instant_time
-
+        return reply.finish(0)
     pending = _pending(ctx)
-    instant_time = instant_time or (pending[0] if pending else None)
+    instant_time = args.instant_time or (pending[0] if pending else None)
     if instant_time is None:
         reason = "no pending clustering plan to execute"
         reply.say(reason, reason=reason)
         return reply.finish(0)
-    if args.dry_run:
-        from service.table.instant import Action
-
-        instant = ctx.table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
-        if instant is None:
-            raise HudiTableServiceError(f"{ctx.table.base_uri}: no pending clustering at {instant_time}")
-        show(read_clustering_plan(ctx.table, instant), instant_time)
-        return reply.finish(0)
-    executor = SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
-    try:
-        result = execute_clustering(
-            ctx.table, instant_time, ctx.config, executor.run_group, ctx.lock, zone=ctx.zone
-        )
-    finally:
-        executor.stop()
-    reply.say(render_result(result), result=result_to_json(result))
-    return reply.finish(1 if result.rolled_back else 0)
+    instant = ctx.table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
+    if instant is None:
+        raise HudiTableServiceError(f"{ctx.table.base_uri}: no pending clustering at {instant_time}")
+    show(read_clustering_plan(ctx.table, instant), instant_time)
+    return reply.finish(0)
