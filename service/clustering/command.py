@@ -23,6 +23,7 @@ from service.clustering.records import read_clustering_plan
 from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
+from service.json_output import fields_json
 from service.table.clustering_plan import PlannedClustering
 from service.table.heartbeat import HeartbeatSettings
 from service.table.instant import Action
@@ -85,19 +86,14 @@ class _Reply:
         return code
 
 
+_RESULT_FIELDS = (
+    "instant_time", "committed", "rolled_back", "reason", "groups", "input_files", "input_bytes",
+    "output_files", "output_bytes", "duration_seconds",
+)  # fmt: skip
+
+
 def result_to_json(result: ClusteringResult) -> dict[str, Any]:
-    return {
-        "instant_time": result.instant_time,
-        "committed": result.committed,
-        "rolled_back": result.rolled_back,
-        "reason": result.reason,
-        "groups": result.groups,
-        "input_files": result.input_files,
-        "input_bytes": result.input_bytes,
-        "output_files": result.output_files,
-        "output_bytes": result.output_bytes,
-        "duration_seconds": round(result.duration_seconds, 3),
-    }
+    return fields_json(result, _RESULT_FIELDS)
 
 
 def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
