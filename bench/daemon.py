@@ -337,6 +337,7 @@ class _Recorder:
 def serve(config_path: Path, stats_path: Path, progress_path: Path) -> int:
     """The child: `run_daemon(config)` with instrumented ticks; stats written when it stops (SIGTERM)."""
     import service.daemon as daemon_module
+    import service.daemon.scheduler as scheduler_module
     import service.table.codecs as codecs_module
     import service.table.timeline_facts as facts_module
     from service.executor import SparkExecutor
@@ -375,7 +376,7 @@ def serve(config_path: Path, stats_path: Path, progress_path: Path) -> int:
                 recorder.spark_requests.append({"at_wall": time.time(), "table": table})
             raise RuntimeError("bench.daemon: Spark is not started by this benchmark")
 
-    daemon_module.SparkExecutor = NoSparkExecutor  # type: ignore[misc]
+    scheduler_module.SparkExecutor = NoSparkExecutor  # type: ignore[misc]
     original = daemon_module.Daemon.run_iteration
 
     def timed(self: Any, runtime: Any, service: Any, now: datetime) -> Any:

@@ -173,17 +173,9 @@ def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
     They are listed and files in them deleted: each is confined to the table first.
     """
     if instant.action is Action.REPLACE_COMMIT:
-        requested = table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
-        if requested is not None and requested.is_clustering and requested.clustering_plan is not None:
-            guard = table.path_guard(table.storage.qualify(instant_path(instant.with_state(State.REQUESTED))))
-            groups = requested.clustering_plan.input_groups or ()
-            return sorted(
-                {
-                    guard.partition("inputGroups[].slices[].partitionPath", s.partition_path or "")
-                    for g in groups
-                    for s in g.slices or ()
-                }
-            )
+        plan = table.facts_reader.clustering_plan(instant, file_names_only=True)  # partitions confined
+        if plan is not None:
+            return sorted({s.partition_path for g in plan.groups for s in g.slices})
     if instant.state is State.INFLIGHT:
         profile = table.facts_reader.commit_metadata(instant)
         if profile.partition_to_write_stats:

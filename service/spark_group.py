@@ -11,8 +11,8 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -202,7 +202,7 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
             writer.abort()
         raise
     if results:
-        yield pa.RecordBatch.from_pylist([_result_row(r) for r in results], schema=_RESULT_SCHEMA)
+        yield pa.RecordBatch.from_pylist([asdict(r) for r in results], schema=_RESULT_SCHEMA)
 
 
 # Files of a task holding several are sized evenly at up to this share of the target.
@@ -285,20 +285,6 @@ def _scratch_dir() -> str | None:
     except Exception:  # not on a Spark worker (unit tests): the system default
         return None
     return root if root and os.path.isdir(root) else None
-
-
-def _result_row(r: BaseFileWriteResult) -> dict[str, Any]:
-    return {
-        "path": r.path,
-        "partition_path": r.partition_path,
-        "file_id": r.file_id,
-        "file_name": r.file_name,
-        "file_size_bytes": r.file_size_bytes,
-        "record_count": r.record_count,
-        "min_record_key": r.min_record_key,
-        "max_record_key": r.max_record_key,
-        "write_time_ms": r.write_time_ms,
-    }
 
 
 # ---------------------------------------------------------------- driver

@@ -22,7 +22,7 @@ import posixpath
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, tzinfo
+from datetime import tzinfo
 
 from service.cleaning.deleter import DeleteFn, delete_files
 from service.cleaning.failed_writes import rollback_failed_writes
@@ -36,6 +36,7 @@ from service.cleaning.records import (
 )
 from service.cleaning.results import CleanFile, CleanInstantResult, CleanRunResult, PartitionSummary
 from service.cleaning.snapshot import load_clean_snapshot, read_last_clean
+from service.clock import Clock, utc_now
 from service.config.hoodie import HoodieConfig
 from service.errors import CorruptTableError, DeleteFailedError, InstantExistsError, InstantOwnedError
 from service.lock.base import TableLock
@@ -53,12 +54,7 @@ from strategies.cleaning.trigger import commits_since_last_clean
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 _NOT_DUE = "fewer than hoodie.clean.max.commits={} commits since the last clean"
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -78,7 +74,7 @@ class Cleaner:
         lock: TableLock,
         zone: tzinfo,
         options: CleanOptions | None = None,
-        now: Clock = _utc_now,
+        now: Clock = utc_now,
         delete: DeleteFn | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:

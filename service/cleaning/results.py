@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from service.json_output import fields_json
+
 
 @dataclass(frozen=True)
 class PartitionSummary:
@@ -109,17 +111,15 @@ def render_result(result: CleanRunResult) -> str:
     return "\n".join(lines)
 
 
+_RUN_FIELDS = (
+    "table", "dry_run", "skipped_reason", "commits_since_last_clean", "files_planned", "files_deleted",
+    "files_already_gone", "bytes_deleted", "duration_seconds",
+)  # fmt: skip
+
+
 def result_to_json(result: CleanRunResult) -> dict[str, Any]:
     """One JSON object for `clean --json`: the run's totals, then each clean with its partitions and files."""
     return {
-        "table": result.table,
-        "dry_run": result.dry_run,
-        "skipped_reason": result.skipped_reason,
-        "commits_since_last_clean": result.commits_since_last_clean,
-        "files_planned": result.files_planned,
-        "files_deleted": result.files_deleted,
-        "files_already_gone": result.files_already_gone,
-        "bytes_deleted": result.bytes_deleted,
-        "duration_seconds": round(result.duration_seconds, 3),
+        **fields_json(result, _RUN_FIELDS),
         "cleans": [{**asdict(c), "duration_seconds": round(c.duration_seconds, 3)} for c in result.cleans],
     }

@@ -12,7 +12,7 @@ import fastavro
 from service.config.cleaning import CleanConfig
 from service.errors import CorruptTableError
 from service.table import codecs
-from service.table.codecs import CleanMetadata, RequestedReplaceMetadata
+from service.table.codecs import CleanMetadata
 from service.table.instant import Action, Instant
 from service.table.paths import Refused, check_partition_path
 from service.table.table import HudiTable
@@ -97,12 +97,10 @@ def pending_clustering_file_names(table: HudiTable, timeline: Timeline) -> froze
     """Names of the base and log files the slices of every pending clustering plan read."""
     names: set[str] = set()
     for instant in timeline.by_actions([Action.REPLACE_COMMIT]).pending():
-        plan = table.facts_reader.requested_plan(instant, RequestedReplaceMetadata)
-        if plan is None or not plan.is_clustering or plan.clustering_plan is None:
-            continue
-        for group in plan.clustering_plan.input_groups or ():
-            for info in group.slices or ():
-                paths = [info.data_file_path or "", *(info.delta_file_paths or ())]
+        plan = table.facts_reader.clustering_plan(instant, file_names_only=True)
+        for group in plan.groups if plan is not None else ():
+            for s in group.slices:
+                paths = [s.base_file_path, *s.log_file_paths]
                 names.update(posixpath.basename(p) for p in paths if p)
     return frozenset(names)
 

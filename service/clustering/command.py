@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
 from service.clustering.orchestrator import (
     ClusteringResult,
-    execute_clustering,
+    ScheduleOutcome,
     purge_pending_clustering,
     schedule_clustering,
 )
@@ -22,10 +23,12 @@ from service.clustering.records import read_clustering_plan
 from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
+from service.json_output import fields_json
+from service.table.clustering_plan import PlannedClustering
 from service.table.heartbeat import HeartbeatSettings
+from service.table.instant import Action
 from service.table.properties import TableServiceKind
-from strategies.clustering.model import PlannedClustering
-from strategies.clustering.trigger import pending_clustering_instants
+from strategies.clustering.trigger import TriggerMode, pending_clustering_instants
 
 MODES = ("schedule", "execute", "scheduleAndExecute", "purgePending")
 
@@ -84,19 +87,14 @@ class _Reply:
         return code
 
 
+_RESULT_FIELDS = (
+    "instant_time", "committed", "rolled_back", "reason", "groups", "input_files", "input_bytes",
+    "output_files", "output_bytes", "duration_seconds",
+)  # fmt: skip
+
+
 def result_to_json(result: ClusteringResult) -> dict[str, Any]:
-    return {
-        "instant_time": result.instant_time,
-        "committed": result.committed,
-        "rolled_back": result.rolled_back,
-        "reason": result.reason,
-        "groups": result.groups,
-        "input_files": result.input_files,
-        "input_bytes": result.input_bytes,
-        "output_files": result.output_files,
-        "output_bytes": result.output_bytes,
-        "duration_seconds": round(result.duration_seconds, 3),
-    }
+    return fields_json(result, _RESULT_FIELDS)
 
 
 def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
@@ -119,10 +117,43 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
         report = plan_report(plan, instant_time, ctx.config.clustering, ctx.table.storage)
         reply.say(render_plan(report), plan=plan_to_json(report))
 
-    instant_time: str | None = args.instant_time
-    if args.mode in ("schedule", "scheduleAndExecute") and not (
-        args.mode == "scheduleAndExecute" and _pending(ctx)
-    ):
+    if args.mode == "schedule" or args.dry_run:
+        return _preview(args, ctx, reply, show, now)
+
+    class Shown(ClusteringPassListener):
+        def on_scheduled(self, outcome: ScheduleOutcome) -> None:
+            if outcome.plan is None:
+                reply.say(f"nothing scheduled: {outcome.reason}", reason=outcome.reason)
+            else:
+                show(outcome.plan, outcome.instant_time)
+
+    options = ClusteringPassOptions(TriggerMode.MANUAL, schedule=args.mode == "scheduleAndExecute")
+    executor = SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
+    try:
+        passed = Clusterer(
+            ctx.table, ctx.config, ctx.lock, ctx.zone, executor.run_group, options, listener=Shown()
+        ).run(scheduled_at=now, instant_time=args.instant_time)
+    finally:
+        executor.stop()
+    result = passed.result
+    if result is None:
+        if passed.scheduled is None:
+            reason = "no pending clustering plan to execute"
+            reply.say(reason, reason=reason)
+        return reply.finish(0)
+    reply.say(render_result(result), result=result_to_json(result))
+    return reply.finish(1 if result.rolled_back else 0)
+
+
+def _preview(
+    args: argparse.Namespace,
+    ctx: CommandContext,
+    reply: _Reply,
+    show: Callable[[PlannedClustering, str | None], None],
+    now: datetime,
+) -> int:
+    """`schedule`, and every mode's dry run: write a plan (schedule only) or show one; execute nothing."""
+    if not (args.mode == "execute" or (args.mode == "scheduleAndExecute" and _pending(ctx))):
         outcome = schedule_clustering(
             ctx.table, ctx.config, ctx.lock, now=now, zone=ctx.zone, dry_run=args.dry_run
         )
@@ -130,30 +161,15 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
             reply.say(f"nothing scheduled: {outcome.reason}", reason=outcome.reason)
             return reply.finish(0)
         show(outcome.plan, outcome.instant_time)
-        if args.mode == "schedule" or args.dry_run:
-            return reply.finish(0)
-        instant_time = outcome.instant_time
-
+        return reply.finish(0)
     pending = _pending(ctx)
-    instant_time = instant_time or (pending[0] if pending else None)
+    instant_time = args.instant_time or (pending[0] if pending else None)
     if instant_time is None:
         reason = "no pending clustering plan to execute"
         reply.say(reason, reason=reason)
         return reply.finish(0)
-    if args.dry_run:
-        from service.table.instant import Action
-
-        instant = ctx.table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
-        if instant is None:
-            raise HudiTableServiceError(f"{ctx.table.base_uri}: no pending clustering at {instant_time}")
-        show(read_clustering_plan(ctx.table, instant), instant_time)
-        return reply.finish(0)
-    executor = SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
-    try:
-        result = execute_clustering(
-            ctx.table, instant_time, ctx.config, executor.run_group, ctx.lock, zone=ctx.zone
-        )
-    finally:
-        executor.stop()
-    reply.say(render_result(result), result=result_to_json(result))
-    return reply.finish(1 if result.rolled_back else 0)
+    instant = ctx.table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
+    if instant is None:
+        raise HudiTableServiceError(f"{ctx.table.base_uri}: no pending clustering at {instant_time}")
+    show(read_clustering_plan(ctx.table, instant), instant_time)
+    return reply.finish(0)

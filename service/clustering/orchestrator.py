@@ -33,6 +33,7 @@ from service.rollback import rollback_instant
 from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
+from service.table.clustering_plan import PlannedClustering
 from service.table.fs_view import FileGroupId
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
@@ -40,7 +41,6 @@ from service.table.markers import delete_marker_dir, list_markers
 from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
-from strategies.clustering.model import PlannedClustering
 from strategies.clustering.size_based import plan_clustering
 from strategies.clustering.trigger import (
     ClusteringStep,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.config.clustering import SORT_COLUMNS_KEY, ClusteringConfig
+from service.table.clustering_plan import PlannedClustering, PlannedSlice
 from service.table.storage import Storage
-from strategies.clustering.model import PlannedClustering, PlannedSlice
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from service.config.hoodie import HoodieConfig
 from service.errors import HudiTableServiceError, PlanRefusedError
 from service.table.avro_schema import parse_avro_schema, with_meta_fields
 from service.table.base_file_writer import parquet_writer_options
+from service.table.clustering_plan import PlannedClustering
 from service.table.key_generator import VirtualKeyGenerator
 from service.table.table import HudiTable
-from strategies.clustering.model import PlannedClustering
 from strategies.layout.rank import is_supported
 
 

@@ -29,7 +29,7 @@ class HudiTable:
     _timeline: Timeline | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.facts_reader = TimelineFactsReader(self.storage)
+        self.facts_reader = TimelineFactsReader(self.storage, self.path_guard)
 
     @classmethod
     def open(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar, cast
 
 from service.errors import CorruptTableError
+from service.table.clustering_plan import PlannedClustering, decode_clustering_plan
 from service.table.codecs import (
     AvroRootModel,
     CommitMetadata,
@@ -24,6 +25,7 @@ from service.table.codecs import (
 )
 from service.table.fs_view import FileGroupId, TimelineFacts
 from service.table.instant import Action, Instant, State
+from service.table.paths import PathGuard
 from service.table.storage import Storage
 from service.table.timeline import Timeline, instant_path
 
@@ -34,8 +36,9 @@ _CACHE_LIMIT = 20_000
 
 
 class TimelineFactsReader:
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, path_guard: Callable[[str], PathGuard]) -> None:
         self._storage = storage
+        self._path_guard = path_guard  # `HudiTable.path_guard`: confinement for paths of a stored file
         self._cache: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -73,6 +76,22 @@ class TimelineFactsReader:
             return False
         return self.derived(
             requested, "is_clustering", lambda: self._read(requested, RequestedReplaceMetadata).is_clustering
+        )
+
+    def clustering_plan(self, instant: Instant, *, file_names_only: bool) -> PlannedClustering | None:
+        """The typed clustering plan the `.requested` file of `instant` holds, confined to the table
+        (`decode_clustering_plan`, whose `file_names_only` is passed on); None when there is no such
+        file or it is not a clustering plan (cached like decoded files)."""
+        requested = self.requested_plan(instant, RequestedReplaceMetadata)
+        if requested is None or not requested.is_clustering or requested.clustering_plan is None:
+            return None
+        requested_file = Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED)
+        guard = self._path_guard(self._storage.qualify(instant_path(requested_file)))
+        kind = f"{PlannedClustering.__name__}:{'names' if file_names_only else 'paths'}"
+        return self.derived(
+            requested_file,
+            kind,
+            lambda: decode_clustering_plan(requested, guard, file_names_only=file_names_only),
         )
 
     def _decode_file(self, instant: Instant, model_type: type[M]) -> M:
@@ -127,12 +146,9 @@ class TimelineFactsReader:
                 # every write stat as the full decode does, without building the models.
                 self.commit_summary(instant)
             elif instant.action is Action.REPLACE_COMMIT:
-                plan = self.requested_plan(instant, RequestedReplaceMetadata)
-                if plan is None or not plan.is_clustering or plan.clustering_plan is None:
-                    continue
-                for group in plan.clustering_plan.input_groups or ():
-                    for s in group.slices or ():
-                        fg_id = (s.partition_path or "", s.file_id or "")
+                plan = self.clustering_plan(instant, file_names_only=True)
+                for group in plan.groups if plan is not None else ():
+                    for fg_id in group.file_group_ids:
                         if fg_id in pending_clustering:
                             raise CorruptTableError(
                                 f"file group {fg_id} is in two pending clustering plans "

@@ -8,12 +8,7 @@ takes the timeline and a reader of `.requested` plans. Nothing here writes to st
 from __future__ import annotations
 
 from strategies.clustering.java_order import java_hash_set_order, java_string_hash
-from strategies.clustering.model import (
-    PlannedClustering,
-    PlannedGroup,
-    PlannedSlice,
-    group_metrics,
-)
+from strategies.clustering.model import group_metrics
 from strategies.clustering.partition_filter import (
     candidate_partitions,
     day_rolling,
@@ -50,9 +45,6 @@ __all__ = [
     "ClusteringStep",
     "EligibilityCounts",
     "PlanOutcome",
-    "PlannedClustering",
-    "PlannedGroup",
-    "PlannedSlice",
     "RequestedPlanReader",
     "TriggerDecision",
     "TriggerMode",

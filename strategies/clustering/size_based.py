@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from service.config.clustering import ClusteringConfig
+from service.table.clustering_plan import PlannedClustering, PlannedGroup, PlannedSlice
 from service.table.fs_view import FileSlice, FileSystemView
 from strategies.clustering.java_order import java_hash_set_order
-from strategies.clustering.model import PlannedClustering, PlannedGroup, PlannedSlice, group_metrics
+from strategies.clustering.model import group_metrics
 from strategies.clustering.partition_filter import select_partitions
 
 DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES = 125_829_120  # hoodie.parquet.max.file.size

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from service.config.daemon import load_daemon_config, parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
+from service.daemon.reload import table_changes
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -113,3 +114,21 @@ def test_reload_changed_entry_lifts_quarantine(tmp_path: Path) -> None:
     assert not runtime.quarantined and runtime.entry.hoodie.clean.commits_retained == 2
     assert daemon.run_iteration(runtime, clean, NOW) is Outcome.FAILED  # tried again (still broken)
     assert daemon.metrics.registry.get_sample_value("hudi_table_service_tables_quarantined") == 1
+
+
+def test_table_changes_names_removed_and_fresh_entries(tmp_path: Path) -> None:
+    bases = {name: tmp_path / name for name in ("kept", "gone", "tuned", "new")}
+    old = parse_daemon_config(_config({n: bases[n] for n in ("kept", "gone", "tuned")}))
+    current = {entry.name: entry for entry in old.tables}
+    new = parse_daemon_config(
+        _config({n: bases[n] for n in ("kept", "tuned", "new")}).replace(
+            f"name: tuned, base_path: '{bases['tuned']}', clustering: {{enabled: false}}",
+            f"name: tuned, base_path: '{bases['tuned']}', clustering: {{enabled: true}}",
+        )
+    )
+    changes = table_changes(current, old.daemon, new)
+    assert changes.removed == ("gone",)
+    assert [e.name for e in changes.fresh] == ["tuned", "new"]
+    # A new poll interval reschedules every table, changed or not.
+    slower = parse_daemon_config(_config({n: bases[n] for n in ("kept", "gone", "tuned")}, poll=1.0))
+    assert [e.name for e in table_changes(current, old.daemon, slower).fresh] == ["kept", "gone", "tuned"]

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 from service.config.clustering import ClusteringConfig
 from service.config.hoodie import HoodieConfig
+from service.table.clustering_plan import PlannedGroup
 from service.table.data_files import base_file_name
 from service.table.fs_view import FileGroupId, FileSystemView, TimelineFacts
 from service.table.instant import Action, Instant, State
 from service.table.storage import FileStatus
 from service.table.timeline import Timeline
-from strategies.clustering import PlannedGroup
 from tests.support.fixtures import ts
 
 MB = 1024 * 1024

@@ -16,10 +16,11 @@ from service.config.clustering import ClusteringConfig
 from service.config.hoodie import HoodieConfig
 from service.lock import InProcessTableLock
 from service.table import codecs
+from service.table.clustering_plan import PlannedClustering
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, next_instant_time
-from strategies.clustering import PlannedClustering, java_hash_set_order, plan_clustering
+from strategies.clustering import java_hash_set_order, plan_clustering
 from tests.support import hudi_tables as ht
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 from tests.support.histories import HudiHistory

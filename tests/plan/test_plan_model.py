@@ -6,15 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from service.clustering.records import decode_clustering_plan, requested_metadata
-from service.errors import CorruptTableError
+from service.clustering.records import requested_metadata
+from service.errors import CorruptTableError, PathOutsideTableError
 from service.table import codecs
+from service.table.clustering_plan import PlannedClustering, decode_clustering_plan
 from service.table.instant import Action, Instant, State
 from service.table.paths import PathGuard
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, instant_path
-from strategies.clustering import PlannedClustering, plan_clustering
+from strategies.clustering import plan_clustering
 from strategies.clustering.model import TOTAL_IO_READ_MB
 from tests.plan.snapshots import COMMIT, MB, NOW, base_name, config_of, fid, snapshot
 from tests.support.fixtures import FileSpec, FixtureTable, ts
@@ -141,3 +142,45 @@ def test_plan_written_to_fixture_table_is_seen_as_pending_clustering(tmp_path: P
     again = plan_clustering(after, config, NOW)
     assert again.plan is None
     assert "4 in pending clustering" in again.reason
+
+
+def test_decode_file_names_only_names_files_in_their_partition(tmp_path: Path) -> None:
+    """A table copied elsewhere keeps its plans' absolute paths: readers of file groups and file
+    names (view, cleaner, rollback) still read them; execution's full confinement refuses them."""
+    old = Storage.for_base_uri(str(tmp_path / "old"))
+    new = Storage.for_base_uri(str(tmp_path / "new"))
+    plan = _plan()
+    requested = requested_metadata(plan, old)
+    names = decode_clustering_plan(requested, _guard(new, "plan"), file_names_only=True)
+    assert names.input_file_groups == plan.input_file_groups
+    assert [s.base_file_path for g in names.groups for s in g.slices] == [
+        s.base_file_path for g in plan.groups for s in g.slices
+    ]
+    with pytest.raises(PathOutsideTableError, match="dataFilePath"):
+        decode_clustering_plan(requested, _guard(new, "plan"))
+
+
+def test_pending_plan_with_a_partition_outside_the_table_refuses_the_view(tmp_path: Path) -> None:
+    """The view's pending file groups come from the one decoder, so its partition confinement holds."""
+    fixture = FixtureTable(tmp_path / "t")
+    fixture.commit(
+        ts(1), [FileSpec("p1", fid("a"), size_hint=4000), FileSpec("p1", fid("b"), size_hint=4000)]
+    )
+    table = HudiTable.open(str(tmp_path / "t"))
+    outcome = plan_clustering(table.load_view(), config_of({}), NOW)
+    assert outcome.plan is not None
+    requested = requested_metadata(outcome.plan, table.storage)
+    assert requested.clustering_plan is not None
+    group = (requested.clustering_plan.input_groups or ())[0]
+    hostile_slices = tuple(s.model_copy(update={"partition_path": "../p1"}) for s in group.slices or ())
+    hostile = requested.model_copy(
+        update={
+            "clustering_plan": requested.clustering_plan.model_copy(
+                update={"input_groups": (group.model_copy(update={"slices": hostile_slices}),)}
+            )
+        }
+    )
+    instant = Instant(ts(2), Action.REPLACE_COMMIT, State.REQUESTED)
+    create_instant_file(table.storage, instant, codecs.encode(hostile))
+    with pytest.raises(PathOutsideTableError, match="partitionPath"):
+        table.load_view()

@@ -1,0 +1,159 @@
+"""A served table's runtime state: its config entry, the opened table and lock, refusal and failures.
+
+A table a service must not touch yet (`TableConfig.check_service_supported`: clustering of
+merge-on-read) is *refused* for it, not failing: `open` records a whole-table refusal with the
+`hoodie.properties` stamp it was read from, and the table is re-evaluated when that file or its
+config entry changes; `refused_services` names the services refused one by one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from enum import StrEnum
+
+from service.config.daemon import TableEntry
+from service.errors import TableServicesRefusedError
+from service.lock import create_lock
+from service.lock.base import TableLock
+from service.lock.kazoo_pool import KazooClientPool
+from service.table.properties import PROPERTIES_FILE, TableServiceKind
+from service.table.storage import Storage
+from service.table.table import HudiTable
+from service.table.timeline import METAFOLDER
+
+log = logging.getLogger(__name__)
+
+
+class TableService(StrEnum):
+    CLUSTERING = "clustering"
+    CLEANING = "cleaning"
+
+
+class Outcome(StrEnum):
+    DONE = "done"  # the tick ran (whether or not there was work)
+    FAILED = "failed"
+    BACKING_OFF = "backing_off"
+    QUARANTINED = "quarantined"
+    REFUSED = "refused"  # the services must not touch this table (yet); not a failure
+    STOPPING = "stopping"
+    OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    at: datetime
+    service: TableService
+    error: str
+
+
+PropertiesStamp = tuple[str, int, int | None]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the services refuse a table, and the `hoodie.properties` (size, mtime) it was read from."""
+
+    reason: str
+    properties: PropertiesStamp
+
+
+@dataclass
+class TableRuntime:
+    """A served table: its config entry, the opened table and lock (lazily), and its failure state."""
+
+    entry: TableEntry
+    lock_provider: str
+    history_size: int = 10
+    table: HudiTable | None = None
+    lock: TableLock | None = None
+    zone: tzinfo | None = None
+    consecutive_failures: dict[TableService, int] = field(default_factory=dict)
+    retry_at: dict[TableService, datetime] = field(default_factory=dict)
+    errors: deque[FailureRecord] = field(init=False)
+    quarantined_at_timeline: tuple[tuple[str, int], ...] | None = None
+    refusal: Refusal | None = None
+    refused_services: set[TableService] = field(default_factory=set)
+    # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
+    kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
+    guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.errors = deque(maxlen=self.history_size)
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def quarantined(self) -> bool:
+        return self.quarantined_at_timeline is not None
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
+    def open(self) -> tuple[HudiTable, TableLock, tzinfo]:
+        """The table, its lock and zone; TableServicesRefusedError (logged once) for a refused table."""
+        with self.guard:
+            if self.refusal is not None:
+                raise TableServicesRefusedError(self.refusal.reason)
+            if self.table is None or self.lock is None or self.zone is None:
+                settings = self.entry.settings
+                stamp = self.properties_stamp()  # before reading: a later change is seen as one
+                table = HudiTable.open(settings.base_path, settings.storage_options)
+                try:
+                    table.config.check_service_supported(TableServiceKind.CLEANING, table.base_uri)
+                except TableServicesRefusedError as exc:
+                    self.refusal = Refusal(str(exc), stamp)
+                    log.warning(
+                        "table %s: refused until hoodie.properties or its config entry changes: %s",
+                        self.name, exc,
+                    )  # fmt: skip
+                    raise
+                zone = table.timeline_zone(self.entry.zone)
+                props = {**self.entry.hoodie.effective(), "hoodie.base.path": table.base_uri}
+                self.table, self.lock, self.zone = (
+                    table,
+                    create_lock(self.lock_provider, table.name, props, pool=self.kazoo_pool),
+                    zone,
+                )
+            return self.table, self.lock, self.zone
+
+    def properties_stamp(self) -> PropertiesStamp:
+        """`hoodie.properties`'s (size, mtime): one stat, cheaper than a `.hoodie` listing. Hudi
+        rewrites the file (`HoodieTableConfig.modify`: backup, delete, write), so its mtime moves."""
+        settings = self.entry.settings
+        try:
+            storage = Storage.for_base_uri(settings.base_path, settings.storage_options)
+            status = storage.status(PROPERTIES_FILE)
+        except Exception as exc:  # unreachable: stays as it is until it answers
+            return (f"<unreadable {type(exc).__name__}>", 0, None)
+        return ("<absent>", 0, None) if status is None else ("", status.size, status.mtime_ns)
+
+    def lift_refusal(self, refusal: Refusal) -> None:
+        """Check the table again on the next open; a no-op if the other service's tick already did
+        (and perhaps refused it anew, which must stand)."""
+        with self.guard:
+            if self.refusal is refusal:
+                self.refusal = None
+
+    def forget_table(self) -> None:
+        """Reopen on the next tick: hoodie.properties may have been what failed.
+
+        The lock is not released here: the other service's tick may hold it (every use is a `with`).
+        """
+        with self.guard:
+            self.table = self.lock = self.zone = None
+
+    def timeline_signature(self) -> tuple[tuple[str, int], ...]:
+        """`.hoodie`'s files (name, size): any new, completed or removed instant changes it."""
+        settings = self.entry.settings
+        try:
+            storage = Storage.for_base_uri(settings.base_path, settings.storage_options)
+            return tuple(sorted((s.name, s.size) for s in storage.list_dir(METAFOLDER) if not s.is_dir))
+        except Exception as exc:  # an unreachable table stays quarantined
+            return (("<unlistable>", 0), (type(exc).__name__, 0))

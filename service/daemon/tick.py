@@ -1,0 +1,227 @@
+"""One tick of one table service, its outcome, and the failure bookkeeping around it.
+
+- cleaning: `Cleaner.run()` (checks Hudi's trigger itself and finishes pending clean plans first);
+- clustering: `Clusterer.run()` with Hudi's ASYNC trigger: a pending plan (ours or a Java writer's)
+  is executed before a new one is scheduled, and a newly scheduled plan is executed in the same tick.
+Semaphores cap concurrent clusterings and cleans across tables, so a slow table delays only work of
+its own kind. Every exception of a tick is caught, logged once with the table, counted, and retried
+with capped exponential backoff; after `quarantine_after` consecutive failures the table is
+quarantined until its config entry or its timeline (the `.hoodie` listing) changes. A refused table
+(`TableRuntime.open`) is not failing: no failure counted, no quarantine; each tick only stats
+`hoodie.properties`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+
+from service.cleaning import Cleaner, CleanOptions
+from service.cleaning.snapshot import read_last_clean
+from service.clock import Clock
+from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
+from service.config.daemon import DaemonSettings
+from service.daemon.runtime import FailureRecord, Outcome, TableRuntime, TableService
+from service.errors import InstantOwnedError, TableServicesRefusedError
+from service.executor import SparkExecutor
+from service.lock.base import TableLock
+from service.metrics import ServiceMetrics
+from service.table.properties import TableServiceKind
+from service.table.table import HudiTable
+from service.table.timeline import Timeline, parse_instant_time
+from strategies.cleaning.trigger import commits_since_last_clean
+from strategies.clustering.trigger import (
+    TriggerDecision,
+    TriggerMode,
+    clustering_due,
+    pending_clustering_instants,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TableTicker:
+    """Runs ticks for the daemon: reads its current settings, slots and runtimes (all shared with
+    it, so a config reload takes effect on the next tick)."""
+
+    metrics: ServiceMetrics
+    executor: SparkExecutor
+    clock: Clock
+    settings: Callable[[], DaemonSettings]
+    slots: Mapping[TableService, threading.BoundedSemaphore]
+    runtimes: Mapping[str, TableRuntime]
+    stopping: threading.Event
+
+    def run_iteration(self, runtime: TableRuntime, service: TableService, now: datetime) -> Outcome:
+        """One tick of one table service; never raises (failures are logged, counted and backed off)."""
+        if self.stopping.is_set():
+            return Outcome.STOPPING
+        refusal = runtime.refusal
+        if refusal is not None:
+            if runtime.properties_stamp() == refusal.properties:
+                return Outcome.REFUSED
+            log.info("table %s: hoodie.properties changed; checking again whether it is served", runtime.name)
+            runtime.lift_refusal(refusal)
+        if runtime.quarantined:
+            if runtime.timeline_signature() == runtime.quarantined_at_timeline:
+                return Outcome.QUARANTINED
+            log.info("table %s: timeline changed; lifting its quarantine", runtime.name)
+            self._lift_quarantine(runtime)
+        retry_at = runtime.retry_at.get(service)
+        if retry_at is not None and now < retry_at:
+            return Outcome.BACKING_OFF
+        try:
+            if service is TableService.CLEANING:
+                self._clean(runtime)
+            else:
+                self._cluster(runtime, now)
+        except TableServicesRefusedError as exc:
+            if runtime.refusal is None and service not in runtime.refused_services:  # one service only
+                runtime.refused_services.add(service)
+                log.warning("table %s: %s refused: %s", runtime.name, service, exc)
+            self.metrics.table_refused.labels(runtime.name).set(1)
+            return Outcome.REFUSED
+        except InstantOwnedError as exc:
+            # Another executor runs that instant (its heartbeat is alive): not a failure of ours, so no
+            # backoff and no quarantine; the next tick looks again.
+            self.metrics.instant_owned_elsewhere.labels(runtime.name, service).inc()
+            log.info("table %s: %s skipped this tick: %s", runtime.name, service, exc)
+            return Outcome.OWNED_ELSEWHERE
+        except Exception as exc:
+            if self.stopping.is_set() and isinstance(exc, InterruptedError):
+                return Outcome.STOPPING
+            self._record_failure(runtime, service, now, exc)
+            return Outcome.FAILED
+        if not runtime.refused_services:  # the gauge stays 1 while any service refuses the table
+            self.metrics.table_refused.labels(runtime.name).set(0)
+        runtime.consecutive_failures.pop(service, None)
+        runtime.retry_at.pop(service, None)
+        self.metrics.last_success_timestamp_seconds.labels(runtime.name, service).set(time.time())
+        return Outcome.DONE
+
+    def _clean(self, runtime: TableRuntime) -> None:
+        table, lock, zone = runtime.open()
+        options = CleanOptions(max_delete_fraction=self.settings().deletion.max_delete_fraction)
+        self._observe_lock(runtime.name, lock)
+        with self._slot(TableService.CLEANING):
+            result = Cleaner(table, runtime.entry.hoodie, lock, zone, options, now=self.clock).run()
+        name = runtime.name
+        if result.cleans:
+            self.metrics.run_duration_seconds.labels(name, TableService.CLEANING).observe(
+                result.duration_seconds
+            )
+            self.metrics.deleted_files.labels(name).inc(result.files_deleted)
+            self.metrics.deleted_bytes.labels(name).inc(result.bytes_deleted)
+        since = result.commits_since_last_clean
+        if since is None:  # the run cleaned (or looked at a pending clean): count on a fresh timeline
+            timeline = table.load_timeline()
+            since = commits_since_last_clean(timeline, read_last_clean(table, timeline))
+        self.metrics.commits_since_last_clean.labels(name).set(since)
+
+    def _cluster(self, runtime: TableRuntime, now: datetime) -> None:
+        table, lock, zone = runtime.open()
+        table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR: refused
+        self._observe_lock(runtime.name, lock)
+        name = runtime.name
+        options = ClusteringPassOptions(TriggerMode.ASYNC, purge_after=self.settings().failures.purge_after)
+        gauges = _ClusteringGauges(self, name, table, now, zone)
+        passed = Clusterer(
+            table, runtime.entry.hoodie, lock, zone, self.executor.run_group, options, now=self.clock,
+            slot=lambda: self._slot(TableService.CLUSTERING), listener=gauges,
+        ).run(scheduled_at=now)  # fmt: skip
+        result = passed.result
+        if result is None:
+            return
+        self.metrics.run_duration_seconds.labels(name, TableService.CLUSTERING).observe(
+            result.duration_seconds
+        )
+        if result.committed:
+            self.metrics.rewritten_files.labels(name).inc(result.output_files)
+            self.metrics.rewritten_bytes.labels(name).inc(result.output_bytes)
+        timeline = table.load_timeline()
+        decision = clustering_due(
+            timeline, runtime.entry.hoodie.clustering, TriggerMode.ASYNC, table.facts_reader
+        )
+        self.clustering_gauges(name, table, timeline, decision.commits_since_last_clustering, now, zone)
+
+    def clustering_gauges(
+        self, name: str, table: HudiTable, timeline: Timeline, commits: int, now: datetime, zone: tzinfo
+    ) -> None:
+        pending = pending_clustering_instants(timeline, table.facts_reader)
+        self.metrics.commits_since_last_clustering.labels(name).set(commits)
+        self.metrics.pending_clustering_plans.labels(name).set(len(pending))
+        age = (now - parse_instant_time(pending[0].timestamp, zone)).total_seconds() if pending else 0.0
+        self.metrics.oldest_pending_clustering_age_seconds.labels(name).set(max(age, 0.0))
+
+    @contextlib.contextmanager
+    def _slot(self, service: TableService) -> Iterator[None]:
+        """A global concurrency slot for `service`; gives up when the daemon stops."""
+        slots = self.slots[service]
+        while not slots.acquire(timeout=0.5):
+            if self.stopping.is_set():
+                raise InterruptedError("daemon is stopping")
+        try:
+            yield
+        finally:
+            slots.release()
+
+    def _observe_lock(self, name: str, lock: TableLock) -> None:
+        # Every acquisition is observed: a tick may lock several times (rollback, schedule, commit).
+        lock.on_wait = self.metrics.lock_wait_seconds.labels(name).observe
+        lock.on_hold = self.metrics.lock_hold_seconds.labels(name).observe
+
+    # ------------------------------------------------------------------ failure bookkeeping
+    def _record_failure(
+        self, runtime: TableRuntime, service: TableService, now: datetime, exc: Exception
+    ) -> None:
+        failures = self.settings().failures
+        count = runtime.consecutive_failures.get(service, 0) + 1
+        runtime.consecutive_failures[service] = count
+        runtime.errors.append(FailureRecord(now, service, f"{type(exc).__name__}: {exc}"))
+        self.metrics.failures.labels(runtime.name, service, type(exc).__name__).inc()
+        delay = min(failures.backoff_initial_seconds * 2 ** (count - 1), failures.backoff_max_seconds)
+        runtime.retry_at[service] = now + timedelta(seconds=delay)
+        runtime.forget_table()
+        log.error(
+            "table %s: %s failed (%d in a row; next try in %gs): %s: %s",
+            runtime.name, service, count, delay, type(exc).__name__, exc,
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )  # fmt: skip
+        if count >= failures.quarantine_after and not runtime.quarantined:
+            runtime.quarantined_at_timeline = runtime.timeline_signature()
+            self.update_quarantine_gauge()
+            log.error(
+                "table %s: quarantined after %d consecutive %s failures; it is retried when its config "
+                "entry or its timeline changes",
+                runtime.name, count, service,
+            )  # fmt: skip
+
+    def _lift_quarantine(self, runtime: TableRuntime) -> None:
+        runtime.quarantined_at_timeline = None
+        runtime.consecutive_failures.clear()
+        runtime.retry_at.clear()
+        self.update_quarantine_gauge()
+
+    def update_quarantine_gauge(self) -> None:
+        self.metrics.tables_quarantined.set(sum(r.quarantined for r in self.runtimes.values()))
+
+
+class _ClusteringGauges(ClusteringPassListener):
+    """Sets the clustering gauges from the trigger's decision before a (long) execution starts."""
+
+    def __init__(self, ticker: TableTicker, name: str, table: HudiTable, now: datetime, zone: tzinfo) -> None:
+        self._ticker, self._name, self._table, self._now, self._zone = ticker, name, table, now, zone
+
+    def on_decision(self, timeline: Timeline, decision: TriggerDecision) -> None:
+        self._ticker.clustering_gauges(
+            self._name, self._table, timeline, decision.commits_since_last_clustering, self._now, self._zone
+        )
+
+    def on_purged(self, instant_time: str) -> None:
+        self._ticker.metrics.clustering_plans_purged.labels(self._name).inc()
