@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import auto
 
 from service.config.hoodie_keys import (
     HOODIE_KEYS,
@@ -31,6 +31,7 @@ from service.config.hoodie_keys import (
     KeyGroup,
 )
 from service.config.reader import KeyReader
+from service.config.values import JavaEnum
 from service.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -44,15 +45,15 @@ LOCK_KEY_KEY = LOCK_ZK_LOCK_KEY
 PROVIDER_KEY = LOCK_PROVIDER
 
 
-class WriteConcurrencyMode(StrEnum):
-    SINGLE_WRITER = "SINGLE_WRITER"
-    OPTIMISTIC_CONCURRENCY_CONTROL = "OPTIMISTIC_CONCURRENCY_CONTROL"
+class WriteConcurrencyMode(JavaEnum):
+    SINGLE_WRITER = auto()
+    OPTIMISTIC_CONCURRENCY_CONTROL = auto()
 
 
-class LockProviderKind(StrEnum):
-    ZOOKEEPER = "ZOOKEEPER"
-    IN_PROCESS = "IN_PROCESS"
-    UNSUPPORTED = "UNSUPPORTED"  # a Hudi provider the product does not implement (file system, metastore)
+class LockProviderKind(JavaEnum):
+    ZOOKEEPER = auto()
+    IN_PROCESS = auto()
+    UNSUPPORTED = auto()  # a Hudi provider the product does not implement (file system, metastore)
 
 
 _PROVIDERS = {

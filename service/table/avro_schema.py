@@ -59,6 +59,18 @@ def record_name_and_namespace(table_name: str) -> tuple[str, str]:
 
 
 # --------------------------------------------------------------------------- Arrow normalisation
+
+# Arrow types Hudi's Avro schemas cannot hold (AvroConversionUtils has no mapping for them).
+_NO_AVRO_EQUIVALENT = (
+    pa.types.is_uint64,
+    pa.types.is_null,
+    pa.types.is_duration,
+    pa.types.is_interval,
+    pa.types.is_union,
+    pa.types.is_list_view,
+    pa.types.is_large_list_view,
+)
+
 def normalize_arrow_type(dtype: pa.DataType, path: str = "") -> pa.DataType:
     """The Arrow type a column is written as, so that its Parquet type is what Hudi's writer uses.
 
@@ -103,15 +115,7 @@ def normalize_arrow_type(dtype: pa.DataType, path: str = "") -> pa.DataType:
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
         element = _normalize_field(dtype.value_field, path)
         return pa.large_list(element) if pa.types.is_large_list(dtype) else pa.list_(element)
-    if (
-        pa.types.is_uint64(dtype)
-        or pa.types.is_null(dtype)
-        or pa.types.is_duration(dtype)
-        or pa.types.is_interval(dtype)
-        or pa.types.is_union(dtype)
-        or pa.types.is_list_view(dtype)
-        or pa.types.is_large_list_view(dtype)
-    ):
+    if any(has_no_avro_type(dtype) for has_no_avro_type in _NO_AVRO_EQUIVALENT):
         raise HudiTableServiceError(f"column {path!r}: Arrow type {dtype} has no Hudi/Avro equivalent")
     return dtype
 

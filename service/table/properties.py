@@ -6,10 +6,11 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
+from enum import StrEnum, auto
 
 from service.config import java_properties
 from service.config.hoodie import TimelineTimezone
+from service.config.values import JavaEnum
 from service.errors import (
     CorruptTableError,
     NotAHudiTableError,
@@ -31,9 +32,11 @@ class TableServiceKind(StrEnum):
     CLEANING = "cleaning"
 
 
-class TableType(StrEnum):
-    COPY_ON_WRITE = "COPY_ON_WRITE"
-    MERGE_ON_READ = "MERGE_ON_READ"
+class TableType(JavaEnum):
+    """`hoodie.table.type`: Hudi's `HoodieTableType` constant names."""
+
+    COPY_ON_WRITE = auto()
+    MERGE_ON_READ = auto()
 
 
 def table_checksum(database_name: str, table_name: str) -> int:

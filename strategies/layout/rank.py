@@ -65,14 +65,17 @@ def normalize_column(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return values
 
 
+_BINARY_LIKE = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_fixed_size_binary,
+)
+
+
 def is_binary_like(data_type: pa.DataType) -> bool:
-    return (
-        pa.types.is_string(data_type)
-        or pa.types.is_large_string(data_type)
-        or pa.types.is_binary(data_type)
-        or pa.types.is_large_binary(data_type)
-        or pa.types.is_fixed_size_binary(data_type)
-    )
+    return any(is_type(data_type) for is_type in _BINARY_LIKE)
 
 
 def _is_integer_like(data_type: pa.DataType) -> bool:
