@@ -1,8 +1,9 @@
 """The demo's writer: Hudi's own Spark writer (the 0.15.0 bundle) appending batches to a COW table.
 
 This is the only product code that touches the Hudi bundle: the demo needs a real streaming-style
-writer beside the table service, and that writer is Hudi itself. It uses the configuration a daemon
-deployment needs (metadata table off, automatic table services off; optimistic concurrency with the
+writer beside the table service, and that writer is Hudi itself. It keeps Hudi's defaults where a
+daemon deployment can (the metadata table on, with its `files` partition only, which the service keeps
+in sync) and sets what it needs (automatic table services off; optimistic concurrency with the
 ZooKeeper lock when `zk_connect` is given).
 """
 
@@ -86,7 +87,6 @@ def demo_writer_options(
         "hoodie.datasource.write.precombine.field": "updated_at",
         "hoodie.datasource.write.partitionpath.field": "city",
         "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
-        "hoodie.metadata.enable": "false",
         "hoodie.clean.automatic": "false",
         "hoodie.clustering.inline": "false",
         "hoodie.clustering.async.enabled": "false",

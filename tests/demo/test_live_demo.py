@@ -10,6 +10,7 @@ import pytest
 
 from service.demo.live import add_demo_arguments, run_demo
 from service.table.instant import Action
+from service.table.mdt.timeline import load_mdt_timeline
 from service.table.table import HudiTable
 from tests.support.ports import free_port
 
@@ -27,8 +28,19 @@ def test_live_demo_clusters_cleans_and_keeps_every_order(
     )  # fmt: skip
     assert run_demo(args) == 0  # the demo's own check: Hudi reads every order once, latest value
     out = capsys.readouterr().out
+    assert "(Hudi's reader, metadata table): " in out
+    assert "(Hudi's reader, storage listing): " in out
+    assert "MISMATCH" not in out
     assert "every order exactly once with its latest value" in out
+    assert "verify (metadata table vs storage listing): the same rows from the same files" in out
     [table_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
-    timeline = HudiTable.open(str(table_dir)).load_timeline().completed()
-    assert any(i.action is Action.REPLACE_COMMIT for i in timeline), "the daemon clustered"
-    assert any(i.action is Action.CLEAN for i in timeline), "the daemon cleaned"
+    table = HudiTable.open(str(table_dir))
+    # Hudi's defaults: the writer built the metadata table with its files partition only.
+    assert table.config.metadata_partitions == ["files"]
+    timeline = table.load_timeline().completed()
+    ours = [i for i in timeline if i.action in (Action.REPLACE_COMMIT, Action.CLEAN)]
+    assert any(i.action is Action.REPLACE_COMMIT for i in ours), "the daemon clustered"
+    assert any(i.action is Action.CLEAN for i in ours), "the daemon cleaned"
+    # Every instant the daemon completed was mirrored into the MDT as a deltacommit of the same time.
+    mdt_done = {i.timestamp for i in load_mdt_timeline(table.storage).completed()}
+    assert {i.timestamp for i in ours} <= mdt_done
