@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from service.errors import (
     CorruptTableError,
     MetadataTableBusyError,
-    TableServicesRefusedError,
     UnsupportedTableError,
 )
 from service.table.codecs.clean import CleanMetadata
@@ -306,16 +305,6 @@ def _remove_blocks_of(storage: Storage, state: MdtState, instant_time: str) -> N
 def _delete_instant_files(storage: Storage, instant_time: str, states: Sequence[State]) -> None:
     for state in states:
         storage.delete_file(f"{MDT_METAFOLDER}/{Instant(instant_time, Action.DELTA_COMMIT, state).file_name}")
-
-
-def refuse_unsynced_service(storage: Storage, config: TableConfig, service: str) -> None:
-    """A service whose commits are not mirrored into the MDT yet must not run on a table with it."""
-    if mdt_sync_required(config):
-        raise TableServicesRefusedError(
-            f"table {config.name!r} at {storage.base_uri} has the metadata table on; {service} does not "
-            "update it yet (its files would be missing from MDT listings). Run writers with "
-            "hoodie.metadata.enable=false once to serve this table."
-        )
 
 
 def deltacommit_metadata(file_slice: FilesSlice, append: LogAppend | None) -> CommitMetadata:
