@@ -44,7 +44,7 @@ from service.table import codecs
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
-from service.table.listing_check import verified_storage_view
+from service.table.listing_check import check_mdt_listing, verified_storage_view
 from service.table.mdt.commit import clean_records, sync_files_partition
 from service.table.mdt.records import FilesRecord
 from service.table.paths import PathGuard
@@ -168,7 +168,7 @@ class Cleaner:
         files = {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
         # Planned on the MDT's listing when the table has one: a plan is written (and any cleaner,
         # Hudi's too, may run it) only once storage agrees on its partitions.
-        verified_storage_view(self.table, timeline, set(files) | set(plan.partitions_to_be_deleted))
+        check_mdt_listing(self.table, timeline, set(files) | set(plan.partitions_to_be_deleted))
         checked = check_plan(
             self.table,
             "(new plan)",

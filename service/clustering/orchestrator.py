@@ -37,7 +37,7 @@ from service.table.clustering_plan import PlannedClustering
 from service.table.fs_view import FileGroupId
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
-from service.table.listing_check import verified_storage_view
+from service.table.listing_check import check_mdt_listing, verified_storage_view
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.table import HudiTable
@@ -328,7 +328,7 @@ def schedule_clustering(
             return ScheduleOutcome(None, None, outcome.reason)
         # Planned on the MDT's listing when the table has one: written only once storage agrees on
         # the plan's partitions (any executor, Hudi's too, would run it as written).
-        verified_storage_view(table, timeline, {g.partition_path for g in outcome.plan.groups})
+        check_mdt_listing(table, timeline, {g.partition_path for g in outcome.plan.groups})
         # A pending plan blocks writers' updates to its file groups: never write one that cannot run.
         check_plan_executable(table, config, outcome.plan, _readable_schema(table, timeline))
         if dry_run:

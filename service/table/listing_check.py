@@ -80,6 +80,13 @@ def check_listings_agree(
         )
 
 
+def check_mdt_listing(table: HudiTable, timeline: Timeline, partitions: Iterable[str]) -> None:
+    """With the MDT served, list `partitions` on storage and compare (`check_listings_agree`); a
+    table without the MDT is not listed at all."""
+    if table.lists_through_mdt:
+        verified_storage_view(table, timeline, partitions)
+
+
 def verified_storage_view(
     table: HudiTable, timeline: Timeline, partitions: Iterable[str], may_be_gone: Collection[str] = ()
 ) -> FileSystemView:
