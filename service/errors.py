@@ -109,3 +109,15 @@ class MetadataTableBusyError(InstantOwnedError):
     """The metadata table has work pending that Hudi's writers finish (an MDT compaction, an indexing,
     a restore; `instant` names it): like an instant owned elsewhere, the daemon skips the tick and the
     next one retries, rather than write around it."""
+
+
+class MetadataListingMismatchError(CorruptTableError):
+    """The metadata table's `files` listing and storage disagree on a committed data file: which one
+    is right cannot be known, so nothing destructive runs on the table (the message names the table,
+    partition, file, what the MDT says and what storage says)."""
+
+    def __init__(self, message: str, *, table: str, partition: str, file_name: str) -> None:
+        super().__init__(message)
+        self.table = table
+        self.partition = partition
+        self.file_name = file_name

@@ -187,7 +187,8 @@ def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
 
 def _listing_requests(table: HudiTable, instant: Instant) -> list[codecs.RollbackRequest]:
     partitions = affected_partitions(table, instant)
-    listing = table.list_partitions(partitions)
+    # Storage, never the MDT: a failed write's files are in no metadata table listing.
+    listing = table.list_storage_partitions(partitions)
     extension = table.config.base_file_extension
     requests = []
     for partition in sorted(listing):

@@ -13,7 +13,9 @@ from service.table.table import HudiTable
 def table_status(table: HudiTable) -> dict[str, Any]:
     """One JSON-ready object; other tools parse it, so keys only ever get added."""
     timeline = table.load_timeline()
-    view = table.load_view(timeline)
+    # Storage's listing: `uncommitted_files` counts pending and failed writes' files, which the
+    # metadata table never lists.
+    view = table.load_view(timeline, from_storage=True)
     pending = timeline.pending()
     return {
         "table": {

@@ -44,6 +44,7 @@ from service.table import codecs
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
+from service.table.listing_check import check_mdt_listing, verified_storage_view
 from service.table.mdt.commit import clean_records, sync_files_partition
 from service.table.mdt.records import FilesRecord
 from service.table.paths import PathGuard
@@ -165,6 +166,9 @@ class Cleaner:
         if plan is None:
             return "nothing to clean", None, None
         files = {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
+        # Planned on the MDT's listing when the table has one: a plan is written (and any cleaner,
+        # Hudi's too, may run it) only once storage agrees on its partitions.
+        check_mdt_listing(self.table, timeline, set(files) | set(plan.partitions_to_be_deleted))
         checked = check_plan(
             self.table,
             "(new plan)",
@@ -216,7 +220,11 @@ class Cleaner:
             instant.timestamp, codecs.decode(codecs.CleanerPlan, content, source), storage, guard
         )
         partitions = set(stored.files) | set(stored.partitions_to_be_deleted)
-        view = self.table.load_view(timeline, partitions=partitions)
+        # Storage's listing of the plan's partitions (pending writes' files included, which the guard
+        # refuses), checked against the MDT's first when the table has one. The plan's own files may
+        # be gone already: an interrupted attempt deleted them, the MDT drops them at completion.
+        planned = {path for paths in stored.files.values() for path in paths}
+        view = verified_storage_view(self.table, timeline, partitions, may_be_gone=planned)
         checked = check_plan(
             self.table,
             instant.timestamp,

@@ -37,6 +37,7 @@ from service.table.clustering_plan import PlannedClustering
 from service.table.fs_view import FileGroupId
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
+from service.table.listing_check import check_mdt_listing, verified_storage_view
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.table import HudiTable
@@ -152,8 +153,11 @@ def check_no_conflict(table: HudiTable, instant_time: str, plan: PlannedClusteri
     requested = Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED)
     if not table.storage.exists(instant_path(requested)):
         raise ConflictError(f"{table.base_uri}: clustering {instant_time} was rolled back by another process")
-    view = table.load_view(timeline)
-    for fg_id, base_instant in _base_instants(plan).items():
+    base_instants = _base_instants(plan)
+    # Storage's listing of the plan's partitions, checked against the MDT's when the table has one:
+    # a newer slice only one of them lists would otherwise be dropped by the replace.
+    view = verified_storage_view(table, timeline, {fg_id[0] for fg_id in base_instants})
+    for fg_id, base_instant in base_instants.items():
         group = view.file_groups.get(fg_id)
         if group is None or group.latest_slice is None:
             raise ConflictError(
@@ -322,6 +326,9 @@ def schedule_clustering(
         if outcome.plan is None:
             log.info("table %s: no clustering scheduled: %s", table.name, outcome.reason)
             return ScheduleOutcome(None, None, outcome.reason)
+        # Planned on the MDT's listing when the table has one: written only once storage agrees on
+        # the plan's partitions (any executor, Hudi's too, would run it as written).
+        check_mdt_listing(table, timeline, {g.partition_path for g in outcome.plan.groups})
         # A pending plan blocks writers' updates to its file groups: never write one that cannot run.
         check_plan_executable(table, config, outcome.plan, _readable_schema(table, timeline))
         if dry_run:

@@ -11,6 +11,7 @@ from service.config.hoodie import TimelineTimezone
 from service.errors import ConfigError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import FileSystemView
+from service.table.mdt.files_listing import files_partition_served, list_partitions_via_mdt
 from service.table.paths import PathGuard
 from service.table.properties import TableConfig, load_table_config
 from service.table.storage import FileStatus, Storage
@@ -73,10 +74,38 @@ class HudiTable:
         self._timeline = load_timeline(self.storage, self._timeline)
         return self._timeline
 
-    def list_partitions(self, only: Iterable[str] | None = None) -> dict[str, list[FileStatus]]:
-        """Partition path → files directly in it, discovered as Java does: by partition metafiles.
+    @property
+    def lists_through_mdt(self) -> bool:
+        """Whether listings come from the metadata table's `files` partition (see `list_partitions`)."""
+        return files_partition_served(self.config)
 
-        `only` restricts the listing to the given partitions (incremental cleaning).
+    def list_partitions(self, only: Iterable[str] | None = None) -> dict[str, list[FileStatus]]:
+        """Partition path → data files directly in it, as Hudi's file-system view lists them.
+
+        With the metadata table's `files` partition served, the listing is the MDT's
+        (`HoodieBackedTableMetadata.getAllPartitionPaths` / `getAllFilesInPartition`): a few reads
+        instead of a LIST per partition; it holds only files of completed instants. Otherwise storage
+        is listed (`list_storage_partitions`). `only` restricts the listing to the given partitions
+        (incremental cleaning).
+        """
+        if not self.lists_through_mdt:
+            return self.list_storage_partitions(only)
+        listing = list_partitions_via_mdt(self.storage)
+        wanted = listing.keys() if only is None else [p for p in only if p in listing]
+        return {
+            partition: [
+                FileStatus(posixpath.join(partition, name), size, False)
+                for name, size in listing[partition].items()
+            ]
+            for partition in wanted
+        }
+
+    def list_storage_partitions(self, only: Iterable[str] | None = None) -> dict[str, list[FileStatus]]:
+        """Partition path → files directly in it on storage, partitions discovered as Java's
+        `FSUtils.getAllPartitionPaths` does: by partition metafiles. Files of pending and failed
+        writes are listed too (rollback deletes them; the view sets them apart as uncommitted).
+
+        `only` restricts the listing to the given partitions.
         """
         if only is not None:
             listing: dict[str, list[FileStatus]] = {}
@@ -101,10 +130,15 @@ class HudiTable:
         }
 
     def load_view(
-        self, timeline: Timeline | None = None, partitions: Iterable[str] | None = None
+        self,
+        timeline: Timeline | None = None,
+        partitions: Iterable[str] | None = None,
+        *,
+        from_storage: bool = False,
     ) -> FileSystemView:
+        """The file-system view over `list_partitions` (`from_storage`: over the storage listing)."""
         timeline = timeline if timeline is not None else self.load_timeline()
         facts = self.facts_reader.read(timeline)
-        return FileSystemView.build(
-            timeline, self.list_partitions(partitions), facts, self.config.base_file_extension
-        )
+        lister = self.list_storage_partitions if from_storage else self.list_partitions
+        listing = lister(partitions)
+        return FileSystemView.build(timeline, listing, facts, self.config.base_file_extension)

@@ -30,6 +30,7 @@ from service.table.instant import Action, Instant, State
 from service.table.mdt.files_listing import (
     FILES_PARTITION,
     FilesSlice,
+    files_partition_served,
     latest_files_slice,
     parse_log_file_name,
 )
@@ -58,7 +59,7 @@ METADATA_PAYLOAD = "org.apache.hudi.metadata.HoodieMetadataPayload"
 def mdt_sync_required(config: TableConfig) -> bool:
     """`HoodieTableConfig.isMetadataTableAvailable`: the data table lists `files` as a completed MDT
     partition. Without it an MDT directory is stale (Java re-initialises it) and nothing is written."""
-    return FILES_PARTITION in config.metadata_partitions
+    return files_partition_served(config)
 
 
 def partition_key(partition_path: str) -> str:

@@ -63,6 +63,13 @@ def metadata_partitions(config: TableConfig) -> MetadataPartitions:
     return MetadataPartitions(tuple(config.metadata_partitions), tuple(config.metadata_partitions_inflight))
 
 
+def files_partition_served(config: TableConfig) -> bool:
+    """`HoodieTableConfig.isMetadataTableAvailable`: the data table lists `files` as a completed MDT
+    partition. Then Hudi's readers list through the MDT and every writer (the service's included)
+    keeps it in sync; without it an MDT directory is stale (Java re-initialises it)."""
+    return FILES_PARTITION in config.metadata_partitions
+
+
 @dataclass(frozen=True)
 class FilesSlice:
     """The latest file slice of `files-0000-0`: base instant, base HFile (MDT-relative) and logs in order."""
