@@ -106,7 +106,9 @@ def committed_file_sizes(view: FileSystemView) -> dict[str, int]:
 
 
 def _count_table_data_files(table: HudiTable) -> tuple[int, int]:
-    """Every base and log file under the table, any version, committed or not: (count, bytes)."""
+    """Every base and log file the table lists, any version: (count, bytes). From storage that includes
+    uncommitted files; through a served metadata table only committed ones, a smaller denominator that
+    can only make the breaker trip sooner."""
     extension = table.config.base_file_extension
     count = size = 0
     for partition, statuses in table.list_partitions().items():
