@@ -30,6 +30,7 @@ from service.cleaning.guard import CheckedPlan, check_plan
 from service.cleaning.records import (
     PartitionOutcome,
     StoredPlan,
+    files_of_pending_cleans,
     read_stored_plan,
     to_clean_metadata,
     to_cleaner_plan,
@@ -168,7 +169,12 @@ class Cleaner:
         files = {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
         # Planned on the MDT's listing when the table has one: a plan is written (and any cleaner,
         # Hudi's too, may run it) only once storage agrees on its partitions.
-        check_mdt_listing(self.table, timeline, set(files) | set(plan.partitions_to_be_deleted))
+        check_mdt_listing(
+            self.table,
+            timeline,
+            set(files) | set(plan.partitions_to_be_deleted),
+            may_be_gone=files_of_pending_cleans(self.table, timeline),
+        )
         checked = check_plan(
             self.table,
             "(new plan)",
@@ -224,7 +230,8 @@ class Cleaner:
         # refuses), checked against the MDT's first when the table has one. The plan's own files may
         # be gone already: an interrupted attempt deleted them, the MDT drops them at completion.
         planned = {path for paths in stored.files.values() for path in paths}
-        view = verified_storage_view(self.table, timeline, partitions, may_be_gone=planned)
+        gone = planned | files_of_pending_cleans(self.table, timeline)
+        view = verified_storage_view(self.table, timeline, partitions, may_be_gone=gone)
         checked = check_plan(
             self.table,
             instant.timestamp,

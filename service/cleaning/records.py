@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from service.errors import CorruptTableError
+from service.errors import CorruptTableError, HudiTableServiceError
+from service.table import codecs
 from service.table.codecs import clean as avro
-from service.table.instant import State
+from service.table.instant import Action, Instant, State
 from service.table.paths import PathGuard
 from service.table.storage import Storage
+from service.table.table import HudiTable
+from service.table.timeline import Timeline, instant_path
 from strategies.cleaning import CleanPlan
+
+log = logging.getLogger(__name__)
 
 
 def to_cleaner_plan(plan: CleanPlan, storage: Storage) -> avro.CleanerPlan:
@@ -98,6 +104,37 @@ def read_stored_plan(
         raw_paths=raw,
         partitions_to_be_deleted=deleted_partitions,
     )
+
+
+def files_of_pending_cleans(table: HudiTable, timeline: Timeline) -> frozenset[str]:
+    """Base-relative paths every pending clean on `timeline` (ours or a writer's) is deleting.
+
+    Hudi's cleaner (`CleanActionExecutor.runClean`) deletes its files before it writes the clean's
+    metadata-table deltacommit, so while it runs the MDT still lists files storage no longer has; the
+    listing check (`service.table.listing_check`) must not take that for a disagreement. Any cleaner
+    deletes only file versions retention no longer needs, never a latest slice. A plan that cannot be
+    read exempts nothing (the check stays strict; its own clean refuses it when it runs).
+    """
+    if not table.lists_through_mdt:
+        return frozenset()  # no listing check runs, so nothing to read
+    storage = table.storage
+    out: set[str] = set()
+    for instant in timeline.by_actions([Action.CLEAN]).pending():
+        rel = instant_path(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED))
+        source = storage.qualify(rel)
+        try:
+            plan = codecs.decode(codecs.CleanerPlan, storage.read_bytes(rel), source)
+            stored = read_stored_plan(instant.timestamp, plan, storage, table.path_guard(source))
+        except (FileNotFoundError, HudiTableServiceError) as exc:
+            log.debug(
+                "table %s: pending clean %s exempts no file from the listing check: %s",
+                table.name,
+                instant.timestamp,
+                exc,
+            )
+            continue
+        out.update(path for paths in stored.files.values() for path in paths)
+    return frozenset(out)
 
 
 @dataclass(frozen=True)

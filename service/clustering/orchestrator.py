@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
+from service.cleaning.records import files_of_pending_cleans
 from service.clustering.attempts import mark_as_ours
 from service.clustering.preflight import check_plan_executable
 from service.clustering.records import read_clustering_plan, requested_metadata
@@ -156,7 +157,8 @@ def check_no_conflict(table: HudiTable, instant_time: str, plan: PlannedClusteri
     base_instants = _base_instants(plan)
     # Storage's listing of the plan's partitions, checked against the MDT's when the table has one:
     # a newer slice only one of them lists would otherwise be dropped by the replace.
-    view = verified_storage_view(table, timeline, {fg_id[0] for fg_id in base_instants})
+    partitions = {fg_id[0] for fg_id in base_instants}
+    view = verified_storage_view(table, timeline, partitions, files_of_pending_cleans(table, timeline))
     for fg_id, base_instant in base_instants.items():
         group = view.file_groups.get(fg_id)
         if group is None or group.latest_slice is None:
@@ -328,7 +330,8 @@ def schedule_clustering(
             return ScheduleOutcome(None, None, outcome.reason)
         # Planned on the MDT's listing when the table has one: written only once storage agrees on
         # the plan's partitions (any executor, Hudi's too, would run it as written).
-        check_mdt_listing(table, timeline, {g.partition_path for g in outcome.plan.groups})
+        partitions = {g.partition_path for g in outcome.plan.groups}
+        check_mdt_listing(table, timeline, partitions, files_of_pending_cleans(table, timeline))
         # A pending plan blocks writers' updates to its file groups: never write one that cannot run.
         check_plan_executable(table, config, outcome.plan, _readable_schema(table, timeline))
         if dry_run:

@@ -10,8 +10,9 @@ slice or replace a file group whose newer slice one side misses. So it stops the
 
 - a log file of a file group's latest slice that storage has and the MDT lacks or holds smaller:
   a writer's deltacommit is appending to it (`HoodieAppendHandle`) and has not completed yet;
-- a file the caller names as possibly gone (the files of the clean being executed, which an
-  interrupted attempt may have deleted already; the MDT drops them when the clean completes).
+- a file the caller names as possibly gone: the files of pending cleans (Hudi's cleaner deletes them
+  before it writes the clean to the MDT; an interrupted attempt of ours may have deleted some
+  already), which the MDT drops when the clean completes.
 """
 
 from __future__ import annotations
@@ -80,11 +81,13 @@ def check_listings_agree(
         )
 
 
-def check_mdt_listing(table: HudiTable, timeline: Timeline, partitions: Iterable[str]) -> None:
+def check_mdt_listing(
+    table: HudiTable, timeline: Timeline, partitions: Iterable[str], may_be_gone: Collection[str] = ()
+) -> None:
     """With the MDT served, list `partitions` on storage and compare (`check_listings_agree`); a
     table without the MDT is not listed at all."""
     if table.lists_through_mdt:
-        verified_storage_view(table, timeline, partitions)
+        verified_storage_view(table, timeline, partitions, may_be_gone)
 
 
 def verified_storage_view(

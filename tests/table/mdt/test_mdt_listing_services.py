@@ -193,3 +193,23 @@ def test_clustering_plan_is_not_written_when_the_mdt_and_storage_disagree(
     with pytest.raises(MetadataListingMismatchError, match="storage says no such committed file"):
         schedule_clustering(HudiTable.open(str(base)), config, lock, now=datetime.now(UTC), zone=UTC)
     assert _timeline_files(base) == timeline_before
+
+
+def test_a_clean_deleting_its_files_is_not_a_disagreement(mdt_history_built: Any, tmp_path: Path) -> None:
+    """Hudi's cleaner deletes a plan's files before it writes the clean to the MDT: while it runs, the
+    MDT lists files storage no longer has. Files a pending clean names are not a disagreement."""
+    base = _copy(mdt_history_built.history.base_path, tmp_path / "t")
+    table = HudiTable.open(str(base))
+    skipped, scheduled = _cleaner(table)._schedule()  # T.clean.requested, as any cleaner writes it
+    assert scheduled is not None, skipped
+    _, clean_plan = scheduled
+    for target in clean_plan.all_targets:  # the cleaner's deletes, its MDT deltacommit not written yet
+        (base / target.path).unlink()
+    config = HoodieConfig.from_mapping({"hoodie.clustering.plan.strategy.sort.columns": "id"}, table.name)
+    lock = InProcessTableLock(table.name)
+    outcome = schedule_clustering(
+        HudiTable.open(str(base)), config, lock, now=datetime.now(UTC), zone=UTC, dry_run=True
+    )
+    assert outcome.plan is not None, outcome.reason
+    touched = {g.partition_path for g in outcome.plan.groups}
+    assert touched & set(clean_plan.targets), "the clustering must list a partition the clean deletes in"
