@@ -185,8 +185,9 @@ def _append_request(
 ) -> codecs.RollbackRequest:
     """MarkerBasedRollbackStrategy.getRollbackRequestForAppend: since 0.14 an APPEND marker names the
     log file X appended to; the request names the file group and that log file (its blocks are voided
-    by a command block, never deleted: earlier instants' blocks may share the file). The size is the
-    positive stub Java records, markers carrying no block sizes."""
+    by a command block, never deleted: earlier instants' blocks may share the file). Keyed by the log
+    file's name, with the positive stub size Java records (markers carry no block sizes); Hudi 0.15's
+    rollback metadata shows exactly that (`tests/clean/test_lazy_rollback_mor.py`)."""
     if instant.action is not Action.DELTA_COMMIT:
         raise CorruptTableError(f"{source}: an APPEND marker in {instant}, which writes no log files")
     log_name = parse_log_file_name(marker.file_name)
@@ -198,7 +199,7 @@ def _append_request(
         file_id=log_name.file_id,
         latest_base_instant=log_name.base_instant_time,
         files_to_be_deleted=(),
-        log_blocks_to_be_deleted={table.storage.qualify(marker.data_file_path): 1},
+        log_blocks_to_be_deleted={marker.file_name: 1},
     )
 
 
@@ -291,8 +292,16 @@ def confine_rollback_plan(table: HudiTable, plan: codecs.RollbackPlan, source: s
                 for file_uri in request.files_to_be_deleted
             ]
         )
-        for log_uri in request.log_blocks_to_be_deleted or {}:
-            guard.file("rollbackRequests[].logBlocksToBeDeleted", log_uri, partition)
+        for log_key in request.log_blocks_to_be_deleted or {}:
+            # Hudi 0.15 keys by file name; older plans by full path (BaseRollbackHelper strips the
+            # partition's path from either). Both must name a file of the request's partition.
+            field = "rollbackRequests[].logBlocksToBeDeleted"
+            if "/" in log_key:
+                guard.file(field, log_key, partition)
+            else:
+                guard.relative_file(
+                    field, posixpath.join(partition, log_key) if partition else log_key, partition
+                )
         if request.log_blocks_to_be_deleted and not request.files_to_be_deleted:
             for field, value in (
                 ("fileId", request.file_id),

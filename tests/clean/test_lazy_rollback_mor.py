@@ -68,14 +68,17 @@ def _essentials(metadata: codecs.RollbackMetadata) -> dict[str, Any]:
     def names(paths: Any) -> list[str]:
         return sorted(posixpath.basename(p) for p in paths or ())
 
+    def sizes(files: Any) -> dict[str, int]:
+        return {posixpath.basename(p): size for p, size in (files or {}).items()}
+
     return {
         "commits": list(metadata.commits_rollback),
         "partitions": {
             p: (
                 names(pm.success_delete_files),
                 names(pm.failed_delete_files),
-                names(pm.rollback_log_files),
-                names(pm.log_files_from_failed_commit),
+                sizes(pm.rollback_log_files),
+                dict(pm.log_files_from_failed_commit or {}),  # Hudi keys them by name, size 1
             )
             for p, pm in metadata.partition_metadata.items()
             if pm.success_delete_files or pm.rollback_log_files or pm.log_files_from_failed_commit
@@ -139,6 +142,15 @@ def test_lazy_clean_rolls_back_a_failed_deltacommit_as_hudi_does(
         assert set(ours.header) == set(theirs.header) == {
             HeaderKey.INSTANT_TIME, HeaderKey.TARGET_INSTANT_TIME, HeaderKey.COMMAND_BLOCK_TYPE
         }  # fmt: skip
+
+    # The metadata table lists the command-block files (the rollback went through the MDT hook).
+    assert (our_copy / ".hoodie" / "metadata").is_dir()
+    listed = {
+        posixpath.join(p, f.name) if p else f.name
+        for p, files in HudiTable.open(str(our_copy)).list_partitions().items()
+        for f in files
+    }
+    assert added <= listed
 
     # Reads: Hudi's (through storage and through the metadata table) equals the read before X;
     # our merged read and hudi-rs agree with it.

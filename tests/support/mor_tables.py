@@ -166,8 +166,9 @@ def build_failed_pending(spark: SparkSession, base_path: Path, name: str) -> Mor
     """A failed deltacommit left pending, its heartbeat expired: what a killed writer under
     `hoodie.cleaner.policy.failed.writes=LAZY` leaves for the next clean to roll back. The failing
     write runs with EAGER (Hudi's default: no heartbeat file, which counts as expired) and no writer
-    follows it. It appends log blocks to existing file groups and creates a new one (a base file)."""
-    b = _MorBuilder(spark, name, base_path, True, {})
+    follows it. It appends log blocks to existing file groups and creates a new one (a base file).
+    The metadata table is on (Hudi's default), so a rollback must keep it in sync."""
+    b = _MorBuilder(spark, name, base_path, True, {"hoodie.metadata.enable": "true"})
     b.write("insert", range(0, 24), tag=0, ts=10)
     b.write("upsert", range(0, 12), tag=1, ts=20)
     failed = b.write_failing([*range(6, 18), *range(100, 106)], tag=2, ts=99)
