@@ -51,7 +51,7 @@ from service.errors import (
 )
 from service.lock.base import TableLock
 from service.table import codecs
-from service.table.data_files import parse_base_file
+from service.table.data_files import parse_base_file, parse_log_file_name
 from service.table.heartbeat import (
     Heartbeat,
     HeartbeatSettings,
@@ -62,8 +62,10 @@ from service.table.heartbeat import (
     refuse_if_alive,
 )
 from service.table.instant import Action, Instant, State
+from service.table.log_format.rollback_block import append_rollback_block
 from service.table.markers import IOType, Marker, delete_marker_dir, list_markers
-from service.table.mdt.commit import forget_rolled_back_instant, sync_files_partition
+from service.table.mdt.commit import forget_rolled_back_instant, partition_key, sync_files_partition
+from service.table.mdt.records import RECORD_TYPE_FILE_LIST, FileInfo, FilesRecord
 from service.table.table import HudiTable
 from service.table.timeline import (
     METAFOLDER,
@@ -78,8 +80,10 @@ log = logging.getLogger(__name__)
 
 ROLLBACK_PLAN_VERSION = 1
 ROLLBACK_METADATA_VERSION = 1
-# Write actions whose pending instants the product rolls back (merge-on-read log blocks are not).
-ROLLBACK_ACTIONS = frozenset({Action.COMMIT, Action.REPLACE_COMMIT})
+# Write actions whose pending instants the product rolls back. A deltacommit (merge-on-read) is
+# rolled back from its markers only: its base files are deleted, and each log file group it appended
+# to gets a rollback command block (`service.table.log_format.rollback_block`).
+ROLLBACK_ACTIONS = frozenset({Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT})
 
 Clock = Callable[[], float]
 
@@ -135,13 +139,22 @@ def plan_rollback(table: HudiTable, instant: Instant) -> codecs.RollbackPlan:
     """The rollback plan of a pending instant: marker-based, listing-based when it left no markers."""
     if instant.action not in ROLLBACK_ACTIONS:
         raise UnsupportedTableError(
-            f"{table.base_uri}: rolling back {instant} is not supported (only commit and replacecommit)"
+            f"{table.base_uri}: rolling back {instant} is not supported "
+            "(only commit, replacecommit and deltacommit)"
         )
     requests: list[codecs.RollbackRequest] = []
     if instant.state is not State.REQUESTED:
         markers = list_markers(table.storage, instant.timestamp)
         if markers:
-            requests = [_marker_request(table, instant, m) for m in markers]
+            requests = _merge_log_requests([_marker_request(table, instant, m) for m in markers])
+        elif instant.action is Action.DELTA_COMMIT:
+            # ListingBasedRollbackStrategy on MOR must tell which log files hold X's blocks from the
+            # listing alone; not reproduced: the deltacommit stays pending (it holds cleaning back,
+            # it never loses data). Hudi's Spark writers leave markers, so this is the rare case.
+            raise UnsupportedTableError(
+                f"{table.base_uri}: {instant} left no markers; a listing-based rollback of a "
+                "deltacommit is not supported"
+            )
         else:
             requests = _listing_requests(table, instant)
     return codecs.RollbackPlan(
@@ -154,7 +167,7 @@ def plan_rollback(table: HudiTable, instant: Instant) -> codecs.RollbackPlan:
 def _marker_request(table: HudiTable, instant: Instant, marker: Marker) -> codecs.RollbackRequest:
     source = table.storage.qualify(f"{METAFOLDER}/.temp/{instant.timestamp}/{marker.name}")
     if marker.io_type is IOType.APPEND:
-        raise UnsupportedTableError(f"{source}: log-file (APPEND) markers are merge-on-read; not supported")
+        return _append_request(table, instant, marker, source)
     base = parse_base_file(marker.partition_path, marker.file_name)
     if base.instant_time != instant.timestamp:
         raise CorruptTableError(f"{source}: the marker names a file of instant {base.instant_time}")
@@ -165,6 +178,50 @@ def _marker_request(table: HudiTable, instant: Instant, marker: Marker) -> codec
         files_to_be_deleted=(table.storage.qualify(marker.data_file_path),),
         log_blocks_to_be_deleted={},
     )
+
+
+def _append_request(
+    table: HudiTable, instant: Instant, marker: Marker, source: str
+) -> codecs.RollbackRequest:
+    """MarkerBasedRollbackStrategy.getRollbackRequestForAppend: since 0.14 an APPEND marker names the
+    log file X appended to; the request names the file group and that log file (its blocks are voided
+    by a command block, never deleted: earlier instants' blocks may share the file). Keyed by the log
+    file's name, with the positive stub size Java records (markers carry no block sizes); Hudi 0.15's
+    rollback metadata shows exactly that (`tests/clean/test_lazy_rollback_mor.py`)."""
+    if instant.action is not Action.DELTA_COMMIT:
+        raise CorruptTableError(f"{source}: an APPEND marker in {instant}, which writes no log files")
+    log_name = parse_log_file_name(marker.file_name)
+    if log_name is None or log_name.is_cdc:
+        # Markers of writers before 0.14 name a base file as a container of the file id: not read.
+        raise UnsupportedTableError(f"{source}: the APPEND marker names no log file; written before 0.14?")
+    return codecs.RollbackRequest(
+        partition_path=marker.partition_path,
+        file_id=log_name.file_id,
+        latest_base_instant=log_name.base_instant_time,
+        files_to_be_deleted=(),
+        log_blocks_to_be_deleted={marker.file_name: 1},
+    )
+
+
+def _merge_log_requests(requests: list[codecs.RollbackRequest]) -> list[codecs.RollbackRequest]:
+    """One log request per file slice: X's log files of one slice (a writer rolled over) all sit
+    before the one command block written after the slice's latest log file."""
+    merged: dict[tuple[str, str, str], codecs.RollbackRequest] = {}
+    out: list[codecs.RollbackRequest] = []
+    for request in requests:
+        if request.files_to_be_deleted or not request.log_blocks_to_be_deleted:
+            out.append(request)
+            continue
+        key = (request.partition_path, request.file_id or "", request.latest_base_instant or "")
+        old = merged.get(key)
+        if old is None:
+            merged[key] = request
+            out.append(request)
+        else:
+            blocks = {**(old.log_blocks_to_be_deleted or {}), **request.log_blocks_to_be_deleted}
+            merged[key] = old.model_copy(update={"log_blocks_to_be_deleted": blocks})
+            out[out.index(old)] = merged[key]
+    return out
 
 
 def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
@@ -235,13 +292,36 @@ def confine_rollback_plan(table: HudiTable, plan: codecs.RollbackPlan, source: s
                 for file_uri in request.files_to_be_deleted
             ]
         )
+        for log_key in request.log_blocks_to_be_deleted or {}:
+            # Hudi 0.15 keys by file name; older plans by full path (BaseRollbackHelper strips the
+            # partition's path from either). Both must name a file of the request's partition.
+            field = "rollbackRequests[].logBlocksToBeDeleted"
+            if "/" in log_key:
+                guard.file(field, log_key, partition)
+            else:
+                guard.relative_file(
+                    field, posixpath.join(partition, log_key) if partition else log_key, partition
+                )
+        if request.log_blocks_to_be_deleted and not request.files_to_be_deleted:
+            for field, value in (
+                ("fileId", request.file_id),
+                ("latestBaseInstant", request.latest_base_instant),
+            ):
+                if not value or "/" in value or "_" in value or value.startswith("."):
+                    raise CorruptTableError(f"{source}: rollbackRequests[].{field} is {value!r}")
     return confined
 
 
 def execute_rollback_plan(
-    table: HudiTable, plan: codecs.RollbackPlan, source: str
+    table: HudiTable, plan: codecs.RollbackPlan, source: str, rollback_time: str = ""
 ) -> dict[str, codecs.RollbackPartitionMetadata]:
-    """Delete the plan's files; per partition, the files deleted (or already gone).
+    """Delete the plan's files and write its rollback command blocks; per partition, what was done.
+
+    A request naming log files (`logBlocksToBeDeleted`, a failed deltacommit's appends) gets one
+    rollback command block (INSTANT_TIME `rollback_time`) in a new log file of its slice, as
+    `BaseRollbackHelper.maybeDeleteAndCollectStats` does: `rollbackLogFiles` = that file and its
+    size, `logFilesFromFailedCommit` = the request's log files. Command blocks come before the
+    timeline is touched, so X's blocks are void before X's instant files go.
 
     `source` names the stored plan (`R.rollback.requested`); the whole plan is confined first.
     Every file is attempted; if any could not be deleted (the delete raised, or the file is still
@@ -255,10 +335,35 @@ def execute_rollback_plan(
     confined = confine_rollback_plan(table, plan, source)
     target = plan.instant_to_rollback.commit_time if plan.instant_to_rollback else "?"
     success: dict[str, list[str]] = {}
+    appended: dict[str, dict[str, int]] = {}
+    failed_commit_logs: dict[str, dict[str, int]] = {}
     failures: list[str] = []
     for request, rels in zip(plan.rollback_requests or (), confined, strict=True):
         partition = request.partition_path
         success.setdefault(partition, [])
+        if request.log_blocks_to_be_deleted and not request.files_to_be_deleted:
+            if not rollback_time:
+                raise HudiTableServiceError(f"{source}: a rollback block needs the rollback instant time")
+            try:
+                block = append_rollback_block(
+                    table.storage,
+                    partition,
+                    request.file_id or "",
+                    request.latest_base_instant or "",
+                    target,
+                    rollback_time,
+                )
+            except (OSError, HudiTableServiceError) as exc:
+                log.warning(
+                    "table %s: rollback of %s could not write a rollback block into %s/%s: %s",
+                    table.name, target, partition, request.file_id, exc,
+                )  # fmt: skip
+                failures.append(
+                    f"rollback block of {partition}/{request.file_id} ({type(exc).__name__}: {exc})"
+                )
+                continue
+            appended.setdefault(partition, {})[table.storage.qualify(block.path)] = block.size
+            failed_commit_logs.setdefault(partition, {}).update(request.log_blocks_to_be_deleted)
         for file_uri, rel in zip(request.files_to_be_deleted, rels, strict=True):
             try:
                 table.storage.delete_file(rel)
@@ -280,11 +385,28 @@ def execute_rollback_plan(
             partition_path=p,
             success_delete_files=tuple(success[p]),
             failed_delete_files=(),
-            rollback_log_files={},
-            log_files_from_failed_commit={},
+            rollback_log_files=appended.get(p, {}),
+            log_files_from_failed_commit=failed_commit_logs.get(p, {}),
         )
         for p in success
     }
+
+
+def rollback_files_records(
+    table: HudiTable, partition_metadata: dict[str, codecs.RollbackPartitionMetadata]
+) -> list[FilesRecord]:
+    """The MDT `files` records of a rollback: each log file its command blocks went into, with its
+    size (`HoodieTableMetadataUtil.convertMetadataToRollbackRecords` adds `rollbackLogFiles` as
+    appended files). The failed instant's own files were never in the MDT: nothing to remove."""
+    records = []
+    for partition, pm in sorted(partition_metadata.items()):
+        files = {
+            posixpath.basename(uri): FileInfo(size, False)
+            for uri, size in (pm.rollback_log_files or {}).items()
+        }
+        if files:
+            records.append(FilesRecord(partition_key(partition), RECORD_TYPE_FILE_LIST, files))
+    return records
 
 
 def _delete_checksum_sibling(table: HudiTable, rel: str) -> None:
@@ -429,7 +551,7 @@ def _find_target(timeline: Timeline, instant_time: str) -> Instant | None:
     ]
     if not found and others:
         raise UnsupportedTableError(
-            f"rolling back {others[0]} is not supported (only commit and replacecommit instants)"
+            f"rolling back {others[0]} is not supported (only commit, replacecommit and deltacommit instants)"
         )
     return found[0] if found else None
 
@@ -461,7 +583,7 @@ def _run(
     instant_time = target_info.commit_time
     action = Action(target_info.action)
 
-    partition_metadata = execute_rollback_plan(table, plan, _plan_source(table, rollback_time))
+    partition_metadata = execute_rollback_plan(table, plan, _plan_source(table, rollback_time), rollback_time)
 
     with lock as held:
         # Neither the rollback nor (when the caller executes it) T may have changed hands meanwhile.
@@ -474,10 +596,13 @@ def _run(
             raise ConflictError(
                 f"{table.base_uri}: {current} completed while rollback {rollback_time} was deleting its files"
             )
-        # BaseRollbackActionExecutor.finishRollback: the MDT first (X out of it, then the empty
-        # deltacommit R of a copy-on-write rollback), then the data timeline.
+        # BaseRollbackActionExecutor.finishRollback: the MDT first (X out of it, then deltacommit R:
+        # empty for a copy-on-write rollback, the rollback blocks' log files on merge-on-read), then
+        # the data timeline.
         forget_rolled_back_instant(table.storage, timeline, instant_time)
-        sync_files_partition(table.storage, timeline, rollback_time, ())
+        sync_files_partition(
+            table.storage, timeline, rollback_time, rollback_files_records(table, partition_metadata)
+        )
         delete_instant_file(table.storage, Instant(instant_time, action, State.INFLIGHT))
         if not keep_requested:
             delete_instant_file(table.storage, Instant(instant_time, action, State.REQUESTED))

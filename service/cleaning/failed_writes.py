@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, tzinfo
 
 from service.config.hoodie import HoodieConfig
-from service.errors import InstantOwnedError
+from service.errors import InstantOwnedError, UnsupportedTableError
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
 from service.table import codecs
@@ -28,11 +28,13 @@ log = logging.getLogger(__name__)
 
 
 def failed_writes(table: HudiTable, timeline: Timeline, config: HoodieConfig, now: datetime) -> list[Instant]:
-    """Pending commits and non-clustering replacecommits whose writer's heartbeat has expired."""
+    """Pending commits, deltacommits and non-clustering replacecommits whose writer's heartbeat has
+    expired (`BaseHoodieTableServiceClient.getInstantsToRollback` over the timeline without
+    compaction and clustering: a log compaction is a table service too, and is left alone)."""
     settings = HeartbeatSettings.from_config(config)
     now_ms = int(now.timestamp() * 1000)
     failed = []
-    for instant in timeline.pending().by_actions([Action.COMMIT, Action.REPLACE_COMMIT]):
+    for instant in timeline.pending().by_actions([Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT]):
         if instant.action is Action.REPLACE_COMMIT:
             plan = table.facts_reader.requested_plan(instant, codecs.RequestedReplaceMetadata)
             if plan is not None and plan.is_clustering:
@@ -65,6 +67,13 @@ def rollback_failed_writes(
         except InstantOwnedError as exc:
             # Re-checked under the lock: the writer beat again meanwhile; it is alive, keep it.
             log.info("table %s: %s", table.name, exc)
+            continue
+        except UnsupportedTableError as exc:
+            if instant.action is not Action.DELTA_COMMIT:
+                raise
+            # A deltacommit this service cannot roll back as Hudi would (no markers): left pending,
+            # it holds the earliest commit to retain back, which never loses data.
+            log.warning("table %s: failed write %s left pending: %s", table.name, instant, exc)
             continue
         rolled_back.append(instant.timestamp)
     return rolled_back

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from service.table import codecs
 from service.table.instant import Action, State
+from service.table.markers import IOType, create_marker
 from service.table.table import HudiTable
 from tests.clean.helpers import fid, make_cleaner
-from tests.support.fixtures import FileSpec, FixtureTable, ts
+from tests.support.fixtures import FileSpec, FixtureTable, LogSpec, ts
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
 LAZY = {"hoodie.cleaner.policy.failed.writes": "LAZY", "hoodie.cleaner.commits.retained": 1}
@@ -79,3 +82,48 @@ def test_pending_clustering_plan_is_not_a_failed_write(tmp_path: Path) -> None:
     t.pending_clustering(ts(2), [("a", fid(1))], inflight=True)  # no heartbeat, as Hudi's services
     table = _run(t, LAZY)
     assert [i.timestamp for i in table.load_timeline().pending()] == [ts(2)]
+
+
+def _mor_table(tmp_path: Path, markers: bool) -> tuple[FixtureTable, str, str]:
+    """A MOR table whose writer's deltacommit ts(3) appended to f1's log and wrote f3's base file,
+    then died (no heartbeat). Returns the table, its log file and its base file (base-relative)."""
+    t = FixtureTable(tmp_path / "t", table_type="MERGE_ON_READ")
+    t.commit(ts(1), [FileSpec("a", fid(1))], action=Action.DELTA_COMMIT)
+    t.commit(ts(2), [], action=Action.DELTA_COMMIT, logs=[LogSpec("a", fid(1), ts(1))])
+    [base, log] = t.commit(
+        ts(3),
+        [FileSpec("a", fid(3))],
+        action=Action.DELTA_COMMIT,
+        state=State.INFLIGHT,
+        logs=[LogSpec("a", fid(1), ts(1), version=2)],
+    )
+    if markers:
+        create_marker(t.storage, ts(3), base.path or "", IOType.CREATE)
+        create_marker(t.storage, ts(3), log.path or "", IOType.APPEND)
+    return t, log.path or "", base.path or ""
+
+
+def test_failed_deltacommit_is_rolled_back_with_a_command_block(tmp_path: Path) -> None:
+    t, log, base = _mor_table(tmp_path, markers=True)
+    table = _run(t, LAZY)
+    timeline = table.load_timeline()
+    assert [i for i in timeline if i.timestamp == ts(3)] == []
+    assert not (t.base / base).exists()
+    assert (t.base / log).exists(), "the failed commit's log file stays; its blocks are voided"
+    block_file = f"a/.{fid(1)}_{ts(1)}.log.3_1-0-1"
+    assert (t.base / block_file).exists()
+    [rollback] = timeline.by_actions([Action.ROLLBACK]).completed()
+    metadata = table.facts_reader.metadata(rollback, codecs.RollbackMetadata)
+    pm = metadata.partition_metadata["a"]
+    assert [posixpath.basename(p) for p in pm.success_delete_files] == [posixpath.basename(base)]
+    assert {posixpath.basename(p) for p in pm.rollback_log_files or {}} == {posixpath.basename(block_file)}
+    assert dict(pm.log_files_from_failed_commit or {}) == {posixpath.basename(log): 1}  # as Hudi 0.15
+
+
+def test_failed_deltacommit_without_markers_is_left_pending(tmp_path: Path) -> None:
+    """Hudi's listing-based rollback of a deltacommit is not reproduced: the write stays pending
+    (it holds cleaning back) and the clean still runs."""
+    t, log, base = _mor_table(tmp_path, markers=False)
+    table = _run(t, LAZY)
+    assert [i.timestamp for i in table.load_timeline().pending()] == [ts(3)]
+    assert (t.base / base).exists() and (t.base / log).exists()

@@ -148,3 +148,34 @@ def test_clustering_plan_partition_is_confined_before_listing(tmp_path: Path) ->
     delete_instant_file(storage, requested)
     create_instant_file(storage, requested, codecs.encode(hostile_plan))
     _rollback_refused(s, f"{T}.replacecommit.requested", "inputGroups[].slices[].partitionPath", "../x")
+
+
+@pytest.mark.parametrize(("key", "reported"), [("outside", "outside"), ("..", "p1/.."), ("dotdot", "dotdot")])
+def test_rollback_plan_log_blocks_to_be_deleted_are_confined(
+    scenario: Scenario, key: str, reported: str
+) -> None:
+    """A log request's keys (Hudi 0.15: a log file name; older plans: a full path) must name a file
+    of the request's partition, or no command block is written anywhere."""
+    s = scenario
+    paths = {
+        "outside": f"file:{s.base.parent}/.x-0_{T}.log.1_0-0-0",
+        "dotdot": f"file:{s.base}/p1/../p2/.x-0_{T}.log.1_0-0-0",
+    }
+    raw = paths.get(key, key)
+    plan = codecs.RollbackPlan(
+        instant_to_rollback=codecs.InstantInfo(commit_time=T, action="replacecommit"),
+        rollback_requests=(
+            codecs.RollbackRequest(
+                partition_path="p1",
+                file_id="x-0",
+                latest_base_instant=T,
+                files_to_be_deleted=(),
+                log_blocks_to_be_deleted={raw: 1},
+            ),
+        ),
+        version=1,
+    )
+    create_instant_file(s.table.storage, Instant(R, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan))
+    _rollback_refused(
+        s, f"{R}.rollback.requested", "rollbackRequests[].logBlocksToBeDeleted", paths.get(reported, reported)
+    )

@@ -309,11 +309,13 @@ def test_rollback_refuses_marker_of_another_instant(tmp_path: Path) -> None:
     assert _rollback_instants(s) == []
 
 
-def test_rollback_refuses_log_file_markers(tmp_path: Path) -> None:
+def test_rollback_refuses_log_file_markers_of_a_replacecommit(tmp_path: Path) -> None:
+    """Only a deltacommit appends to log files: an APPEND marker of a clustering is refused."""
     s = pending_clustering_scenario(tmp_path)
     create_marker(s.table.storage, T, f"p1/.n1-0_{T}.log.1_0-1-1", IOType.APPEND)
-    with pytest.raises(UnsupportedTableError, match="APPEND"):
+    with pytest.raises(CorruptTableError, match="APPEND marker"):
         _rollback(s)
+    assert _rollback_instants(s) == []
 
 
 def test_rollback_removes_checksum_siblings_and_heartbeat(tmp_path: Path) -> None:

@@ -162,6 +162,21 @@ def build_mor(
     return b.finish(failed)
 
 
+def build_failed_pending(spark: SparkSession, base_path: Path, name: str) -> MorHistory:
+    """A failed deltacommit left pending, its heartbeat expired: what a killed writer under
+    `hoodie.cleaner.policy.failed.writes=LAZY` leaves for the next clean to roll back. The failing
+    write runs with EAGER (Hudi's default: no heartbeat file, which counts as expired) and no writer
+    follows it. It appends log blocks to existing file groups and creates a new one (a base file).
+    The metadata table is on (Hudi's default), so a rollback must keep it in sync."""
+    b = _MorBuilder(spark, name, base_path, True, {"hoodie.metadata.enable": "true"})
+    b.write("insert", range(0, 24), tag=0, ts=10)
+    b.write("upsert", range(0, 12), tag=1, ts=20)
+    failed = b.write_failing([*range(6, 18), *range(100, 106)], tag=2, ts=99)
+    b.cases["failed_updates"] = _keys(range(6, 18))
+    b.cases["failed_inserts"] = _keys(range(100, 106))
+    return b.finish(failed)
+
+
 def build_default_payload(spark: SparkSession, base_path: Path, name: str) -> MorHistory:
     """Non-partitioned, `DefaultHoodieRecordPayload`: base vs log compares ordering values."""
     payload = {"hoodie.datasource.write.payload.class": f"{_PAYLOAD_PACKAGE}.DefaultHoodieRecordPayload"}
@@ -248,6 +263,8 @@ class MorHistoryCache:
             elif name == "mor_pending_compaction":
                 source = self.get("mor_partitioned_avro")
                 self._built[name] = build_pending_compaction(self._spark, source, self._root / name)
+            elif name == "mor_failed_pending":
+                self._built[name] = build_failed_pending(self._spark, self._root / name, name)
             elif name == "mor_compacted":
                 self._built[name] = build_compacted(self._spark, self._root / name, name)
             else:
