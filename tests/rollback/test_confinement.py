@@ -57,28 +57,34 @@ def _rollback_refused(s: Scenario, source: str, field: str, path: str) -> None:
     assert (s.base / ".hoodie" / f"{T}.replacecommit.inflight").exists()  # T is still pending
 
 
-def _store_rollback_plan(s: Scenario, partition: str, files: list[str]) -> None:
+def _write_rollback_plan(s: Scenario, *requests: codecs.RollbackRequest) -> None:
+    """`R.rollback.requested` rolling back T with these requests, as a hostile store might hold it."""
     plan = codecs.RollbackPlan(
         instant_to_rollback=codecs.InstantInfo(commit_time=T, action="replacecommit"),
-        rollback_requests=(
-            codecs.RollbackRequest(
-                partition_path="p1",
-                file_id="n1-0",
-                latest_base_instant=T,
-                files_to_be_deleted=(s.table.storage.qualify(s.outputs[0]),),
-                log_blocks_to_be_deleted={},
-            ),
-            codecs.RollbackRequest(
-                partition_path=partition,
-                file_id="",
-                latest_base_instant="",
-                files_to_be_deleted=tuple(files),
-                log_blocks_to_be_deleted={},
-            ),
-        ),
+        rollback_requests=requests,
         version=1,
     )
     create_instant_file(s.table.storage, Instant(R, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan))
+
+
+def _store_rollback_plan(s: Scenario, partition: str, files: list[str]) -> None:
+    _write_rollback_plan(
+        s,
+        codecs.RollbackRequest(
+            partition_path="p1",
+            file_id="n1-0",
+            latest_base_instant=T,
+            files_to_be_deleted=(s.table.storage.qualify(s.outputs[0]),),
+            log_blocks_to_be_deleted={},
+        ),
+        codecs.RollbackRequest(
+            partition_path=partition,
+            file_id="",
+            latest_base_instant="",
+            files_to_be_deleted=tuple(files),
+            log_blocks_to_be_deleted={},
+        ),
+    )
 
 
 @pytest.mark.parametrize("target", ["outside", "dotdot", "other-partition", "timeline", "base-path"])
@@ -162,20 +168,16 @@ def test_rollback_plan_log_blocks_to_be_deleted_are_confined(
         "dotdot": f"file:{s.base}/p1/../p2/.x-0_{T}.log.1_0-0-0",
     }
     raw = paths.get(key, key)
-    plan = codecs.RollbackPlan(
-        instant_to_rollback=codecs.InstantInfo(commit_time=T, action="replacecommit"),
-        rollback_requests=(
-            codecs.RollbackRequest(
-                partition_path="p1",
-                file_id="x-0",
-                latest_base_instant=T,
-                files_to_be_deleted=(),
-                log_blocks_to_be_deleted={raw: 1},
-            ),
+    _write_rollback_plan(
+        s,
+        codecs.RollbackRequest(
+            partition_path="p1",
+            file_id="x-0",
+            latest_base_instant=T,
+            files_to_be_deleted=(),
+            log_blocks_to_be_deleted={raw: 1},
         ),
-        version=1,
     )
-    create_instant_file(s.table.storage, Instant(R, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan))
     _rollback_refused(
         s, f"{R}.rollback.requested", "rollbackRequests[].logBlocksToBeDeleted", paths.get(reported, reported)
     )
