@@ -62,6 +62,7 @@ from service.table.avro_schema import (
 )
 from service.table.bloom import BloomFilterConfig, HoodieBloomFilter, serialized_length
 from service.table.java_string_order import java_min_max, merge_min_max
+from service.table.parquet_dictionary import dictionary_columns
 from service.table.storage import Storage
 
 AVRO_SCHEMA_KEY = "parquet.avro.schema"
@@ -176,9 +177,15 @@ class BaseFileSchema:
 
 
 def parquet_writer_options(
-    config: ParquetWriteConfig, dictionary_limit_bytes: int | None = None
+    config: ParquetWriteConfig,
+    dictionary_limit_bytes: int | None = None,
+    first_rows: pa.Table | None = None,
 ) -> dict[str, Any]:
-    """`pq.ParquetWriter` keyword arguments for Hudi's Parquet settings."""
+    """`pq.ParquetWriter` keyword arguments for Hudi's Parquet settings.
+
+    With `first_rows` (the rows a file starts with), only the columns parquet-mr would keep
+    dictionary-encoded get a dictionary (`parquet_dictionary`).
+    """
     codec = config.pyarrow_compression
     if codec == "lz4":
         # pyarrow writes LZ4_RAW, which parquet-mr before 1.13 (Hudi 0.14 on Spark < 3.5) cannot read.
@@ -186,7 +193,11 @@ def parquet_writer_options(
     return {
         "compression": codec,
         "compression_level": _DEFAULT_LEVELS.get(codec),
-        "use_dictionary": config.dictionary_enabled,
+        "use_dictionary": (
+            dictionary_columns(first_rows, config.page_size_bytes)
+            if config.dictionary_enabled and first_rows is not None
+            else config.dictionary_enabled
+        ),
         "data_page_size": config.page_size_bytes,
         # Hudi passes the page size as parquet-mr's dictionary page size too.
         "dictionary_pagesize_limit": dictionary_limit_bytes or config.page_size_bytes,
@@ -234,14 +245,16 @@ class BaseFileWriter:
         self._row_groups = 0
         self._max_key_bytes = 0
         self.footer_bytes = 0  # known after close()
-        options = parquet_writer_options(config)
         self._stream: BinaryIO = storage.open_output(self.path)
-        try:
-            self._writer = pq.ParquetWriter(self._stream, schema.arrow, **options)
-        except BaseException:
-            self._stream.close()
-            raise
+        # Opened with the first row group: its rows decide the dictionary columns.
+        self._writer: pq.ParquetWriter | None = None
         self._closed = False
+
+    def _parquet_writer(self, first_rows: pa.Table | None) -> pq.ParquetWriter:
+        if self._writer is None:
+            options = parquet_writer_options(self._config, first_rows=first_rows)
+            self._writer = pq.ParquetWriter(self._stream, self._schema.arrow, **options)
+        return self._writer
 
     # ----------------------------------------------------------------- state
     @property
@@ -295,7 +308,7 @@ class BaseFileWriter:
             self._bloom.add_keys(keys)  # refuses null and empty keys
             self._key_range = merge_min_max(self._key_range, java_min_max(keys))
             self._max_key_bytes = max(self._max_key_bytes, int(pc.max(pc.binary_length(keys)).as_py() or 0))
-        self._writer.write_table(rows, row_group_size=n)
+        self._parquet_writer(rows).write_table(rows, row_group_size=n)
         self._records += n
         self._row_groups += 1
 
@@ -313,8 +326,9 @@ class BaseFileWriter:
             metadata[MIN_RECORD_KEY], metadata[MAX_RECORD_KEY] = self._key_range
         data_bytes = self.bytes_written
         try:
-            self._writer.add_key_value_metadata(metadata)
-            self._writer.close()
+            writer = self._parquet_writer(None)
+            writer.add_key_value_metadata(metadata)
+            writer.close()
             size = int(self._stream.tell())
         finally:
             self._stream.close()
@@ -336,8 +350,9 @@ class BaseFileWriter:
         if not self._closed:
             self._closed = True
             try:
-                with contextlib.suppress(Exception):  # the file is deleted below in any state
-                    self._writer.close()
+                if self._writer is not None:
+                    with contextlib.suppress(Exception):  # the file is deleted below in any state
+                        self._writer.close()
             finally:
                 self._stream.close()
         self._storage.delete_file(self.path)
@@ -614,7 +629,7 @@ class RollingBaseFileWriter:
             return 1.0
         limit = max(_MIN_SAMPLE_DICTIONARY_BYTES, int(self._target.config.page_size_bytes * fraction))
         sink = pa.BufferOutputStream()
-        options = parquet_writer_options(self._target.config, limit)
+        options = parquet_writer_options(self._target.config, limit, first_rows=sample)
         with pq.ParquetWriter(sink, self._target.schema.arrow, **options) as writer:
             start = sink.tell()
             writer.write_table(sample, row_group_size=sample.num_rows)
