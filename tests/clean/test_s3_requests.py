@@ -26,6 +26,7 @@ from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.deleter import delete_files
 from service.config.daemon import load_daemon_config
 from service.config.hoodie import HoodieConfig
+from service.errors import InstantExistsError
 from service.lock.in_process import InProcessTableLock
 from service.table.storage import Storage
 from service.table.table import HudiTable
@@ -176,3 +177,28 @@ def test_idle_daemon_tick_costs_one_list_of_the_timeline(
         requests = proxy.requests_since(mark)
         assert [kind for kind, _, _ in requests] == ["LIST"], (service, requests)
         assert _list_prefixes(requests, key) == Counter({".hoodie/": 1})
+
+
+def test_a_timeline_file_costs_one_head_and_one_put(
+    s3: tuple[CountingProxy, pafs.S3FileSystem], tmp_path: Path
+) -> None:
+    """Creating an instant file is a HEAD (it must not exist yet; the table lock makes the check
+    exclusive) and a PUT; overwriting a heartbeat is one PUT. pyarrow's defaults made both cost 8-9
+    requests (HEADs of the key and its parents, directory-marker PUTs, an existence LIST)."""
+    proxy, fs = s3
+    key = "timeline"
+    uri = _upload_tiny_table(fs, tmp_path, key)
+    storage = Storage.for_base_uri(uri, s3_options(proxy.endpoint))
+
+    mark = proxy.mark()
+    storage.create_if_absent(".hoodie/20990101000000000.replacecommit.requested", b"{}")
+    created = [kind for kind, _, _ in proxy.requests_since(mark)]
+    mark = proxy.mark()
+    storage.write_bytes(".hoodie/.heartbeat/20990101000000000", b"")
+    heartbeat = [kind for kind, _, _ in proxy.requests_since(mark)]
+
+    assert created == ["HEAD", "PUT"]
+    assert heartbeat == ["PUT"]
+    assert storage.read_bytes(".hoodie/20990101000000000.replacecommit.requested") == b"{}"
+    with pytest.raises(InstantExistsError):
+        storage.create_if_absent(".hoodie/20990101000000000.replacecommit.requested", b"{}")
