@@ -26,6 +26,7 @@ share of the files), in the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import shutil
@@ -99,6 +100,11 @@ class Options:
     results_dir: Path | None = None
     seed: int = 7
     driver_memory: str = "6g"
+    # `--standalone`: both contenders on a standalone Spark cluster (master + one worker with the
+    # machine's cores, on loopback) instead of local[2]: executors in their own JVM, Python workers
+    # in their own directories, as when the work outgrows one process (issue 12 §4).
+    standalone: bool = False
+    executor_memory: str = "8g"
 
     @classmethod
     def quick(cls) -> Options:
@@ -276,9 +282,15 @@ def machine_floor(table: InputTable, scratch: Path, codec: str) -> dict[str, flo
 # ---------------------------------------------------------------- driver
 
 
-def start_session(work_dir: Path, driver_memory: str, extra_jars: Sequence[Path] = ()) -> SparkSession:
-    """local[2] with the Hudi bundle, the same session for both contenders (the clustering
-    benchmark's configuration plus what Hudi's SQL procedures need)."""
+def start_session(
+    work_dir: Path,
+    driver_memory: str,
+    extra_jars: Sequence[Path] = (),
+    master: str = "local[2]",
+    executor_memory: str | None = None,
+) -> SparkSession:
+    """local[2] (or `master`) with the Hudi bundle, the same session for both contenders (the
+    clustering benchmark's configuration plus what Hudi's SQL procedures need)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -289,7 +301,7 @@ def start_session(work_dir: Path, driver_memory: str, extra_jars: Sequence[Path]
         f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in ("java.lang", "java.nio", "sun.nio.ch", "java.util")
     )
     conf = {
-        "spark.master": "local[2]",
+        "spark.master": master,
         "spark.app.name": "hudi-table-service-bench-hudi-clustering",
         "spark.driver.memory": driver_memory,
         "spark.jars": ",".join(str(j) for j in (bundle_jar(), *extra_jars)),
@@ -304,6 +316,10 @@ def start_session(work_dir: Path, driver_memory: str, extra_jars: Sequence[Path]
         "spark.sql.warehouse.dir": str(work_dir / "warehouse"),
         "spark.driver.extraJavaOptions": f"{opens} -Dderby.system.home={work_dir / 'derby'}",
     }
+    if executor_memory is not None:
+        conf["spark.executor.memory"] = executor_memory
+        conf["spark.executor.extraJavaOptions"] = opens
+        conf["spark.executorEnv.PYSPARK_PYTHON"] = sys.executable
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -315,9 +331,34 @@ def start_session(work_dir: Path, driver_memory: str, extra_jars: Sequence[Path]
 def run(options: Options, spark: SparkSession | None = None, command: str | None = None) -> dict[str, Any]:
     """Build the input, run both contenders per layout, print the tables, write the JSON and chart."""
     work = Path(tempfile.mkdtemp(prefix="hts-bench-hudi-clustering-", dir=options.work_dir))
+    with contextlib.ExitStack() as stack:
+        master = "local[2]"
+        if options.standalone and spark is None:
+            from bench.standalone import standalone_cluster
+
+            cores = os.cpu_count() or 2
+            cluster = stack.enter_context(
+                standalone_cluster(work / "spark-cluster", cores=cores, memory=options.executor_memory)
+            )
+            master = cluster.master_url
+        return _run(options, work, spark, master, command)
+
+
+def _run(
+    options: Options, work: Path, spark: SparkSession | None, master: str, command: str | None
+) -> dict[str, Any]:
     session: SparkSession | None = spark
     try:
-        session = spark if spark is not None else start_session(work, options.driver_memory)
+        session = (
+            spark
+            if spark is not None
+            else start_session(
+                work,
+                options.driver_memory,
+                master=master,
+                executor_memory=options.executor_memory if options.standalone else None,
+            )
+        )
         with stopwatch() as built:
             source = build_input_table(
                 work / "input", options.files, options.rows, options.seed, options.codec
@@ -345,6 +386,7 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         measure_pruning(runs, bases, options.placements, options.seed)
         floor = machine_floor(source, work / "floor", options.codec)
         payload = _payload(options, source, runs, floor, command)
+        payload["spark_master"] = "standalone" if master.startswith("spark://") else master
         _print(payload)
         path = write_results(NAME, payload, options.results_dir)
         payload["results_path"] = str(path)
@@ -499,6 +541,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--group-mb", type=int, help="hoodie.clustering.plan.strategy.max.bytes.per.group")
     parser.add_argument("--layouts", nargs="+", help="LINEAR ZORDER[:SAMPLE] HILBERT[:SAMPLE] ...")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON and chart go")
+    parser.add_argument(
+        "--standalone",
+        action="store_true",
+        help="run both contenders on a standalone Spark cluster (master + worker on loopback)",
+    )
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
         return status
@@ -509,6 +556,7 @@ def main(argv: Sequence[str]) -> int:
         group_mb=args.group_mb or base.group_mb,
         work_dir=args.work_dir,
         results_dir=args.results_dir,
+        standalone=args.standalone,
     )
     run(options, command=command_line(NAME, argv))
     return 0

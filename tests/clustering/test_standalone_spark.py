@@ -16,11 +16,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from bench.standalone import standalone_cluster
 from service.spark_group import compressed_data_bytes
 from service.table.instant import Action, State
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
-from tests.support.spark_standalone import standalone_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 

@@ -1,13 +1,15 @@
 """A real standalone Spark cluster on loopback: one master and one worker, from the pyspark install.
 
 Executors then run in their own JVMs and Python workers in their own working directories, as on a
-cluster, which local mode hides (one JVM, shared scratch).
+cluster, which local mode hides (one JVM, shared scratch). The Hudi clustering benchmark runs on it
+with `--standalone`; the distributed-executor tests start it too.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import time
 import urllib.request
@@ -16,7 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.ports import free_port
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def spark_class() -> Path:
