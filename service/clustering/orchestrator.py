@@ -79,6 +79,11 @@ class ClusteringResult:
     duration_seconds: float = 0.0
     written: list[BaseFileWriteResult] = field(default_factory=list, repr=False)
 
+    @property
+    def output_records(self) -> int:
+        """Records in the files written: the commit's `totalRecordsWritten` (sum of its write stats)."""
+        return sum(w.record_count for w in self.written)
+
 
 def latest_table_schema(table: HudiTable, timeline: Timeline) -> str | None:
     """The table's Avro schema from the newest completed write that carries one (as Java reads it)."""

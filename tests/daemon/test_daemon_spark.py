@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -12,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon
 from service.executor import SparkExecutor
+from service.table.timeline import parse_instant_time
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
 
@@ -74,3 +78,13 @@ tables:
     assert value("pending_clustering_plans") == 0
     rows = ht.normalise_rows(ht.read_snapshot(spark, base))
     assert rows == [ht.expected_row(i, b) for i, b in sorted(latest.items())]
+    # Hudi's `replacecommit.totalRecordsWritten` and `replacecommit.commitTime` of that clustering.
+    [clustering] = ht.instants_with_action(base, "replacecommit")
+    metadata = json.loads((Path(base) / ".hoodie" / f"{clustering}.replacecommit").read_text())
+    records = sum(s["numWrites"] for stats in metadata["partitionToWriteStats"].values() for s in stats)
+    assert records > 0 and value("rewritten_records_total") == records
+    completed_at = parse_instant_time(clustering, ZoneInfo("UTC")).timestamp()
+    assert registry.get_sample_value(
+        "hudi_table_service_last_completed_instant_timestamp_seconds",
+        {"table": history.table_name, "service": "clustering"},
+    ) == completed_at  # fmt: skip
