@@ -26,6 +26,7 @@ from service.cleaning.snapshot import read_last_clean
 from service.clock import Clock
 from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
 from service.config.daemon import DaemonSettings
+from service.daemon.run_log import cleaning_outcome, clustering_outcome
 from service.daemon.runtime import FailureRecord, Outcome, TableRuntime, TableService
 from service.errors import DeleteFailedError, InstantOwnedError, TableServicesRefusedError
 from service.executor import SparkExecutor
@@ -119,6 +120,7 @@ class TableTicker:
             self._pending_cleans(name, table.load_timeline())
             raise
         if result.cleans:
+            log.info("%s", cleaning_outcome(name, result))
             self.metrics.run_duration_seconds.labels(name, TableService.CLEANING).observe(
                 result.duration_seconds
             )
@@ -154,6 +156,7 @@ class TableTicker:
         result = passed.result
         if result is None:
             return
+        log.info("%s", clustering_outcome(name, result))
         self.metrics.run_duration_seconds.labels(name, TableService.CLUSTERING).observe(
             result.duration_seconds
         )
