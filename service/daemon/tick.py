@@ -93,7 +93,13 @@ class TableTicker:
             # Another executor runs that instant (its heartbeat is alive): not a failure of ours, so no
             # backoff and no quarantine; the next tick looks again.
             self.metrics.instant_owned_elsewhere.labels(runtime.name, service).inc()
-            log.info("table %s: %s skipped this tick: %s", runtime.name, service, exc)
+            # Said once per instant: a long run elsewhere is skipped at every poll, as it should be.
+            first = runtime.owned_elsewhere.get(service) != exc.instant
+            runtime.owned_elsewhere[service] = exc.instant
+            log.log(
+                logging.INFO if first else logging.DEBUG,
+                "table %s: %s skipped this tick: %s", runtime.name, service, exc,
+            )  # fmt: skip
             return Outcome.OWNED_ELSEWHERE
         except Exception as exc:
             if self.stopping.is_set() and isinstance(exc, InterruptedError):
@@ -104,6 +110,7 @@ class TableTicker:
             self.metrics.table_refused.labels(runtime.name).set(0)
         runtime.consecutive_failures.pop(service, None)
         runtime.retry_at.pop(service, None)
+        runtime.owned_elsewhere.pop(service, None)
         self.metrics.last_success_timestamp_seconds.labels(runtime.name, service).set(time.time())
         return Outcome.DONE
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import urllib.request
@@ -218,7 +219,7 @@ def test_daemon_observes_every_lock_acquisition_of_a_tick(
 
 
 def test_daemon_cleaning_tick_reports_pending_cleans_and_the_last_completed_instant(
-    tmp_path: Path, registry: CollectorRegistry
+    tmp_path: Path, registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Hudi's `clean.pendingCleanInstantCount` and `<action>.commitTime`, from real cleaning ticks."""
     t = FixtureTable(tmp_path / "t", name="t")
@@ -233,8 +234,15 @@ def test_daemon_cleaning_tick_reports_pending_cleans_and_the_last_completed_inst
     runtime = daemon.runtimes["t"]
     clean = TableService.CLEANING
 
-    assert daemon.run_iteration(runtime, clean, NOW) is Outcome.OWNED_ELSEWHERE
+    caplog.clear()  # the in-process lock's WARNING at construction
+    with caplog.at_level(logging.INFO, logger="service.daemon"):
+        for _ in range(3):
+            assert daemon.run_iteration(runtime, clean, NOW) is Outcome.OWNED_ELSEWHERE
     assert _value(registry, "pending_clean_plans", table="t") == 1
+    assert _value(registry, "instant_owned_elsewhere_total", table="t", service="cleaning") == 3
+    # Said once for the instant, not at every tick that finds it still owned.
+    [said] = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert said.startswith("table t: cleaning skipped this tick: ") and ts(4) in said
     assert registry.get_sample_value(
         "hudi_table_service_last_completed_instant_timestamp_seconds", {"table": "t", "service": "cleaning"}
     ) is None  # fmt: skip
