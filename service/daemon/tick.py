@@ -146,7 +146,7 @@ class TableTicker:
         self.metrics.commits_since_last_clean.labels(name).set(since)
 
     def _pending_cleans(self, name: str, timeline: Timeline) -> None:
-        """Hudi 1.x's `clean.pendingCleanInstantCount`: clean instants requested or inflight."""
+        """Hudi's `clean.pendingCleanInstantCount` (after 0.15): clean instants requested or inflight."""
         self.metrics.pending_clean_plans.labels(name).set(len(timeline.by_actions([Action.CLEAN]).pending()))
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> None:
