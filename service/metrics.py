@@ -63,11 +63,21 @@ class ServiceMetrics:
         )
         self.rewritten_files = counter("rewritten_files", "Files written by clustering", table)
         self.rewritten_bytes = counter("rewritten_bytes", "Bytes written by clustering", table)
+        # Hudi's `replacecommit.totalRecordsWritten` (`HoodieMetrics.updateCommitMetrics`), summed.
+        self.rewritten_records = counter("rewritten_records", "Records written by clustering", table)
         self.clustering_plans_purged = counter(
             "clustering_plans_purged", "Plans of ours purged after repeated failed executions", table
         )
         self.deleted_files = counter("deleted_files", "Files deleted by cleaning", table)
         self.deleted_bytes = counter("deleted_bytes", "Bytes deleted by cleaning", table)
+        self.pending_clean_plans = gauge("pending_clean_plans", "Clean plans requested or inflight", table)
+        # Hudi's `<action>.commitTime` (`HoodieMetrics.updateCommitTimingMetrics`): the instant time as
+        # epoch time (Hudi: ms; here seconds), so `time() - ...` is the age of the last completed run.
+        self.last_completed_instant_timestamp_seconds = gauge(
+            "last_completed_instant_timestamp_seconds",
+            "Instant time (epoch seconds) of the last instant this daemon completed",
+            per_service,
+        )
         self.failures = counter("failures", "Failed ticks by exception type", ["table", "service", "reason"])
         self.instant_owned_elsewhere = counter(
             "instant_owned_elsewhere",
@@ -102,15 +112,16 @@ class ServiceMetrics:
         for metric in (
             self.commits_since_last_clustering, self.commits_since_last_clean, self.pending_clustering_plans,
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
-            self.clustering_plans_purged,
-            self.deleted_files, self.deleted_bytes, self.lock_wait_seconds, self.lock_hold_seconds,
-            self.table_refused,
+            self.rewritten_records, self.clustering_plans_purged,
+            self.deleted_files, self.deleted_bytes, self.pending_clean_plans, self.lock_wait_seconds,
+            self.lock_hold_seconds, self.table_refused,
         ):  # fmt: skip
             with contextlib.suppress(KeyError):
                 metric.remove(table)
         for service in ("clustering", "cleaning"):
             for per_service in (
-                self.run_duration_seconds, self.last_success_timestamp_seconds, self.instant_owned_elsewhere
+                self.run_duration_seconds, self.last_success_timestamp_seconds, self.instant_owned_elsewhere,
+                self.last_completed_instant_timestamp_seconds,
             ):  # fmt: skip
                 with contextlib.suppress(KeyError):
                     per_service.remove(table, service)

@@ -143,7 +143,7 @@ class Cleaner:
             content = codecs.encode(to_cleaner_plan(plan, self.table.storage))
             self.lock.check_held()
             create_instant_file(self.table.storage, requested, content)
-        log.info(
+        log.debug(
             "table %s: scheduled clean %s: %d files (%d bytes) in %d partitions, ECTR %s",
             self.table.name,
             instant_time,
@@ -325,7 +325,7 @@ class Cleaner:
                 create_instant_file(storage, completed, content)
             except InstantExistsError:
                 return True
-        log.info("table %s: completed clean %s", self.table.name, instant.timestamp)
+        log.debug("table %s: completed clean %s", self.table.name, instant.timestamp)
         return False
 
     def _deletable_partitions(self, stored: StoredPlan, guard: PathGuard) -> list[str]:

@@ -79,6 +79,11 @@ class ClusteringResult:
     duration_seconds: float = 0.0
     written: list[BaseFileWriteResult] = field(default_factory=list, repr=False)
 
+    @property
+    def output_records(self) -> int:
+        """Records in the files written: the commit's `totalRecordsWritten` (sum of its write stats)."""
+        return sum(w.record_count for w in self.written)
+
 
 def latest_table_schema(table: HudiTable, timeline: Timeline) -> str | None:
     """The table's Avro schema from the newest completed write that carries one (as Java reads it)."""
@@ -326,7 +331,7 @@ def schedule_clustering(
             view, config.clustering, now.astimezone(zone), config.parquet.max_file_size_bytes
         )
         if outcome.plan is None:
-            log.info("table %s: no clustering scheduled: %s", table.name, outcome.reason)
+            log.debug("table %s: no clustering scheduled: %s", table.name, outcome.reason)
             return ScheduleOutcome(None, None, outcome.reason)
         # Planned on the MDT's listing when the table has one: written only once storage agrees on
         # the plan's partitions (any executor, Hudi's too, would run it as written).
@@ -344,7 +349,7 @@ def schedule_clustering(
             Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
             codecs.encode(metadata),
         )
-    log.info(
+    log.debug(
         "table %s: scheduled clustering %s: %d groups, %d file slices",
         table.name, instant_time, len(outcome.plan.groups), sum(len(g.slices) for g in outcome.plan.groups),
     )  # fmt: skip
@@ -481,7 +486,7 @@ def _run_and_commit(
         return result
     result.committed = True
     result.duration_seconds = time.monotonic() - started
-    log.info(
+    log.debug(
         "table %s: clustering %s committed: %d groups, %d files (%d bytes) -> %d files (%d bytes) in %.1fs",
         table.name, instant_time, result.groups, result.input_files, result.input_bytes,
         result.output_files, result.output_bytes, result.duration_seconds,

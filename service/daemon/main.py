@@ -24,7 +24,6 @@ def run_daemon(config_path: str | Path, stop: threading.Event | None = None, har
     """
     config = load_daemon_config(config_path)
     logging.getLogger().setLevel(config.daemon.logging.level)
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
     stop = stop or threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:

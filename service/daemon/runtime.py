@@ -77,6 +77,8 @@ class TableRuntime:
     quarantined_at_timeline: tuple[tuple[str, int], ...] | None = None
     refusal: Refusal | None = None
     refused_services: set[TableService] = field(default_factory=set)
+    # The instant another executor owns, per service, once logged: later ticks skipping it log at DEBUG.
+    owned_elsewhere: dict[TableService, str] = field(default_factory=dict)
     # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
     kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
     guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from service.clock import Clock, utc_now
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
 from service.daemon.reload import RESTART_ONLY, ConfigWatch, table_changes
+from service.daemon.run_log import quiet_scheduler_logs
 from service.daemon.runtime import Outcome, TableRuntime, TableService
 from service.daemon.tick import TableTicker
 from service.errors import ConfigError
@@ -59,6 +60,7 @@ class Daemon:
         # Threads start lazily; room for every table's two services plus tables added by reloads, so
         # a long clustering never holds up another table's tick.
         workers = max(16, 2 * len(self.runtimes) + 4)
+        quiet_scheduler_logs()  # its "skipped: maximum number of running instances" is by design
         self._scheduler = BackgroundScheduler(
             timezone=UTC,
             executors={"default": ThreadPoolExecutor(workers)},

@@ -26,11 +26,13 @@ from service.cleaning.snapshot import read_last_clean
 from service.clock import Clock
 from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
 from service.config.daemon import DaemonSettings
+from service.daemon.run_log import cleaning_outcome, clustering_outcome
 from service.daemon.runtime import FailureRecord, Outcome, TableRuntime, TableService
-from service.errors import InstantOwnedError, TableServicesRefusedError
+from service.errors import DeleteFailedError, InstantOwnedError, TableServicesRefusedError
 from service.executor import SparkExecutor
 from service.lock.base import TableLock
 from service.metrics import ServiceMetrics
+from service.table.instant import Action
 from service.table.properties import TableServiceKind
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, parse_instant_time
@@ -91,7 +93,13 @@ class TableTicker:
             # Another executor runs that instant (its heartbeat is alive): not a failure of ours, so no
             # backoff and no quarantine; the next tick looks again.
             self.metrics.instant_owned_elsewhere.labels(runtime.name, service).inc()
-            log.info("table %s: %s skipped this tick: %s", runtime.name, service, exc)
+            # Said once per instant: a long run elsewhere is skipped at every poll, as it should be.
+            first = runtime.owned_elsewhere.get(service) != exc.instant
+            runtime.owned_elsewhere[service] = exc.instant
+            log.log(
+                logging.INFO if first else logging.DEBUG,
+                "table %s: %s skipped this tick: %s", runtime.name, service, exc,
+            )  # fmt: skip
             return Outcome.OWNED_ELSEWHERE
         except Exception as exc:
             if self.stopping.is_set() and isinstance(exc, InterruptedError):
@@ -102,6 +110,7 @@ class TableTicker:
             self.metrics.table_refused.labels(runtime.name).set(0)
         runtime.consecutive_failures.pop(service, None)
         runtime.retry_at.pop(service, None)
+        runtime.owned_elsewhere.pop(service, None)
         self.metrics.last_success_timestamp_seconds.labels(runtime.name, service).set(time.time())
         return Outcome.DONE
 
@@ -109,20 +118,36 @@ class TableTicker:
         table, lock, zone = runtime.open()
         options = CleanOptions(max_delete_fraction=self.settings().deletion.max_delete_fraction)
         self._observe_lock(runtime.name, lock)
-        with self._slot(TableService.CLEANING):
-            result = Cleaner(table, runtime.entry.hoodie, lock, zone, options, now=self.clock).run()
         name = runtime.name
+        try:
+            with self._slot(TableService.CLEANING):
+                result = Cleaner(table, runtime.entry.hoodie, lock, zone, options, now=self.clock).run()
+        except (InstantOwnedError, DeleteFailedError):
+            # The run stopped at a clean that stays pending (another executor's, or its deletes failed).
+            self._pending_cleans(name, table.load_timeline())
+            raise
         if result.cleans:
+            log.info("%s", cleaning_outcome(name, result))
             self.metrics.run_duration_seconds.labels(name, TableService.CLEANING).observe(
                 result.duration_seconds
             )
             self.metrics.deleted_files.labels(name).inc(result.files_deleted)
             self.metrics.deleted_bytes.labels(name).inc(result.bytes_deleted)
+            ours = [c.instant_time for c in result.cleans if not c.completed_by_other_writer]
+            if ours:
+                self._completed(name, TableService.CLEANING, max(ours), zone)
         since = result.commits_since_last_clean
         if since is None:  # the run cleaned (or looked at a pending clean): count on a fresh timeline
             timeline = table.load_timeline()
             since = commits_since_last_clean(timeline, read_last_clean(table, timeline))
+            self._pending_cleans(name, timeline)
+        else:  # the run found no clean due, so none pending either (`Cleaner.run`)
+            self.metrics.pending_clean_plans.labels(name).set(0)
         self.metrics.commits_since_last_clean.labels(name).set(since)
+
+    def _pending_cleans(self, name: str, timeline: Timeline) -> None:
+        """Hudi's `clean.pendingCleanInstantCount` (after 0.15): clean instants requested or inflight."""
+        self.metrics.pending_clean_plans.labels(name).set(len(timeline.by_actions([Action.CLEAN]).pending()))
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> None:
         table, lock, zone = runtime.open()
@@ -138,12 +163,15 @@ class TableTicker:
         result = passed.result
         if result is None:
             return
+        log.info("%s", clustering_outcome(name, result))
         self.metrics.run_duration_seconds.labels(name, TableService.CLUSTERING).observe(
             result.duration_seconds
         )
         if result.committed:
             self.metrics.rewritten_files.labels(name).inc(result.output_files)
             self.metrics.rewritten_bytes.labels(name).inc(result.output_bytes)
+            self.metrics.rewritten_records.labels(name).inc(result.output_records)
+            self._completed(name, TableService.CLUSTERING, result.instant_time, zone)
         timeline = table.load_timeline()
         decision = clustering_due(
             timeline, runtime.entry.hoodie.clustering, TriggerMode.ASYNC, table.facts_reader
@@ -158,6 +186,11 @@ class TableTicker:
         self.metrics.pending_clustering_plans.labels(name).set(len(pending))
         age = (now - parse_instant_time(pending[0].timestamp, zone)).total_seconds() if pending else 0.0
         self.metrics.oldest_pending_clustering_age_seconds.labels(name).set(max(age, 0.0))
+
+    def _completed(self, name: str, service: TableService, instant_time: str, zone: tzinfo) -> None:
+        """Hudi's `<action>.commitTime`: the completed instant's time, read in the timeline's zone."""
+        at = parse_instant_time(instant_time, zone).timestamp()
+        self.metrics.last_completed_instant_timestamp_seconds.labels(name, service).set(at)
 
     @contextlib.contextmanager
     def _slot(self, service: TableService) -> Iterator[None]:

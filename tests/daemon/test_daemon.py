@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -15,6 +17,7 @@ from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import State
+from service.table.timeline import parse_instant_time
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -213,3 +216,44 @@ def test_daemon_observes_every_lock_acquisition_of_a_tick(
     assert len(acquisitions) >= 3
     assert _value(registry, "lock_wait_seconds_count", table="t") == len(acquisitions)
     assert _value(registry, "lock_hold_seconds_count", table="t") == len(acquisitions)
+
+
+def test_daemon_cleaning_tick_reports_pending_cleans_and_the_last_completed_instant(
+    tmp_path: Path, registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Hudi's `clean.pendingCleanInstantCount` and `<action>.commitTime`, from real cleaning ticks."""
+    t = FixtureTable(tmp_path / "t", name="t")
+    _history(t)
+    # A clean another cleaner is executing: its plan and a young inflight file, no heartbeat.
+    a1 = f"a/{t.file_name('a', fid(1), ts(1))}"
+    t.requested_clean(ts(4), {"a": [t.storage.qualify(a1)]}, last_completed_commit=ts(3))
+    requested = t.base / ".hoodie" / f"{ts(4)}.clean.requested"
+    inflight = requested.with_name(f"{ts(4)}.clean.inflight")
+    inflight.write_bytes(requested.read_bytes())
+    daemon = Daemon(parse_daemon_config(_config_text({"t": t.base})), registry=registry, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    clean = TableService.CLEANING
+
+    caplog.clear()  # the in-process lock's WARNING at construction
+    with caplog.at_level(logging.INFO, logger="service.daemon"):
+        for _ in range(3):
+            assert daemon.run_iteration(runtime, clean, NOW) is Outcome.OWNED_ELSEWHERE
+    assert _value(registry, "pending_clean_plans", table="t") == 1
+    assert _value(registry, "instant_owned_elsewhere_total", table="t", service="cleaning") == 3
+    # Said once for the instant, not at every tick that finds it still owned.
+    [said] = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert said.startswith("table t: cleaning skipped this tick: ") and ts(4) in said
+    assert registry.get_sample_value(
+        "hudi_table_service_last_completed_instant_timestamp_seconds", {"table": "t", "service": "cleaning"}
+    ) is None  # fmt: skip
+
+    hour_ago = time.time() - 3600  # past the heartbeat expiry window: the clean is abandoned
+    os.utime(inflight, (hour_ago, hour_ago))
+    assert daemon.run_iteration(runtime, clean, NOW) is Outcome.DONE
+    assert (t.base / ".hoodie" / f"{ts(4)}.clean").exists() and not (t.base / a1).exists()
+    assert _value(registry, "pending_clean_plans", table="t") == 0
+    assert runtime.zone is not None
+    assert _value(registry, "last_completed_instant_timestamp_seconds", table="t", service="cleaning") == (
+        parse_instant_time(ts(4), runtime.zone).timestamp()
+    )
+    assert _value(registry, "deleted_files_total", table="t") == 1

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -12,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon
 from service.executor import SparkExecutor
+from service.table.timeline import parse_instant_time
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
 
@@ -27,8 +32,9 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float) -> None:
 
 
 def test_daemon_schedules_and_executes_clustering_at_threshold(
-    history_many_commits: HudiHistory, spark: Any
+    history_many_commits: HudiHistory, spark: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO)
     history = history_many_commits
     base = history.base_path
     assert len(ht.completed_instants(base)) == 6
@@ -74,3 +80,24 @@ tables:
     assert value("pending_clustering_plans") == 0
     rows = ht.normalise_rows(ht.read_snapshot(spark, base))
     assert rows == [ht.expected_row(i, b) for i, b in sorted(latest.items())]
+    # Hudi's `replacecommit.totalRecordsWritten` and `replacecommit.commitTime` of that clustering.
+    [clustering] = ht.instants_with_action(base, "replacecommit")
+    metadata = json.loads((Path(base) / ".hoodie" / f"{clustering}.replacecommit").read_text())
+    records = sum(s["numWrites"] for stats in metadata["partitionToWriteStats"].values() for s in stats)
+    assert records > 0 and value("rewritten_records_total") == records
+    # The run logged one line with its outcome and benefit (the daemon's start and stop aside).
+    run_lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.INFO
+        and r.name.startswith("service.")
+        and r.name not in ("service.daemon.scheduler", "service.metrics")  # start and stop
+    ]
+    assert len(run_lines) == 1, run_lines
+    assert run_lines[0].startswith(f"table {history.table_name}: clustering {clustering} committed: ")
+    assert f", {records} records, in " in run_lines[0] and "mean file " in run_lines[0]
+    completed_at = parse_instant_time(clustering, ZoneInfo("UTC")).timestamp()
+    assert registry.get_sample_value(
+        "hudi_table_service_last_completed_instant_timestamp_seconds",
+        {"table": history.table_name, "service": "clustering"},
+    ) == completed_at  # fmt: skip

@@ -47,6 +47,9 @@ def test_metrics_names_and_values(registry: CollectorRegistry) -> None:
     metrics.commits_since_last_clean.labels("t1").set(3)
     metrics.config_reload_success.set(1)
     metrics.config_reload_failures.inc()
+    metrics.rewritten_records.labels("t1").inc(1000)
+    metrics.pending_clean_plans.labels("t1").set(2)
+    metrics.last_completed_instant_timestamp_seconds.labels("t1", "clustering").set(1.7e9)
 
     def value(name: str, **labels: str) -> float | None:
         return registry.get_sample_value("hudi_table_service_" + name, labels)
@@ -59,9 +62,15 @@ def test_metrics_names_and_values(registry: CollectorRegistry) -> None:
     assert value("run_duration_seconds_bucket", table="t1", service="cleaning", le="0.1") == 0
     assert value("commits_since_last_clean", table="t1") == 3
     assert value("config_reload_success") == 1 and value("config_reload_failures_total") == 1
+    assert value("rewritten_records_total", table="t1") == 1000
+    assert value("pending_clean_plans", table="t1") == 2
+    assert value("last_completed_instant_timestamp_seconds", table="t1", service="clustering") == 1.7e9
 
     metrics.forget_table("t1")
     assert value("deleted_files_total", table="t1") is None
+    assert value("rewritten_records_total", table="t1") is None
+    assert value("pending_clean_plans", table="t1") is None
+    assert value("last_completed_instant_timestamp_seconds", table="t1", service="clustering") is None
     assert value("run_duration_seconds_count", table="t1", service="cleaning") is None
 
 

@@ -6,6 +6,7 @@ file group, one commit retained: one file deleted), with its metrics endpoint on
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
+from tests.support.grafana import evaluable, expressions, load_dashboard
 from tests.support.prometheus import PrometheusServer, http_get
 
 pytestmark = pytest.mark.slow
@@ -95,3 +97,22 @@ def test_prometheus_scrapes_daemon_metrics(
     )
     assert success.value > 0
     assert not prometheus.query(f'hudi_table_service_failures_total{{table="{TABLE}"}} > 0')
+
+
+def test_prometheus_evaluates_every_dashboard_expression(
+    daemon: Daemon, prometheus: PrometheusServer
+) -> None:
+    """Each PromQL expression of deploy/grafana's dashboard runs on a real Prometheus scraping the
+    daemon (no parse or evaluation error); those over the cleaning figures return this table."""
+    prometheus.wait_for(f'hudi_table_service_deleted_files_total{{table="{TABLE}"}} > 0')
+    prometheus.wait_for(f'hudi_table_service_pending_clean_plans{{table="{TABLE}"}} == 0')
+    # The rate() ranges need two scrapes of the counters after the clean.
+    time.sleep(2.5)
+    answered = {}
+    for expr in expressions(load_dashboard()):
+        samples = prometheus.query(evaluable(expr))  # raises naming the query when Prometheus refuses it
+        answered[expr] = {s.labels.get("table") for s in samples}
+    cleaning = [e for e in answered if "deleted_files" in e or "commits_since_last_clean" in e]
+    assert cleaning and all(TABLE in answered[e] for e in cleaning), answered
+    last_clean = [e for e in answered if "last_completed_instant_timestamp_seconds" in e]
+    assert last_clean and all(TABLE in answered[e] for e in last_clean), answered

@@ -227,7 +227,7 @@ def sync_files_partition(
     append = write_files_log(storage, state.file_slice, instant_time, records) if records else None
     metadata = deltacommit_metadata(state.file_slice, append)
     _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.COMPLETED), encode_commit(metadata))
-    log.info(
+    log.debug(
         "table %s: MDT deltacommit %s completed (%s)",
         config.name, instant_time, append.log_file if append else "no records",
     )  # fmt: skip
