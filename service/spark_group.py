@@ -7,10 +7,12 @@ picklable `GroupJob`; workers open storage from the base URI themselves.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -33,6 +35,7 @@ from strategies.execution.sort_and_size import (
     common_prefix,
     compact_sort_keys,
     conform_batch,
+    encode_thread_count,
     next_file_end,
     order_keys,
     profile_file,
@@ -96,6 +99,9 @@ class GroupJob:
     # column) sorts by the real columns, so its key only picks the writer task and is dropped
     # before the shuffle: on wide keys that is a fifth of the shuffled bytes.
     ship_key: bool = True
+    # Threads that encode a writer task's files at once; > 1 only for a group written by one task
+    # that spans several target files (`encode_thread_count`).
+    encode_threads: int = 1
 
     def storage(self) -> Storage:
         return Storage.for_base_uri(self.base_uri, self.storage_options)
@@ -179,13 +185,12 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
         table_name=job.table_name,
         populate_meta_fields=job.populate_meta_fields,
     )
-    results: list[BaseFileWriteResult] = []
-    writer: RollingBaseFileWriter | None = None
+    writers: list[RollingBaseFileWriter] = []
 
     def on_create(path: str) -> None:
         storage.write_bytes(marker_path(job.instant_time, path), b"")
 
-    try:
+    def new_writer() -> RollingBaseFileWriter:
         writer = RollingBaseFileWriter(
             storage,
             schema,
@@ -197,17 +202,24 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
             file_id_prefix=str(uuid.uuid4()),
             on_create=on_create,
         )
+        writers.append(writer)
+        return writer
+
+    results: list[BaseFileWriteResult] = []
+    try:
         columns = job.arrow_schema.names
-        if len(job.task_values) == 1:
+        selected = (batch.select(columns) for batch in batches)
+        if len(job.task_values) == 1 and job.encode_threads <= 1:
             # The group's only writer: files cut by actual size, so every file but the last is
             # nearly full.
-            for batch in batches:
-                writer.write(batch.select(columns))
+            writer = new_writer()
+            for batch in selected:
+                writer.write(batch)
+            results.extend(writer.close())
         else:
-            _write_evenly(job, writer, (batch.select(columns) for batch in batches))
-        results.extend(writer.close())
+            results.extend(_write_evenly(job, new_writer, selected))
     except BaseException:
-        if writer is not None:
+        for writer in writers:
             writer.abort()
         raise
     if results:
@@ -220,17 +232,23 @@ _SIZE_STRETCHES = 64
 _SIZE_SLICE_ROWS = 2048
 
 
-def _write_evenly(job: GroupJob, writer: RollingBaseFileWriter, batches: Iterator[pa.RecordBatch]) -> None:
-    """Write one of several writer tasks' sorted rows into evenly sized files.
+def _write_evenly(
+    job: GroupJob, new_writer: Callable[[], RollingBaseFileWriter], batches: Iterator[pa.RecordBatch]
+) -> list[BaseFileWriteResult]:
+    """Write one writer task's sorted rows into evenly sized files.
 
     Cutting by actual size alone would leave every task a small last file. So the task first
     spills its rows to local scratch (the row count must be known up front), estimates the
     compressed size along them from dense slices, then cuts files so the rest always splits
     evenly, correcting the estimate by what each written file measured.
+
+    With `job.encode_threads` > 1 (the group's only writer task, on a machine with more cores),
+    the files are cut up front and encoded by that many threads at once: pyarrow releases the GIL
+    while it encodes and compresses, so a group of a few target files still uses every core.
     """
     first = next(batches, None)
     if first is None:
-        return
+        return []
     fd, spill = tempfile.mkstemp(prefix="hts-sorted-", suffix=".arrow", dir=_scratch_dir())
     os.close(fd)
     try:
@@ -240,7 +258,12 @@ def _write_evenly(job: GroupJob, writer: RollingBaseFileWriter, batches: Iterato
                 ipc.write_batch(batch)
         with pa.memory_map(spill) as source:
             rows = pa.ipc.open_file(source).read_all()
-            _cut_evenly(job, writer, rows)  # leaves nothing buffered that references the mapping
+            # Both leave nothing buffered that references the mapping.
+            if job.encode_threads > 1:
+                return _write_cut_files_at_once(job, new_writer, rows)
+            writer = new_writer()
+            _cut_evenly(job, writer, rows)
+            return writer.close()
     finally:
         os.unlink(spill)
 
@@ -249,10 +272,7 @@ def _cut_evenly(job: GroupJob, writer: RollingBaseFileWriter, rows: pa.Table) ->
     n = rows.num_rows
     if n == 0:
         return
-    profile = _size_profile(writer, rows, job.target_file_bytes)
-    files = max(1.0, profile.total / (_EVEN_FILL * job.target_file_bytes))
-    overhead = writer.file_overhead_bytes(int(n / files))
-    file_data = max(1.0, _EVEN_FILL * job.target_file_bytes - overhead)
+    profile, file_data = _even_file_data(job, writer, rows)
     start, estimated, measured = 0, 0.0, 0
     while start < n:
         correction = measured / estimated if estimated > 0 else 1.0
@@ -261,6 +281,40 @@ def _cut_evenly(job: GroupJob, writer: RollingBaseFileWriter, rows: pa.Table) ->
         estimated += profile.bytes_before(end) - profile.bytes_before(start)
         measured = writer.data_bytes_written
         start = end
+
+
+def _write_cut_files_at_once(
+    job: GroupJob, new_writer: Callable[[], RollingBaseFileWriter], rows: pa.Table
+) -> list[BaseFileWriteResult]:
+    """Cut every file from the size profile first (no correction by measured files: they are
+    written concurrently), then encode the files in `job.encode_threads` threads."""
+    n = rows.num_rows
+    if n == 0:
+        return []
+    profile, file_data = _even_file_data(job, new_writer(), rows)
+    cuts = [0]
+    while cuts[-1] < n:
+        cuts.append(next_file_end(profile, cuts[-1], n, file_data))
+    slices = [rows.slice(start, end - start) for start, end in itertools.pairwise(cuts)]
+    writers = [new_writer() for _ in slices]
+
+    def write(index: int) -> list[BaseFileWriteResult]:
+        writers[index].write_file(slices[index])
+        return writers[index].close()
+
+    with ThreadPoolExecutor(max_workers=job.encode_threads, thread_name_prefix="hts-encode") as pool:
+        return [result for results in pool.map(write, range(len(slices))) for result in results]
+
+
+def _even_file_data(
+    job: GroupJob, writer: RollingBaseFileWriter, rows: pa.Table
+) -> tuple[SizeProfile, float]:
+    """The task's size profile and the column data one file should hold (`_EVEN_FILL` of the target
+    less the footer)."""
+    profile = _size_profile(writer, rows, job.target_file_bytes)
+    files = max(1.0, profile.total / (_EVEN_FILL * job.target_file_bytes))
+    overhead = writer.file_overhead_bytes(int(rows.num_rows / files))
+    return profile, max(1.0, _EVEN_FILL * job.target_file_bytes - overhead)
 
 
 def _size_profile(writer: RollingBaseFileWriter, rows: pa.Table, target_file_bytes: int) -> SizeProfile:
@@ -343,8 +397,9 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     index_of = {path: i for i, path in indexed}
     weighted = [sample_keys(p, order, index_of[p.path]) for p in profiles]
     # Input column bytes estimate the output's size; `writer_task_count` tolerates its error.
+    estimated_bytes = sum(p.size_bytes for p in profiles)
     tasks = writer_task_count(
-        sum(p.size_bytes for p in profiles), job.target_file_bytes, job.writer_tasks or sc.defaultParallelism
+        estimated_bytes, job.target_file_bytes, job.writer_tasks or sc.defaultParallelism
     )
     cuts = task_bounds(weighted, tasks)
     values = _partition_values(spark, len(cuts) + 1)
@@ -354,7 +409,15 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     )
     prefix = common_prefix(weighted) if order.sort_columns and not exact else b""
     job = replace(
-        job, order=order, task_bounds=tuple(cuts), task_values=values, key_prefix=prefix, ship_key=not exact
+        job,
+        order=order,
+        task_bounds=tuple(cuts),
+        task_values=values,
+        key_prefix=prefix,
+        ship_key=not exact,
+        encode_threads=encode_thread_count(
+            estimated_bytes, job.target_file_bytes, tasks, sc.defaultParallelism
+        ),
     )
 
     keyed_schema = schema.append(pa.field(KEY_COLUMN, pa.binary())) if job.ship_key else schema

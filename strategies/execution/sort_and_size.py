@@ -140,6 +140,21 @@ def writer_task_count(estimated_bytes: float, target_file_bytes: int, max_tasks:
     return max(1, min(max_tasks, int(files // MIN_FILES_PER_WRITER_TASK)))
 
 
+def encode_thread_count(estimated_bytes: float, target_file_bytes: int, tasks: int, cores: int) -> int:
+    """Threads that encode a writer task's files concurrently.
+
+    A group too small for several writer tasks (Hudi's default sizes: 1 GB files in 2 GB groups)
+    would encode its few files one after another on one core, while Hudi's bulk insert writes its
+    output groups in parallel tasks. Such a task cuts its files up front and encodes one per thread
+    instead, as many as the cores and its files allow; tasks of a split group keep one thread each
+    (the cores are already busy).
+    """
+    if tasks > 1:
+        return 1
+    files = int(estimated_bytes / max(1, target_file_bytes))
+    return max(1, min(cores, files))
+
+
 def task_bounds(samples: Sequence[WeightedKeys], tasks: int) -> list[bytes]:
     """Order-key boundaries that cut the group into `tasks` parts of about equal row counts.
 

@@ -293,3 +293,53 @@ def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
     files.sort(key=lambda keys: keys[0])
     stitched = [k for keys in files for k in keys]
     assert stitched == sorted(stitched)
+
+
+def test_a_group_of_a_few_files_in_one_task_is_encoded_by_several_threads_into_even_files(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Hudi's default sizes (1 GB files in 2 GB groups) give groups of about two files, too few for
+    two writer tasks: the one task cuts its files up front and encodes them in threads at once.
+    Cut up front, the files come out even, where cutting by actual size leaves a short last file."""
+    base = tmp_path / "threads"
+    for batch in range(2):
+        ids = range(batch * 60_000, (batch + 1) * 60_000)
+        ht.write(spark, base, ht.generate(spark, ids, batch=batch), "insert", "threads")
+    before = _snapshots(spark, base)
+    table = HudiTable.open(str(base))
+    data_bytes = sum(compressed_data_bytes(pq.read_metadata(p)) for p in base.rglob("*.parquet"))
+    target = int(data_bytes / 3.4)  # 3.4 files' worth: one writer task (< 8 files per task)
+    config = HoodieConfig.from_mapping(
+        {
+            "hoodie.clustering.plan.strategy.target.file.max.bytes": target,
+            "hoodie.clustering.plan.strategy.sort.columns": "qty,id",
+            "hoodie.bloom.index.filter.type": "SIMPLE",
+            "hoodie.index.bloom.num_entries": 2_000,
+        },
+        table.name,
+    )
+    instant = _schedule(table, config)
+    jobs: list[GroupJob] = []
+
+    def recorded(job: GroupJob) -> list[BaseFileWriteResult]:
+        jobs.append(job)
+        return run_group(spark, job)
+
+    result = execute_clustering(table, instant, config, recorded, InProcessTableLock(table.name), zone=UTC)
+    assert result.committed and result.groups == 1
+    assert _snapshots(spark, base) == before
+    # One writer task (one Spark partition id in the write tokens) ...
+    assert len({r.file_name.split("_")[1].split("-")[0] for r in result.written}) == 1
+    # ... whose files are even, the last one included: within the target, within 5 % of each other
+    # (cutting by actual size ends in a short last file).
+    sizes = sorted(r.file_size_bytes for r in result.written)
+    assert len(sizes) >= 3, sizes
+    assert sizes[-1] <= target and sizes[0] >= 0.75 * target, (sizes, target)
+    assert sizes[-1] <= 1.05 * sizes[0], sizes
+    files = [
+        [(x["qty"], x["id"]) for x in pq.read_table(base / r.path, columns=["qty", "id"]).to_pylist()]
+        for r in result.written
+    ]
+    files.sort(key=lambda keys: keys[0])
+    stitched = [k for keys in files for k in keys]
+    assert stitched == sorted(stitched)

@@ -14,6 +14,7 @@ from strategies.execution.sort_and_size import (
     assign_tasks,
     common_prefix,
     compact_sort_keys,
+    encode_thread_count,
     next_file_end,
     size_profile,
     task_bounds,
@@ -109,3 +110,10 @@ def test_compact_sort_keys_make_the_first_bytes_tell_curve_keys_apart() -> None:
     assert prefix == bytes(11)
     compact = compact_sort_keys(pa.array(keys, pa.binary()), prefix).to_pylist()
     assert len({k[:8] for k in compact}) == 200  # Spark's 8-byte sort prefix now differs per key
+
+
+def test_encode_threads_only_for_a_group_of_one_task_spanning_several_files() -> None:
+    assert encode_thread_count(2.5 * TARGET, TARGET, tasks=1, cores=8) == 2
+    assert encode_thread_count(20 * TARGET, TARGET, tasks=1, cores=2) == 2
+    assert encode_thread_count(1.9 * TARGET, TARGET, tasks=1, cores=8) == 1
+    assert encode_thread_count(40 * TARGET, TARGET, tasks=2, cores=2) == 1
