@@ -133,7 +133,7 @@ class TableTicker:
         gauges = _ClusteringGauges(self, name, table, now, zone)
         passed = Clusterer(
             table, runtime.entry.hoodie, lock, zone, self.executor.run_group, options, now=self.clock,
-            slot=lambda: self._slot(TableService.CLUSTERING), listener=gauges,
+            slot=lambda _small: self._slot(TableService.CLUSTERING), listener=gauges,
         ).run(scheduled_at=now)  # fmt: skip
         result = passed.result
         if result is None:
