@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -10,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from service.config.daemon import load_daemon_config, parse_daemon_config
+from service.config.schedule import ClusteringSchedule
 from service.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -208,3 +210,20 @@ def test_config_schedule_change_changes_the_fingerprint() -> None:
         parse_daemon_config(WINDOWED.replace("priority: 5", "priority: 6")).table("orders").fingerprint
         != before
     )
+
+
+def test_config_repo_example_commented_schedule_settings_parse() -> None:
+    """The commented examples of config.yaml's scheduling settings are valid when uncommented."""
+    text = (REPO_ROOT / "config.yaml").read_text()
+    keys = "|".join(ClusteringSchedule.model_fields)
+    uncommented = re.sub(rf"^(\s*)# ({keys}):", r"\1\2:", text, flags=re.M)
+    uncommented = uncommented.replace("  maintenance_windows: []\n  #  - ", "  maintenance_windows:\n    - ")
+    uncommented = uncommented.replace('\n  #  - {cron: "0 0', '\n    - {cron: "0 0')
+    config = parse_daemon_config(uncommented)
+    assert [w.cron for w in config.daemon.maintenance_windows] == ["0 22 * * mon-fri", "0 0 * * sat"]
+    [demo] = config.tables
+    assert demo.settings.clustering.small_file_count_trigger == 50
+    assert demo.settings.clustering.effective_windows(config.daemon.maintenance_windows) == ()
+    assert demo.settings.cleaning.max_interval_hours == 12 and demo.settings.cleaning.effective_windows()
+    # As shipped, the demo is served at any time.
+    assert load_daemon_config(REPO_ROOT / "config.yaml").daemon.maintenance_windows == ()
