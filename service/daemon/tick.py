@@ -111,6 +111,7 @@ class TableTicker:
         runtime.consecutive_failures.pop(service, None)
         runtime.retry_at.pop(service, None)
         self.metrics.last_success_timestamp_seconds.labels(runtime.name, service).set(time.time())
+        self.metrics.outside_window.labels(runtime.name, service).set(int(outcome is Outcome.OUTSIDE_WINDOW))
         return outcome
 
     def _clean(self, runtime: TableRuntime, now: datetime) -> Outcome:

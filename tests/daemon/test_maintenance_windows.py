@@ -93,6 +93,7 @@ def test_outside_its_window_a_table_plans_but_does_not_execute(
     later = NOW + timedelta(minutes=30)
     assert daemon.run_iteration(daemon.runtimes["planned"], cluster, later) is Outcome.OUTSIDE_WINDOW
     assert _replacecommits(planned) == [requested] and started == []
+    assert _outside_window(daemon, "planned", "clustering") == 1
 
     # Inside the window the pending plan is executed (the stand-in runner proves it started).
     assert daemon.run_iteration(daemon.runtimes["planned"], cluster, INSIDE) is Outcome.FAILED
@@ -123,8 +124,15 @@ def test_a_windowed_clean_waits_for_its_window(tmp_path: Path, monkeypatch: pyte
 
     assert daemon.run_iteration(daemon.runtimes["t"], clean, NOW) is Outcome.OUTSIDE_WINDOW
     assert cleans() == [] and len(list((t.base / "a").glob("*.parquet"))) == 3
+    assert _outside_window(daemon, "t", "cleaning") == 1
     assert daemon.run_iteration(daemon.runtimes["t"], clean, INSIDE) is Outcome.DONE
     assert len(cleans()) == 1 and len(list((t.base / "a").glob("*.parquet"))) == 2
+    assert _outside_window(daemon, "t", "cleaning") == 0
+
+
+def _outside_window(daemon: Daemon, table: str, service: str) -> float | None:
+    labels = {"table": table, "service": service}
+    return daemon.metrics.registry.get_sample_value("hudi_table_service_outside_window", labels)
 
 
 def test_small_file_trigger_and_budget_drive_a_tick_below_the_commit_count(
