@@ -1,8 +1,10 @@
-"""Maintenance windows in daemon ticks over fixture tables: outside a window clustering plans but
-does not execute, and a windowed clean waits; inside, the work starts."""
+"""A table's scheduling settings in daemon ticks over fixture tables: outside a maintenance window
+clustering plans but does not execute and a windowed clean waits (inside, the work starts); the
+small-file trigger and byte budget decide a plan; a tick claims its slot with priority and benefit."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
+from service.daemon.slots import SlotClaim
 from service.spark_group import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from tests.clean.helpers import fid
@@ -156,3 +159,26 @@ def test_small_file_trigger_and_budget_drive_a_tick_below_the_commit_count(
     daemon = _daemon(_config({"t": t.base}, {"t": section(group_bytes)}), monkeypatch, started)
     assert daemon.run_iteration(daemon.runtimes["t"], TableService.CLUSTERING, NOW) is Outcome.FAILED
     assert len(started) == 1 and len(_replacecommits(t)) >= 1
+
+
+def test_a_clustering_tick_claims_its_slot_with_priority_and_small_file_benefit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = _small_files_table(tmp_path / "t", "t")
+    small_bytes = sum(p.stat().st_size for p in (t.base / "a").glob("*.parquet"))
+    daemon = _daemon(
+        _config({"t": t.base}, {"t": "    clustering: {windows: [], priority: 7}"}), monkeypatch, []
+    )
+    slots = daemon.ticker.slots[TableService.CLUSTERING]
+    claims: list[SlotClaim] = []
+    acquire = slots.acquire
+
+    def recording(claim: SlotClaim, stopping: threading.Event | None = None, poll_s: float = 0.5) -> None:
+        claims.append(claim)
+        acquire(claim, stopping, poll_s)
+
+    monkeypatch.setattr(slots, "acquire", recording)
+    assert daemon.run_iteration(daemon.runtimes["t"], TableService.CLUSTERING, NOW) is Outcome.FAILED
+    # The oldest small file was written at ts(1) = 2024-01-01 00:01 UTC, a day less a minute before NOW.
+    assert claims == [SlotClaim("t", 7, small_bytes, timedelta(days=1, minutes=-1).total_seconds())]
+    assert slots.in_use == 0  # released after the failed execution
