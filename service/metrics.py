@@ -84,6 +84,11 @@ class ServiceMetrics:
             "Ticks skipped because another executor owns the pending instant (its heartbeat is alive)",
             per_service,
         )
+        self.outside_window = gauge(
+            "outside_window",
+            "1 while the service's last tick waited for a maintenance window (no execution started), else 0",
+            per_service,
+        )
         self.lock_wait_seconds = Histogram(
             PREFIX + "lock_wait_seconds", "Time waited for the table lock", table,
             buckets=LOCK_BUCKETS, registry=registry,
@@ -121,7 +126,7 @@ class ServiceMetrics:
         for service in ("clustering", "cleaning"):
             for per_service in (
                 self.run_duration_seconds, self.last_success_timestamp_seconds, self.instant_owned_elsewhere,
-                self.last_completed_instant_timestamp_seconds,
+                self.last_completed_instant_timestamp_seconds, self.outside_window,
             ):  # fmt: skip
                 with contextlib.suppress(KeyError):
                     per_service.remove(table, service)

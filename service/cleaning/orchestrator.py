@@ -22,7 +22,7 @@ import posixpath
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import tzinfo
+from datetime import timedelta, tzinfo
 
 from service.cleaning.deleter import DeleteFn, delete_files
 from service.cleaning.failed_writes import rollback_failed_writes
@@ -51,7 +51,7 @@ from service.table.mdt.records import FilesRecord
 from service.table.paths import PathGuard
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
-from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, clean_due, plan_clean
+from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, LastClean, clean_due, plan_clean
 from strategies.cleaning.trigger import commits_since_last_clean
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,8 @@ class CleanOptions:
     dry_run: bool = False  # report what would be deleted; write and delete nothing
     force: bool = False  # run a plan the volume breaker refuses (never one touching the latest snapshot)
     max_delete_fraction: float = DEFAULT_MAX_DELETE_FRACTION
+    # The daemon's `cleaning.max_interval_hours`: due at least this often beside Hudi's trigger.
+    max_interval: timedelta | None = None
 
 
 class Cleaner:
@@ -126,9 +128,21 @@ class Cleaner:
     def _not_due(self, timeline: Timeline) -> tuple[str, int] | None:
         """(why not, commits since the last clean) when the trigger says no clean on `timeline`."""
         last_clean = read_last_clean(self.table, timeline)
-        if clean_due(timeline, last_clean, self.config.clean):
+        if self._due(timeline, last_clean):
             return None
-        return _NOT_DUE.format(self.config.clean.max_commits), commits_since_last_clean(timeline, last_clean)
+        return self._not_due_reason(), commits_since_last_clean(timeline, last_clean)
+
+    def _due(self, timeline: Timeline, last_clean: LastClean | None) -> bool:
+        interval = self.options.max_interval
+        now = self.now().astimezone(self.zone) if interval is not None else None
+        return clean_due(timeline, last_clean, self.config.clean, interval, now)
+
+    def _not_due_reason(self) -> str:
+        reason = _NOT_DUE.format(self.config.clean.max_commits)
+        interval = self.options.max_interval
+        if interval is not None:
+            reason += f", and less than {interval.total_seconds() / 3600:g} h (cleaning.max_interval_hours)"
+        return reason
 
     # ------------------------------------------------------------------ scheduling
     def _schedule(self) -> tuple[str | None, tuple[Instant, CleanPlan] | None]:
@@ -159,8 +173,8 @@ class Cleaner:
         if not clean.allow_multiple and _pending_cleans(timeline):
             return "a clean is pending and hoodie.clean.allow.multiple is false", None, None
         last_clean = read_last_clean(self.table, timeline)
-        if not clean_due(timeline, last_clean, clean):
-            return _NOT_DUE.format(clean.max_commits), None, None
+        if not self._due(timeline, last_clean):
+            return self._not_due_reason(), None, None
         now = self.now()
         snapshot = load_clean_snapshot(self.table, timeline, clean, now, self.zone)
         plan = plan_clean(snapshot, clean, now)
@@ -405,7 +419,6 @@ class Cleaner:
             duration_seconds=time.monotonic() - started,
             files=_files(stored.files, checked.present),
         )
-
 
 
 def _pending_cleans(timeline: Timeline) -> list[Instant]:

@@ -23,17 +23,20 @@ from service.clustering.orchestrator import (
     ClusteringResult,
     GroupRunner,
     ScheduleOutcome,
+    decide_clustering,
     execute_clustering,
     purge_pending_clustering,
     schedule_clustering,
 )
 from service.config.hoodie import HoodieConfig
+from service.config.schedule import ClusteringSchedule
 from service.lock.base import TableLock
 from service.table.heartbeat import HeartbeatSettings
 from service.table.instant import Action
 from service.table.table import HudiTable
 from service.table.timeline import Timeline
-from strategies.clustering.trigger import ClusteringStep, TriggerDecision, TriggerMode, clustering_due
+from strategies.clustering.small_files import SmallFiles, small_files
+from strategies.clustering.trigger import ClusteringStep, TriggerDecision, TriggerMode
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,7 @@ class ClusteringPassResult:
     scheduled: ScheduleOutcome | None = None
     result: ClusteringResult | None = None
     purged: str | None = None
+    held: bool = False  # execution was not allowed (outside a maintenance window)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,15 @@ class ClusteringPassOptions:
     mode: TriggerMode = TriggerMode.ASYNC
     schedule: bool = True  # False: execute a pending plan only (the CLI's execute mode)
     purge_after: int | None = None  # purge our plan after this many failed attempts; None: never
+    # The daemon's per-table `clustering:` section: its triggers, budget (None: Hudi's trigger only).
+    policy: ClusteringSchedule | None = None
+    execute: bool = True  # False: outside a maintenance window (a plan is still written if `schedule`)
+    # Measure the small files before taking a slot, so the daemon's slots can rank waiting tables.
+    rank_slots: bool = False
+
+
+def _no_slot(_: SmallFiles | None) -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
 
 
 @dataclass
@@ -80,8 +93,9 @@ class Clusterer:
     options: ClusteringPassOptions = field(default_factory=ClusteringPassOptions)
     _: KW_ONLY
     now: Clock = utc_now
-    # The daemon's cap on concurrent clusterings, held while the pass has work.
-    slot: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    # The daemon's cap on concurrent clusterings, held while the pass has work; it is given the
+    # table's small files (when `options.rank_slots`) to rank the tables waiting for one.
+    slot: Callable[[SmallFiles | None], AbstractContextManager[None]] = _no_slot
     listener: ClusteringPassListener = field(default_factory=ClusteringPassListener)
 
     def run(
@@ -90,14 +104,30 @@ class Clusterer:
         """One pass; `scheduled_at` names a new plan's instant (default: now), `instant_time` picks
         the pending plan to execute instead of the oldest."""
         timeline = self.table.load_timeline()
-        decision = clustering_due(
-            timeline, self.config.clustering, self.options.mode, self.table.facts_reader
-        )
+        now = scheduled_at or self.now()
+        options = self.options
+        decided = decide_clustering(
+            self.table, timeline, self.config.clustering, options.mode, schedule=options.policy, now=now,
+            zone=self.zone,
+        )  # fmt: skip
+        decision = decided.decision
         self.listener.on_decision(timeline, decision)
         if decision.step is ClusteringStep.WAIT:
             log.debug("table %s: %s", self.table.name, decision.reason)
             return ClusteringPassResult(decision)
-        with self.slot():
+        if not options.execute:
+            # Held by a maintenance window: a new plan may still be written (it waits for the window).
+            scheduled = None
+            if decision.step is ClusteringStep.SCHEDULE and options.schedule:
+                scheduled = self._schedule(now)
+            return ClusteringPassResult(decision, scheduled, held=True)
+        small = decided.small_files
+        if options.rank_slots and small is None:
+            # A pending plan's own slices count: executing it is what the slot is for.
+            view = decided.view or self.table.load_view(timeline)
+            local = now.astimezone(self.zone)
+            small = small_files(view, self.config.clustering, local, include_pending_clustering=True)
+        with self.slot(small):
             target = instant_time or decision.pending_instant
             scheduled = None
             if (
@@ -106,17 +136,21 @@ class Clusterer:
                 and self._purge_if_failing(target)
             ):
                 return ClusteringPassResult(decision, purged=target)
-            if decision.step is ClusteringStep.SCHEDULE and self.options.schedule:
-                scheduled = schedule_clustering(
-                    self.table, self.config, self.lock, now=scheduled_at or self.now(), zone=self.zone,
-                    mode=self.options.mode,
-                )  # fmt: skip
-                self.listener.on_scheduled(scheduled)
+            if decision.step is ClusteringStep.SCHEDULE and options.schedule:
+                scheduled = self._schedule(scheduled_at or self.now())  # after waiting for the slot
                 target = scheduled.instant_time
             if target is None:
                 return ClusteringPassResult(decision, scheduled)
             result = self._execute(target)
         return ClusteringPassResult(decision, scheduled, result)
+
+    def _schedule(self, now: datetime) -> ScheduleOutcome:
+        scheduled = schedule_clustering(
+            self.table, self.config, self.lock, now=now, zone=self.zone, mode=self.options.mode,
+            schedule=self.options.policy,
+        )  # fmt: skip
+        self.listener.on_scheduled(scheduled)
+        return scheduled
 
     def _execute(self, instant_time: str) -> ClusteringResult:
         try:

@@ -22,7 +22,9 @@ from service.cleaning.records import files_of_pending_cleans
 from service.clustering.attempts import mark_as_ours
 from service.clustering.preflight import check_plan_executable
 from service.clustering.records import read_clustering_plan, requested_metadata
+from service.config.clustering import ClusteringConfig
 from service.config.hoodie import HoodieConfig
+from service.config.schedule import ClusteringSchedule
 from service.errors import (
     ConflictError,
     HeartbeatLostError,
@@ -35,7 +37,7 @@ from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.clustering_plan import PlannedClustering
-from service.table.fs_view import FileGroupId
+from service.table.fs_view import FileGroupId, FileSystemView
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.listing_check import check_mdt_listing, verified_storage_view
@@ -44,8 +46,10 @@ from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.clustering.size_based import plan_clustering
+from strategies.clustering.small_files import SmallFiles, small_files
 from strategies.clustering.trigger import (
     ClusteringStep,
+    TriggerDecision,
     TriggerMode,
     clustering_due,
     pending_clustering_instants,
@@ -305,6 +309,38 @@ class ScheduleOutcome:
     reason: str
 
 
+@dataclass(frozen=True)
+class Decided:
+    """The trigger's decision, with the view and small files it read when a data trigger needed them."""
+
+    decision: TriggerDecision
+    view: FileSystemView | None = None
+    small_files: SmallFiles | None = None
+
+
+def decide_clustering(
+    table: HudiTable,
+    timeline: Timeline,
+    clustering: ClusteringConfig,
+    mode: TriggerMode,
+    *,
+    schedule: ClusteringSchedule | None,
+    now: datetime,
+    zone: tzinfo,
+) -> Decided:
+    """`clustering_due` on `timeline`; the view is loaded only when a data trigger needs small files."""
+    local = now.astimezone(zone)
+    clock = local if schedule is not None else None
+    decision = clustering_due(timeline, clustering, mode, table.facts_reader, schedule, clock)
+    if not decision.needs_small_files:
+        return Decided(decision)
+    view = table.load_view(timeline)
+    small = small_files(view, clustering, local)
+    return Decided(
+        clustering_due(timeline, clustering, mode, table.facts_reader, schedule, clock, small), view, small
+    )
+
+
 def schedule_clustering(
     table: HudiTable,
     config: HoodieConfig,
@@ -314,21 +350,30 @@ def schedule_clustering(
     zone: tzinfo,
     mode: TriggerMode = TriggerMode.MANUAL,
     dry_run: bool = False,
+    schedule: ClusteringSchedule | None = None,
 ) -> ScheduleOutcome:
     """Plan over a fresh snapshot under the lock and write `T.replacecommit.requested`.
 
     Nothing is written when the trigger says wait, a plan is already pending (at most one pending
     clustering per table: it runs first), nothing is eligible, or `dry_run` is set. A plan that
     execution could not run raises PlanRefusedError instead (`preflight.check_plan_executable`).
+    `schedule` (the daemon's per-table section) adds its triggers and caps the plan's bytes.
     """
     with lock:
         timeline = table.load_timeline()
-        decision = clustering_due(timeline, config.clustering, mode, table.facts_reader)
+        decided = decide_clustering(
+            table, timeline, config.clustering, mode, schedule=schedule, now=now, zone=zone
+        )
+        decision = decided.decision
         if decision.step is not ClusteringStep.SCHEDULE:
             return ScheduleOutcome(None, None, decision.reason)
-        view = table.load_view(timeline)
+        view = decided.view or table.load_view(timeline)
         outcome = plan_clustering(
-            view, config.clustering, now.astimezone(zone), config.parquet.max_file_size_bytes
+            view,
+            config.clustering,
+            now.astimezone(zone),
+            config.parquet.max_file_size_bytes,
+            max_bytes_per_run=schedule.max_bytes_per_run if schedule is not None else None,
         )
         if outcome.plan is None:
             log.debug("table %s: no clustering scheduled: %s", table.name, outcome.reason)

@@ -24,6 +24,8 @@ from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import LOCK_PREFIX
 from service.config.locking import ZookeeperLockSettings
+from service.config.schedule import CleaningSchedule, ClusteringSchedule
+from service.config.windows import MaintenanceWindow
 from service.errors import ConfigError
 
 HoodieValue = str | int | float | bool
@@ -90,10 +92,9 @@ class DaemonSettings(_Model):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     deletion: DeletionSettings = Field(default_factory=DeletionSettings)
     failures: FailureSettings = Field(default_factory=FailureSettings)
-
-
-class ServiceToggle(_Model):
-    enabled: bool = True
+    # Daemon-wide: no clustering execution starts outside these (a table's `clustering.windows`
+    # overrides them). Empty: any time.
+    maintenance_windows: tuple[MaintenanceWindow, ...] = ()
 
 
 class TableSettings(_Model):
@@ -103,8 +104,8 @@ class TableSettings(_Model):
     # The writers' zone; required (checked when the table is opened) for a LOCAL timeline zone.
     timezone: str | None = None
     hoodie: dict[str, HoodieValue] = Field(default_factory=dict)
-    clustering: ServiceToggle = Field(default_factory=ServiceToggle)
-    cleaning: ServiceToggle = Field(default_factory=ServiceToggle)
+    clustering: ClusteringSchedule = Field(default_factory=ClusteringSchedule)
+    cleaning: CleaningSchedule = Field(default_factory=CleaningSchedule)
 
     @field_validator("timezone")
     @classmethod

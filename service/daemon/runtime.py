@@ -41,6 +41,8 @@ class Outcome(StrEnum):
     REFUSED = "refused"  # the services must not touch this table (yet); not a failure
     STOPPING = "stopping"
     OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
+    # No execution starts until a maintenance window opens (a new plan may have been written).
+    OUTSIDE_WINDOW = "outside_window"
 
 
 @dataclass(frozen=True)

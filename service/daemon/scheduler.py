@@ -24,6 +24,7 @@ from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
 from service.daemon.reload import RESTART_ONLY, ConfigWatch, table_changes
 from service.daemon.run_log import quiet_scheduler_logs
 from service.daemon.runtime import Outcome, TableRuntime, TableService
+from service.daemon.slots import PrioritySlots
 from service.daemon.tick import TableTicker
 from service.errors import ConfigError
 from service.executor import SparkExecutor
@@ -50,8 +51,8 @@ class Daemon:
         self.executor = executor or SparkExecutor(settings.spark.master, settings.spark.conf)
         self._stopping = threading.Event()
         self._slots = {
-            TableService.CLUSTERING: threading.BoundedSemaphore(settings.max_concurrent_clusterings),
-            TableService.CLEANING: threading.BoundedSemaphore(settings.max_concurrent_cleans),
+            TableService.CLUSTERING: PrioritySlots(settings.max_concurrent_clusterings),
+            TableService.CLEANING: PrioritySlots(settings.max_concurrent_cleans),
         }
         self._kazoo_pool = KazooClientPool()
         self.runtimes: dict[str, TableRuntime] = {
@@ -155,12 +156,9 @@ class Daemon:
         for key in RESTART_ONLY:
             if getattr(new.daemon, key) != getattr(old_daemon, key):
                 log.warning("config reload: daemon.%s changes take effect on restart", key)
-        if new.daemon.max_concurrent_clusterings != old_daemon.max_concurrent_clusterings:
-            self._slots[TableService.CLUSTERING] = threading.BoundedSemaphore(
-                new.daemon.max_concurrent_clusterings
-            )
-        if new.daemon.max_concurrent_cleans != old_daemon.max_concurrent_cleans:
-            self._slots[TableService.CLEANING] = threading.BoundedSemaphore(new.daemon.max_concurrent_cleans)
+        # Holders release into the same pool, so a smaller cap takes effect as runs finish.
+        self._slots[TableService.CLUSTERING].resize(new.daemon.max_concurrent_clusterings)
+        self._slots[TableService.CLEANING].resize(new.daemon.max_concurrent_cleans)
         changes = table_changes({n: r.entry for n, r in self.runtimes.items()}, old_daemon, new)
         for name in changes.removed:
             self._remove_jobs(name)

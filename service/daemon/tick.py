@@ -1,11 +1,16 @@
 """One tick of one table service, its outcome, and the failure bookkeeping around it.
 
 - cleaning: `Cleaner.run()` (checks Hudi's trigger itself and finishes pending clean plans first);
-- clustering: `Clusterer.run()` with Hudi's ASYNC trigger: a pending plan (ours or a Java writer's)
-  is executed before a new one is scheduled, and a newly scheduled plan is executed in the same tick.
-Semaphores cap concurrent clusterings and cleans across tables, so a slow table delays only work of
-its own kind. Every exception of a tick is caught, logged once with the table, counted, and retried
-with capped exponential backoff; after `quarantine_after` consecutive failures the table is
+- clustering: `Clusterer.run()` with Hudi's ASYNC trigger and the table's `clustering:` section
+  (data triggers, budget): a pending plan (ours or a Java writer's) is executed before a new one is
+  scheduled, and a newly scheduled plan is executed in the same tick.
+Outside the table's maintenance windows no execution starts: the tick is `OUTSIDE_WINDOW`, after
+writing a new plan if `clustering.plan_outside_windows` (cleaning, with `cleaning.windows`, does
+nothing). Slots (`PrioritySlots`) cap concurrent clusterings and cleans across tables, so a slow
+table delays only work of its own kind; a freed clustering slot goes to the waiting table with the
+highest `clustering.priority`, then the most small-file bytes, then the oldest small file.
+Every exception of a tick is caught, logged once with the table, counted, and retried with capped
+exponential backoff; after `quarantine_after` consecutive failures the table is
 quarantined until its config entry or its timeline (the `.hoodie` listing) changes. A refused table
 (`TableRuntime.open`) is not failing: no failure counted, no quarantine; each tick only stats
 `hoodie.properties`.
@@ -17,7 +22,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
@@ -26,8 +31,10 @@ from service.cleaning.snapshot import read_last_clean
 from service.clock import Clock
 from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
 from service.config.daemon import DaemonSettings
+from service.config.windows import describe, inside_any
 from service.daemon.run_log import cleaning_outcome, clustering_outcome
 from service.daemon.runtime import FailureRecord, Outcome, TableRuntime, TableService
+from service.daemon.slots import PrioritySlots, SlotClaim
 from service.errors import DeleteFailedError, InstantOwnedError, TableServicesRefusedError
 from service.executor import SparkExecutor
 from service.lock.base import TableLock
@@ -37,6 +44,7 @@ from service.table.properties import TableServiceKind
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, parse_instant_time
 from strategies.cleaning.trigger import commits_since_last_clean
+from strategies.clustering.small_files import SmallFiles
 from strategies.clustering.trigger import (
     TriggerDecision,
     TriggerMode,
@@ -56,7 +64,7 @@ class TableTicker:
     executor: SparkExecutor
     clock: Clock
     settings: Callable[[], DaemonSettings]
-    slots: Mapping[TableService, threading.BoundedSemaphore]
+    slots: Mapping[TableService, PrioritySlots]
     runtimes: Mapping[str, TableRuntime]
     stopping: threading.Event
 
@@ -80,9 +88,9 @@ class TableTicker:
             return Outcome.BACKING_OFF
         try:
             if service is TableService.CLEANING:
-                self._clean(runtime)
+                outcome = self._clean(runtime, now)
             else:
-                self._cluster(runtime, now)
+                outcome = self._cluster(runtime, now)
         except TableServicesRefusedError as exc:
             if runtime.refusal is None and service not in runtime.refused_services:  # one service only
                 runtime.refused_services.add(service)
@@ -112,15 +120,26 @@ class TableTicker:
         runtime.retry_at.pop(service, None)
         runtime.owned_elsewhere.pop(service, None)
         self.metrics.last_success_timestamp_seconds.labels(runtime.name, service).set(time.time())
-        return Outcome.DONE
+        self.metrics.outside_window.labels(runtime.name, service).set(int(outcome is Outcome.OUTSIDE_WINDOW))
+        return outcome
 
-    def _clean(self, runtime: TableRuntime) -> None:
+    def _clean(self, runtime: TableRuntime, now: datetime) -> Outcome:
+        section = runtime.entry.settings.cleaning
+        windows = section.effective_windows()
+        if windows and not inside_any(windows, now):
+            log.debug(
+                "table %s: cleaning waits for a maintenance window (%s)", runtime.name, describe(windows)
+            )
+            return Outcome.OUTSIDE_WINDOW
         table, lock, zone = runtime.open()
-        options = CleanOptions(max_delete_fraction=self.settings().deletion.max_delete_fraction)
+        options = CleanOptions(
+            max_delete_fraction=self.settings().deletion.max_delete_fraction,
+            max_interval=section.max_interval,
+        )
         self._observe_lock(runtime.name, lock)
         name = runtime.name
         try:
-            with self._slot(TableService.CLEANING):
+            with self._slot(TableService.CLEANING, SlotClaim(runtime.name)):
                 result = Cleaner(table, runtime.entry.hoodie, lock, zone, options, now=self.clock).run()
         except (InstantOwnedError, DeleteFailedError):
             # The run stopped at a clean that stays pending (another executor's, or its deletes failed).
@@ -144,25 +163,51 @@ class TableTicker:
         else:  # the run found no clean due, so none pending either (`Cleaner.run`)
             self.metrics.pending_clean_plans.labels(name).set(0)
         self.metrics.commits_since_last_clean.labels(name).set(since)
+        return Outcome.DONE
 
     def _pending_cleans(self, name: str, timeline: Timeline) -> None:
         """Hudi's `clean.pendingCleanInstantCount` (after 0.15): clean instants requested or inflight."""
         self.metrics.pending_clean_plans.labels(name).set(len(timeline.by_actions([Action.CLEAN]).pending()))
 
-    def _cluster(self, runtime: TableRuntime, now: datetime) -> None:
+    def _cluster(self, runtime: TableRuntime, now: datetime) -> Outcome:
         table, lock, zone = runtime.open()
         table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR: refused
         self._observe_lock(runtime.name, lock)
         name = runtime.name
-        options = ClusteringPassOptions(TriggerMode.ASYNC, purge_after=self.settings().failures.purge_after)
+        settings = self.settings()
+        section = runtime.entry.settings.clustering
+        windows = section.effective_windows(settings.maintenance_windows)
+        inside = not windows or inside_any(windows, now)
+        options = ClusteringPassOptions(
+            TriggerMode.ASYNC,
+            schedule=inside or section.plan_outside_windows,
+            purge_after=settings.failures.purge_after,
+            policy=section,
+            execute=inside,
+            rank_slots=True,
+        )
         gauges = _ClusteringGauges(self, name, table, now, zone)
+
+        def slot(small: SmallFiles | None) -> contextlib.AbstractContextManager[None]:
+            claim = SlotClaim.of(name, section.priority, small, now.astimezone(zone))
+            return self._slot(TableService.CLUSTERING, claim)
+
         passed = Clusterer(
             table, runtime.entry.hoodie, lock, zone, self.executor.run_group, options, now=self.clock,
-            slot=lambda: self._slot(TableService.CLUSTERING), listener=gauges,
+            slot=slot, listener=gauges,
         ).run(scheduled_at=now)  # fmt: skip
+        if passed.held:
+            planned = passed.scheduled.instant_time if passed.scheduled is not None else None
+            pending = planned or passed.decision.pending_instant
+            level = logging.INFO if planned else logging.DEBUG
+            log.log(
+                level, "table %s: clustering %s waits for a maintenance window (%s)",
+                name, pending or "(not planned outside windows)", describe(windows),
+            )  # fmt: skip
+            return Outcome.OUTSIDE_WINDOW
         result = passed.result
         if result is None:
-            return
+            return Outcome.DONE
         log.info("%s", clustering_outcome(name, result))
         self.metrics.run_duration_seconds.labels(name, TableService.CLUSTERING).observe(
             result.duration_seconds
@@ -177,6 +222,7 @@ class TableTicker:
             timeline, runtime.entry.hoodie.clustering, TriggerMode.ASYNC, table.facts_reader
         )
         self.clustering_gauges(name, table, timeline, decision.commits_since_last_clustering, now, zone)
+        return Outcome.DONE
 
     def clustering_gauges(
         self, name: str, table: HudiTable, timeline: Timeline, commits: int, now: datetime, zone: tzinfo
@@ -192,17 +238,10 @@ class TableTicker:
         at = parse_instant_time(instant_time, zone).timestamp()
         self.metrics.last_completed_instant_timestamp_seconds.labels(name, service).set(at)
 
-    @contextlib.contextmanager
-    def _slot(self, service: TableService) -> Iterator[None]:
-        """A global concurrency slot for `service`; gives up when the daemon stops."""
-        slots = self.slots[service]
-        while not slots.acquire(timeout=0.5):
-            if self.stopping.is_set():
-                raise InterruptedError("daemon is stopping")
-        try:
-            yield
-        finally:
-            slots.release()
+    def _slot(self, service: TableService, claim: SlotClaim) -> contextlib.AbstractContextManager[None]:
+        """A global concurrency slot for `service`, given to the best claim waiting; gives up when the
+        daemon stops (InterruptedError)."""
+        return self.slots[service].hold(claim, self.stopping)
 
     def _observe_lock(self, name: str, lock: TableLock) -> None:
         # Every acquisition is observed: a tick may lock several times (rollback, schedule, commit).

@@ -2,7 +2,8 @@
 
 Pure: planners take a file-system view snapshot (with its timeline and facts), the table's
 `ClusteringConfig` and an injected `now`, and return a typed plan or None with a reason; the trigger
-takes the timeline and a reader of `.requested` plans. Nothing here writes to storage or locks.
+takes the timeline, a reader of `.requested` plans and, for the daemon's data triggers, the small
+files per partition (`small_files`). Nothing here writes to storage, locks or reads the clock.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from strategies.clustering.size_based import (
     java_view_order,
     output_file_groups,
     plan_clustering,
+    within_budget,
 )
+from strategies.clustering.small_files import PartitionSmallFiles, SmallFiles, small_files
 from strategies.clustering.trigger import (
     ClusteringStep,
     RequestedPlanReader,
@@ -44,8 +47,10 @@ __all__ = [
     "DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES",
     "ClusteringStep",
     "EligibilityCounts",
+    "PartitionSmallFiles",
     "PlanOutcome",
     "RequestedPlanReader",
+    "SmallFiles",
     "TriggerDecision",
     "TriggerMode",
     "build_groups",
@@ -68,4 +73,6 @@ __all__ = [
     "regex_matched",
     "select_partitions",
     "selected_range",
+    "small_files",
+    "within_budget",
 ]

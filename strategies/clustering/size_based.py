@@ -169,15 +169,43 @@ def build_groups(
     return groups
 
 
+def within_budget(groups: Sequence[PlannedGroup], max_bytes: int | None) -> list[PlannedGroup]:
+    """The groups, in plan order, up to the first that would take the total over `max_bytes`.
+
+    The product's per-run budget (`clustering.max_bytes_per_run`), applied after Hudi's
+    `max.num.groups` cut: whole groups only, so a plan never rewrites more than the budget; the
+    groups left out are planned by a later run. None: no budget.
+    """
+    if max_bytes is None:
+        return list(groups)
+    kept: list[PlannedGroup] = []
+    total = 0
+    for group in groups:
+        size = _planned_bytes(group)
+        if total + size > max_bytes:
+            break
+        kept.append(group)
+        total += size
+    return kept
+
+
+def _planned_bytes(group: PlannedGroup) -> int:
+    if group.size_bytes is not None:
+        return group.size_bytes
+    return sum(s.base_file_size_bytes or 0 for s in group.slices)
+
+
 def plan_clustering(
     view: FileSystemView,
     config: ClusteringConfig,
     now: datetime,
     parquet_max_file_size_bytes: int = DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES,
+    max_bytes_per_run: int | None = None,
 ) -> PlanOutcome:
     """A clustering plan for the snapshot `view`, or None and why.
 
-    `now` is in the writers' time zone (DAY_ROLLING picks partitions by its hour).
+    `now` is in the writers' time zone (DAY_ROLLING picks partitions by its hour);
+    `max_bytes_per_run` caps the bytes the plan rewrites (`within_budget`).
     """
     partitions = select_partitions(view.partitions, config, now)
     if not partitions:
@@ -203,6 +231,16 @@ def plan_clustering(
         )
         reason = f"no data available to cluster: {counts.describe()}{lone}"
         return PlanOutcome(None, reason, tuple(partitions), counts)
+    budgeted = within_budget(groups, max_bytes_per_run)
+    if not budgeted:
+        reason = (
+            f"the first planned group ({_planned_bytes(groups[0])} bytes in {groups[0].partition_path!r}) "
+            f"exceeds clustering.max_bytes_per_run={max_bytes_per_run}; raise it to at least "
+            f"hoodie.clustering.plan.strategy.max.bytes.per.group={config.max_bytes_per_group}"
+        )
+        return PlanOutcome(None, reason, tuple(partitions), counts)
+    deferred = len(groups) - len(budgeted)
+    groups = budgeted
     plan = PlannedClustering(
         groups=tuple(groups),
         strategy_class=config.execution_strategy_class,
@@ -212,4 +250,9 @@ def plan_clustering(
         f"{len(groups)} groups, {sum(len(g.slices) for g in groups)} file slices, "
         f"{plan.input_bytes} bytes -> {plan.num_output_file_groups} file groups"
     )
+    if deferred:
+        reason += (
+            f"; {deferred} more groups left for a later run "
+            f"(clustering.max_bytes_per_run={max_bytes_per_run})"
+        )
     return PlanOutcome(plan, reason, tuple(partitions), counts)

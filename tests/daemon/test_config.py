@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -10,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from service.config.daemon import load_daemon_config, parse_daemon_config
+from service.config.schedule import ClusteringSchedule
 from service.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -142,3 +144,86 @@ def test_config_models_are_frozen() -> None:
     config = parse_daemon_config(TWO_TABLES)
     with pytest.raises(ValidationError, match="frozen"):
         config.daemon.poll_interval_seconds = 1
+
+
+WINDOWED = """
+daemon:
+  maintenance_windows:
+    - {cron: "0 22 * * mon-fri", duration_minutes: 360, timezone: Europe/Berlin}
+tables:
+  - name: orders
+    base_path: /data/orders
+    clustering:
+      priority: 5
+      max_bytes_per_run: 1073741824
+      small_file_count_trigger: 50
+      small_file_bytes_trigger: 268435456
+      max_interval_hours: 24
+      min_interval_minutes: 30
+      plan_outside_windows: false
+    cleaning:
+      max_interval_hours: 12
+      windows: [{cron: "0 * * * sat,sun", duration_minutes: 60}]
+  - name: users
+    base_path: /data/users
+    clustering: {windows: []}
+  - name: events
+    base_path: /data/events
+"""
+
+
+def test_config_schedule_sections_and_window_inheritance() -> None:
+    config = parse_daemon_config(WINDOWED)
+    daemon_windows = config.daemon.maintenance_windows
+    assert [w.cron for w in daemon_windows] == ["0 22 * * mon-fri"]
+    orders, users, events = (t.settings for t in config.tables)
+    c = orders.clustering
+    assert (c.priority, c.max_bytes_per_run, c.small_file_count_trigger, c.small_file_bytes_trigger) == (
+        5, 1 << 30, 50, 256 << 20,
+    )  # fmt: skip
+    assert (c.max_interval_hours, c.min_interval_minutes, c.plan_outside_windows) == (24, 30, False)
+    assert c.effective_windows(daemon_windows) == daemon_windows  # inherited
+    assert users.clustering.effective_windows(daemon_windows) == ()  # `[]`: any time
+    assert events.clustering.needs_small_files is False and events.clustering.plan_outside_windows
+    assert [w.cron for w in orders.cleaning.effective_windows()] == ["0 * * * sat,sun"]
+    assert events.cleaning.effective_windows() == ()  # cleaning does not inherit the daemon's windows
+    assert orders.cleaning.max_interval_hours == 12
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("mon-fri", "1-5"), r"daemon.maintenance_windows.0: .*day-of-week '1-5' must use names"),
+        (("priority: 5", "priorty: 5"), r"table 'orders': clustering.priorty: Extra inputs"),
+        (("max_bytes_per_run: 1073741824", "max_bytes_per_run: 0"), r"clustering.max_bytes_per_run"),
+        (("duration_minutes: 60", "duration_minutes: -1"), r"table 'orders': cleaning.windows.0.duration"),
+    ],
+)
+def test_config_schedule_errors_name_the_table_and_setting(edit: tuple[str, str], expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        parse_daemon_config(WINDOWED.replace(*edit), "cfg.yaml")
+
+
+def test_config_schedule_change_changes_the_fingerprint() -> None:
+    before = parse_daemon_config(WINDOWED).table("orders").fingerprint
+    assert (
+        parse_daemon_config(WINDOWED.replace("priority: 5", "priority: 6")).table("orders").fingerprint
+        != before
+    )
+
+
+def test_config_repo_example_commented_schedule_settings_parse() -> None:
+    """The commented examples of config.yaml's scheduling settings are valid when uncommented."""
+    text = (REPO_ROOT / "config.yaml").read_text()
+    keys = "|".join(ClusteringSchedule.model_fields)
+    uncommented = re.sub(rf"^(\s*)# ({keys}):", r"\1\2:", text, flags=re.M)
+    uncommented = uncommented.replace("  maintenance_windows: []\n  #  - ", "  maintenance_windows:\n    - ")
+    uncommented = uncommented.replace('\n  #  - {cron: "0 0', '\n    - {cron: "0 0')
+    config = parse_daemon_config(uncommented)
+    assert [w.cron for w in config.daemon.maintenance_windows] == ["0 22 * * mon-fri", "0 0 * * sat"]
+    [demo] = config.tables
+    assert demo.settings.clustering.small_file_count_trigger == 50
+    assert demo.settings.clustering.effective_windows(config.daemon.maintenance_windows) == ()
+    assert demo.settings.cleaning.max_interval_hours == 12 and demo.settings.cleaning.effective_windows()
+    # As shipped, the demo is served at any time.
+    assert load_daemon_config(REPO_ROOT / "config.yaml").daemon.maintenance_windows == ()

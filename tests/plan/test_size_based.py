@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from service.table.fs_view import FileSystemView
 from strategies.clustering import (
+    PlanOutcome,
     build_groups,
     eligible_slices,
     output_file_groups,
@@ -23,6 +24,7 @@ from strategies.clustering.model import (
     TOTAL_LOG_FILES,
     TOTAL_LOG_FILES_SIZE,
 )
+from strategies.clustering.size_based import within_budget
 from tests.plan.snapshots import MB, NOW, config_of, fid, grouping, snapshot
 
 SORT = "hoodie.clustering.plan.strategy.sort.columns"
@@ -214,3 +216,38 @@ def _groups_of(
     outcome = plan_clustering(view, config_of(config), NOW)
     assert outcome.plan is not None, outcome.reason
     return grouping(outcome.plan.groups)
+
+
+# ---------------------------------------------------------------- clustering.max_bytes_per_run
+def _budgeted(files: Mapping[str, Sequence[tuple[str, float]]], budget_mb: float) -> PlanOutcome:
+    return plan_clustering(snapshot(files), config_of({}), NOW, max_bytes_per_run=int(budget_mb * MB))
+
+
+def test_budget_keeps_whole_groups_in_plan_order_up_to_the_byte_budget() -> None:
+    files = {"p1": [("a", 60), ("b", 40), ("c", 50)], "p2": [("d", 30), ("e", 30)]}
+    # Unbudgeted: p1 [a]=60 (a+c would pass 100), [c,b]=90; p2 [d,e]=60.
+    assert _groups(files) == [("p1", ["a"], 1), ("p1", ["c", "b"], 2), ("p2", ["d", "e"], 1)]
+    outcome = _budgeted(files, 150)
+    assert outcome.plan is not None
+    assert grouping(outcome.plan.groups) == [("p1", ["a"], 1), ("p1", ["c", "b"], 2)]
+    assert outcome.plan.input_bytes == 150 * MB
+    assert "1 more groups left for a later run (clustering.max_bytes_per_run=" in outcome.reason
+    # Stops at the first group over the budget: the later p2 group (a+d,e = 120) does not jump the queue.
+    outcome = _budgeted(files, 149)
+    assert outcome.plan is not None and grouping(outcome.plan.groups) == [("p1", ["a"], 1)]
+
+
+def test_budget_below_the_first_group_plans_nothing_and_says_which_setting() -> None:
+    outcome = _budgeted({"p1": [("a", 60), ("b", 40)]}, 99)
+    assert outcome.plan is None
+    assert "exceeds clustering.max_bytes_per_run" in outcome.reason
+    assert "hoodie.clustering.plan.strategy.max.bytes.per.group" in outcome.reason
+
+
+def test_within_budget_is_the_identity_without_a_budget() -> None:
+    outcome = plan_clustering(snapshot({"p1": [("a", 60), ("b", 40), ("c", 50)]}), config_of({}), NOW)
+    assert outcome.plan is not None
+    groups = list(outcome.plan.groups)
+    assert within_budget(groups, None) == groups
+    assert within_budget(groups, 0) == []
+    assert within_budget(groups, groups[0].size_bytes) == groups[:1]

@@ -1,0 +1,66 @@
+"""A served table's `clustering:` and `cleaning:` sections: when the daemon runs each service.
+
+These are the product's own settings, beside Hudi's `hoodie.*` triggers (which stay in force):
+- clustering is also due when a partition's small files reach a count or a byte total
+  (`small_file_count_trigger`, `small_file_bytes_trigger`), or when `max_interval_hours` passed since
+  the last clustering and anything is eligible; `min_interval_minutes` spaces plans of one table;
+- `max_bytes_per_run` caps the bytes one plan rewrites (whole groups, in plan order);
+- `priority` orders tables waiting for a clustering slot (higher first, then expected benefit);
+- `windows` hold execution outside maintenance windows (`service.config.windows`); clustering
+  inherits `daemon.maintenance_windows` unless the table sets its own (`[]`: no window, any time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.config.windows import MaintenanceWindow
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    # None: inherit (clustering: `daemon.maintenance_windows`; cleaning: any time); []: any time.
+    windows: tuple[MaintenanceWindow, ...] | None = None
+    # At least this often while anything is eligible, whatever the commit-count trigger says.
+    max_interval_hours: float | None = Field(default=None, gt=0)
+
+    @property
+    def max_interval(self) -> timedelta | None:
+        return None if self.max_interval_hours is None else timedelta(hours=self.max_interval_hours)
+
+
+class ClusteringSchedule(_Section):
+    # False: outside its windows a table is not even planned (a pending plan blocks writers' updates
+    # to its file groups until it runs, so an operator may want plans only when they run at once).
+    plan_outside_windows: bool = True
+    max_bytes_per_run: int | None = Field(default=None, gt=0)
+    small_file_count_trigger: int | None = Field(default=None, ge=1)
+    small_file_bytes_trigger: int | None = Field(default=None, ge=1)
+    min_interval_minutes: float = Field(default=0.0, ge=0)
+    priority: int = 0
+
+    def effective_windows(self, daemon_windows: Sequence[MaintenanceWindow]) -> tuple[MaintenanceWindow, ...]:
+        return tuple(daemon_windows) if self.windows is None else self.windows
+
+    @property
+    def min_interval(self) -> timedelta:
+        return timedelta(minutes=self.min_interval_minutes)
+
+    @property
+    def needs_small_files(self) -> bool:
+        """Whether the trigger reads the file-system view (small-file counts), not only the timeline."""
+        return (
+            self.small_file_count_trigger is not None
+            or self.small_file_bytes_trigger is not None
+            or self.max_interval_hours is not None
+        )
+
+
+class CleaningSchedule(_Section):
+    def effective_windows(self) -> tuple[MaintenanceWindow, ...]:
+        return self.windows or ()
