@@ -43,6 +43,8 @@ class Outcome(StrEnum):
     OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
     # No execution starts until a maintenance window opens (a new plan may have been written).
     OUTSIDE_WINDOW = "outside_window"
+    # Another replica holds the table (`daemon.cluster`): the table is not touched.
+    NOT_HELD = "not_held"
 
 
 @dataclass(frozen=True)
