@@ -26,6 +26,7 @@ live replicas never share an id (the partitioner would hand both the same share)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -219,6 +220,7 @@ class Membership:
             if not self._client.connected:
                 return  # the session listener wakes us once connected
             self._register()
+            self._delete_stale_nodes()
             self._acquired_state = None
             self._partitioner = partitioner = self._new_partitioner()
         if partitioner.release:
@@ -292,6 +294,31 @@ class Membership:
                     f"({self._member_node}); waiting for it to end"
                 ) from None
             self._client.set(self._member_node, data.encode())
+
+    def _delete_stale_nodes(self) -> None:
+        """Delete party and partition-lock nodes our session still owns from a partitioner that failed
+        to clean up (its release ran while the connection was down, the session survived): left in
+        place, our old party node would count us twice and our old lock nodes would block our own
+        new partitioner."""
+        session = self._client.client_id
+        if session is None:
+            return
+        parents = [f"{self._settings.path}/party"]
+        locks = f"{self._settings.path}/locks"
+        with contextlib.suppress(NoNodeError):
+            parents += [f"{locks}/{table}" for table in self._client.get_children(locks)]
+        for parent in parents:
+            try:
+                children = self._client.get_children(parent)
+            except NoNodeError:
+                continue
+            for child in children:
+                node = f"{parent}/{child}"
+                stat = self._client.exists(node)
+                if stat is not None and stat.owner_session_id == session[0]:
+                    log.info("cluster member %s: deleting its stale node %s", self.replica_id, node)
+                    with contextlib.suppress(NoNodeError):
+                        self._client.delete(node)
 
     def _check_members(self) -> None:
         with self._guard:

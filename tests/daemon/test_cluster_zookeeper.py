@@ -84,18 +84,19 @@ tables:
     )
 
 
-@pytest.fixture
-def cluster(
-    tmp_path: Path, zookeeper_server: ZookeeperServer
-) -> Iterator[tuple[Callable[[str], Daemon], HoldRecorder, Callable[[str, list[str]], DaemonConfig]]]:
+Cluster = tuple[Callable[[str], Daemon], HoldRecorder, Callable[[str, list[str]], DaemonConfig]]
+
+
+def _cluster(base: Path, zk: ZookeeperServer) -> Iterator[Cluster]:
+    """Starts replicas (`start(replica_id)`) sharing one recorder; stops them all at teardown."""
     for name in TABLES:
-        FixtureTable(tmp_path / name, name=name).commit(ts(1), [FileSpec("a", fid(1))])
+        FixtureTable(base / name, name=name).commit(ts(1), [FileSpec("a", fid(1))])
     path = f"/hudi-table-service/{uuid.uuid4().hex[:12]}/members"
     recorder = HoldRecorder()
     daemons: list[Daemon] = []
 
     def config(replica: str, tables: list[str]) -> DaemonConfig:
-        return _config(tmp_path, zookeeper_server, path, replica, tables)
+        return _config(base, zk, path, replica, tables)
 
     def start(replica: str) -> Daemon:
         daemon = Daemon(
@@ -111,6 +112,16 @@ def cluster(
         for daemon in daemons:
             daemon.stop(grace_seconds=5)
     assert recorder.violations == []
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zookeeper_server: ZookeeperServer) -> Iterator[Cluster]:
+    yield from _cluster(tmp_path, zookeeper_server)
+
+
+@pytest.fixture
+def cluster_on_private_zookeeper(tmp_path: Path, private_zookeeper: ZookeeperServer) -> Iterator[Cluster]:
+    yield from _cluster(tmp_path, private_zookeeper)
 
 
 def _wait(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
@@ -136,7 +147,7 @@ def _sample(daemon: Daemon, name: str, labels: dict[str, str] | None = None) -> 
 
 
 def test_three_replicas_divide_30_tables_survive_a_death_and_rebalance_on_restart(
-    cluster: tuple[Callable[[str], Daemon], HoldRecorder, Callable[[str, list[str]], DaemonConfig]],
+    cluster: Cluster,
 ) -> None:
     start, recorder, _ = cluster
     replicas = [start(f"r{i}") for i in range(3)]
@@ -189,7 +200,7 @@ def test_three_replicas_divide_30_tables_survive_a_death_and_rebalance_on_restar
 
 
 def test_a_reload_changing_the_table_list_rebalances_and_a_mismatch_is_reported(
-    cluster: tuple[Callable[[str], Daemon], HoldRecorder, Callable[[str, list[str]], DaemonConfig]],
+    cluster: Cluster,
 ) -> None:
     start, recorder, config = cluster
     replicas = [start(f"r{i}") for i in range(3)]
@@ -206,4 +217,25 @@ def test_a_reload_changing_the_table_list_rebalances_and_a_mismatch_is_reported(
     _wait(lambda: all(mismatch(d) == 0 for d in replicas), 30, "the mismatch cleared")
     _wait(lambda: _divided(replicas, fewer), 60, "24 tables divided among 3 replicas")
     assert sorted(len(d.membership.held) for d in replicas if d.membership) == [8, 8, 8]
+    assert recorder.violations == []
+
+
+def test_zookeeper_restarted_under_three_replicas_stops_new_work_then_divides_again(
+    cluster_on_private_zookeeper: Cluster, private_zookeeper: ZookeeperServer
+) -> None:
+    start, recorder, _ = cluster_on_private_zookeeper
+    replicas = [start(f"r{i}") for i in range(3)]
+    _wait(lambda: _divided(replicas, TABLES), 60, "30 tables divided among 3 replicas")
+
+    private_zookeeper.stop()  # shorter than the session timeout: the sessions survive
+    _wait(
+        lambda: not any(d.membership and d.membership.holds(t) for d in replicas for t in TABLES),
+        SESSION_TIMEOUT_S,
+        "no replica starting work while ZooKeeper is away",
+    )
+    assert not any(d.is_ready() for d in replicas)
+    time.sleep(1)
+    private_zookeeper.start()
+    _wait(lambda: _divided(replicas, TABLES), 60, "30 tables divided again after ZooKeeper came back")
+    assert sorted(len(d.membership.held) for d in replicas if d.membership) == [10, 10, 10]
     assert recorder.violations == []
