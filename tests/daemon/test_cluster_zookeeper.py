@@ -239,3 +239,17 @@ def test_zookeeper_restarted_under_three_replicas_stops_new_work_then_divides_ag
     _wait(lambda: _divided(replicas, TABLES), 60, "30 tables divided again after ZooKeeper came back")
     assert sorted(len(d.membership.held) for d in replicas if d.membership) == [10, 10, 10]
     assert recorder.violations == []
+
+
+def test_a_second_replica_with_a_live_replicas_id_waits_for_it_to_end(cluster: Cluster) -> None:
+    start, recorder, _ = cluster
+    first = start("same")
+    _wait(lambda: _divided([first], TABLES), 60, "the first replica holding every table")
+    second = start("same")  # e.g. a fixed replica_id given to two pods by mistake
+    time.sleep(SETTLE_S + MEMBER_POLL_S + 1)
+    assert second.membership is not None and second.membership.held == frozenset()
+    assert not second.is_ready() and _divided([first], TABLES)
+
+    first.stop(grace_seconds=5)  # its session ends: the id is free
+    _wait(lambda: _divided([second], TABLES), 30, "the second replica holding every table")
+    assert recorder.violations == []
