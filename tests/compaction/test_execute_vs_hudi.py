@@ -1,0 +1,81 @@
+"""Executing a compaction Hudi 0.15 scheduled, against Hudi executing the same plan on an identical
+copy: the same rows in snapshot and read-optimized reads (and in hudi-rs), a `C.commit` Java
+accepts (`compacted`, COMPACT), and Hudi's writer appending and compacting afterwards."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from service.cli import main
+from service.table import codecs
+from service.table.codecs.commit import WriteOperationType
+from tests.support import hudi_tables as ht
+from tests.support.mor_tables import MorHistory, MorHistoryCache, _MorBuilder, hudi_compaction, mor_histories
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.hudi, pytest.mark.spark, pytest.mark.slow]
+
+__all__ = ["mor_histories"]
+
+
+def _read(spark: SparkSession, base: Path, query_type: str = "snapshot") -> list[dict[str, Any]]:
+    reader = (
+        spark.read.format("hudi")
+        .option("hoodie.metadata.enable", "false")
+        .option("hoodie.datasource.query.type", query_type)
+    )
+    return ht.normalise_rows(row.asDict() for row in reader.load(str(base)).collect())
+
+
+def _commit(base: Path, instant: str) -> codecs.CommitMetadata:
+    path = base / ".hoodie" / f"{instant}.commit"
+    return codecs.decode(codecs.CommitMetadata, path.read_bytes(), str(path))
+
+
+@pytest.fixture
+def history(mor_histories: MorHistoryCache) -> MorHistory:
+    return mor_histories.get("mor_partitioned_avro")
+
+
+def test_we_execute_hudis_plan_as_hudi_does(
+    spark: SparkSession, history: MorHistory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    shutil.copytree(history.base_path, ours, symlinks=True)
+    instant = hudi_compaction(spark, ours, "schedule")
+    shutil.copytree(ours, theirs, symlinks=True)
+
+    assert main(["compact", "--base-path", str(ours), "--mode", "execute", "--json"]) == 0
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["instant_time"] == instant and reply["result"]["committed"]
+    spark.sql(f"CALL run_compaction(op => 'run', path => '{theirs}', timestamp => {instant})").collect()
+
+    metadata, hudi_metadata = _commit(ours, instant), _commit(theirs, instant)
+    assert metadata.compacted and metadata.operation_type is WriteOperationType.COMPACT
+    assert metadata.table_schema == hudi_metadata.table_schema
+    written = {(s.partition_path, s.file_id) for s in metadata.write_stats}
+    assert written == {(s.partition_path, s.file_id) for s in hudi_metadata.write_stats}
+    assert all(s.path and s.path.endswith(f"_{instant}.parquet") for s in metadata.write_stats)
+    assert sum(s.num_writes for s in metadata.write_stats) == sum(
+        s.num_writes for s in hudi_metadata.write_stats
+    )
+
+    compacted = _read(spark, theirs)
+    assert _read(spark, ours) == compacted
+    assert _read(spark, ours, "read_optimized") == _read(spark, theirs, "read_optimized") == compacted
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(ours).to_pylist()) == compacted
+
+    # Hudi's writer goes on: an upsert into the new slices, then Hudi's own compaction over our files.
+    for base in (ours, theirs):
+        writer = _MorBuilder(spark, history.name, base, history.partitioned, {})
+        writer.write("upsert", range(0, 48, 3), tag=30, ts=500)
+        hudi_compaction(spark, base, "run")
+    assert _read(spark, ours) == _read(spark, theirs)
+    assert _read(spark, ours, "read_optimized") == _read(spark, ours)
