@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.cli import main
+from service.compaction import executor
 from service.table import codecs
 from service.table.codecs.commit import WriteOperationType
 from tests.support import hudi_tables as ht
@@ -77,5 +78,51 @@ def test_we_execute_hudis_plan_as_hudi_does(
         writer = _MorBuilder(spark, history.name, base, history.partitioned, {})
         writer.write("upsert", range(0, 48, 3), tag=30, ts=500)
         hudi_compaction(spark, base, "run")
+    assert _read(spark, ours) == _read(spark, theirs)
+    assert _read(spark, ours, "read_optimized") == _read(spark, ours)
+
+
+def test_a_failed_attempt_leaves_nothing_visible_and_hudi_recovers_it(
+    spark: SparkSession,
+    history: MorHistory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our plan, our execution failing after some base files are written: they are deleted, the
+    compaction stays inflight (as a crashed Java compactor leaves it), readers see the table as
+    before; we refuse to re-run it, and Hudi's `run_compaction` rolls the attempt back by our markers
+    and executes our plan, to the rows Hudi's own execution gives."""
+    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    shutil.copytree(history.base_path, ours, symlinks=True)
+    assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
+    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    shutil.copytree(ours, theirs, symlinks=True)
+    before = _read(spark, ours)
+
+    calls = []
+    original = executor._compact_one
+
+    def failing(*args: Any) -> Any:
+        stat = original(*args)
+        calls.append(stat)
+        if len(calls) == 2:
+            raise OSError("disk full (injected)")
+        return stat
+
+    monkeypatch.setattr(executor, "_compact_one", failing)
+    with pytest.raises(OSError, match="injected"):
+        main(["compact", "--base-path", str(ours), "--mode", "execute"])
+    monkeypatch.undo()
+    assert len(calls) >= 2
+    assert (ours / ".hoodie" / f"{instant}.compaction.inflight").exists()
+    assert not (ours / ".hoodie" / f"{instant}.commit").exists()
+    assert not list(ours.rglob(f"*_{instant}.parquet")), "this attempt's base files are deleted"
+    assert _read(spark, ours) == before
+    assert main(["compact", "--base-path", str(ours), "--mode", "execute"]) == 1  # inflight: refused
+
+    for base in (ours, theirs):
+        spark.sql(f"CALL run_compaction(op => 'run', path => '{base}', timestamp => {instant})").collect()
+        assert _commit(base, instant).operation_type is WriteOperationType.COMPACT
     assert _read(spark, ours) == _read(spark, theirs)
     assert _read(spark, ours, "read_optimized") == _read(spark, ours)
