@@ -126,3 +126,28 @@ def test_a_failed_attempt_leaves_nothing_visible_and_hudi_recovers_it(
         assert _commit(base, instant).operation_type is WriteOperationType.COMPACT
     assert _read(spark, ours) == _read(spark, theirs)
     assert _read(spark, ours, "read_optimized") == _read(spark, ours)
+
+
+def test_writes_between_schedule_and_execute_land_in_the_new_slice(
+    spark: SparkSession, history: MorHistory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Scheduled by us, then Hudi's writer upserts (log files of slice C, `HoodieAppendHandle.init`)
+    before we execute: the plan's input stays frozen, the upsert is read over the new base files,
+    nothing is lost; Hudi executing the same plan on a copy gives the same rows."""
+    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    shutil.copytree(history.base_path, ours, symlinks=True)
+    assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
+    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    writer = _MorBuilder(spark, history.name, ours, history.partitioned, {})
+    writer.write("upsert", range(0, 48, 4), tag=40, ts=600)
+    assert list(ours.rglob(f".*_{instant}.log.*")), "the upsert appended to slice C"
+    shutil.copytree(ours, theirs, symlinks=True)
+    during = _read(spark, ours)
+    assert {r["id"] for r in during if r["name"].endswith("-b40")} == set(range(0, 48, 4))
+
+    assert main(["compact", "--base-path", str(ours), "--mode", "execute", "--instant-time", instant]) == 0
+    spark.sql(f"CALL run_compaction(op => 'run', path => '{theirs}', timestamp => {instant})").collect()
+    after = _read(spark, ours)
+    assert after == _read(spark, theirs)
+    assert {r["id"] for r in after if r["name"].endswith("-b40")} == set(range(0, 48, 4))
+    assert _read(spark, ours, "read_optimized") == _read(spark, theirs, "read_optimized")
