@@ -151,3 +151,35 @@ def test_writes_between_schedule_and_execute_land_in_the_new_slice(
     assert after == _read(spark, theirs)
     assert {r["id"] for r in after if r["name"].endswith("-b40")} == set(range(0, 48, 4))
     assert _read(spark, ours, "read_optimized") == _read(spark, theirs, "read_optimized")
+
+
+@pytest.mark.parametrize("name", ["mor_nonpartitioned_parquet", "mor_default_payload"])
+def test_schedule_and_execute_equals_hudis_compaction(
+    spark: SparkSession,
+    mor_histories: MorHistoryCache,
+    name: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Non-partitioned with Parquet log blocks, and `DefaultHoodieRecordPayload` (base vs log by
+    ordering value): our `scheduleAndExecute` and Hudi's `run_compaction` on identical copies give
+    the same plan and the same rows."""
+    source = mor_histories.get(name).base_path
+    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    shutil.copytree(source, ours, symlinks=True)
+    shutil.copytree(source, theirs, symlinks=True)
+    every = "hoodie.compact.inline.max.delta.commits=1"
+    assert (
+        main(["compact", "--base-path", str(ours), "--mode", "scheduleAndExecute", "--hoodie-conf", every])
+        == 0
+    )
+    assert "committed" in capsys.readouterr().out
+    hudi_instant = hudi_compaction(spark, theirs, "run")
+    [instant] = [p.name.split(".")[0] for p in (ours / ".hoodie").glob("*.compaction.requested")]
+    ours_stats, hudi_stats = _commit(ours, instant).write_stats, _commit(theirs, hudi_instant).write_stats
+    assert {(s.partition_path, s.file_id, s.prev_commit) for s in ours_stats} == {
+        (s.partition_path, s.file_id, s.prev_commit) for s in hudi_stats
+    }
+    compacted = _read(spark, theirs)
+    assert _read(spark, ours) == compacted
+    assert _read(spark, ours, "read_optimized") == compacted
