@@ -120,7 +120,7 @@ def cmd_compact(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
             reply["result"] = None
             text.append("no pending compaction to execute")
         else:
-            result = execute_compaction(ctx.table, ctx.config, ctx.lock, instant_time)
+            result = execute_compaction(ctx.table, ctx.config, ctx.lock, instant_time, zone=ctx.zone)
             reply["instant_time"] = instant_time
             reply["result"] = {
                 "instant_time": result.instant_time,

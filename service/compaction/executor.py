@@ -1,9 +1,12 @@
 """Execute a pending compaction plan (Hudi's or ours) and commit it: `HoodieCompactor.compact` and
 `BaseHoodieTableServiceClient.completeCompaction`, in-process.
 
-Claim under the lock: the plan must be REQUESTED (an INFLIGHT one is an attempt that failed or is
-running; rolling it back is not implemented yet, so it is refused), then this attempt's heartbeat
-and the empty `C.compaction.inflight` (`transitionCompactionRequestedToInflight`). Each operation
+Claim under the lock: this attempt's heartbeat and the empty `C.compaction.inflight`
+(`transitionCompactionRequestedToInflight`). An INFLIGHT plan is an earlier attempt: while its
+heartbeat is alive it is another executor's and is refused; otherwise it is rolled back first (its
+files by its markers, `C.compaction.inflight` deleted, the plan kept), as Java's `compact(instant)`
+does. Java keeps no heartbeat for compaction, so a Java compactor still running the same plan cannot
+be told from a dead one: do not run Java's and this compactor on the same table. Each operation
 reads its slice merged (`read_file_slice`: the base file and the plan's log files, blocks of
 instants up to the last completed commit, deltacommit or rollback, as the compactor's scanner), and
 writes `<fileId>_<token>_C.parquet` in the same file group after a DIRECT marker (MERGE with a base
@@ -14,8 +17,8 @@ Commit under the lock: the plan still pending, files with markers that are not i
 (finalize), the metadata table's `files` partition first, then `C.commit` (JSON, `compacted: true`,
 operationType COMPACT: Java writers' conflict check tolerates that alone, and the table schema in
 extraMetadata), then the marker folder goes. If an operation fails, the files this attempt wrote
-are deleted and `C.compaction.inflight` stays, as a crashed Java compactor leaves it: Java rolls it
-back (by our markers) before it re-executes the plan.
+are deleted and `C.compaction.inflight` stays, as a crashed Java compactor leaves it; the next
+execution (ours or Java's) rolls it back by its markers and re-executes the plan.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,6 +37,7 @@ from service.clustering.orchestrator import latest_table_schema
 from service.config.hoodie import HoodieConfig
 from service.errors import HudiTableServiceError
 from service.lock.base import TableLock
+from service.rollback import rollback_instant
 from service.table import codecs
 from service.table.base_file_writer import BaseFileSchema, BaseFileTarget, BaseFileWriter
 from service.table.data_files import BaseFile, LogFile, parse_base_file, parse_log_file
@@ -203,10 +208,13 @@ def execute_compaction(
     lock: TableLock,
     instant_time: str,
     *,
+    zone: tzinfo,
     max_parallelism: int = 4,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
     wall_clock: Callable[[], float] = time.time,
 ) -> CompactionResult:
-    """Execute the REQUESTED compaction `instant_time` and commit it as `C.commit`."""
+    """Execute the pending compaction `instant_time` and commit it as `C.commit`. An INFLIGHT one is
+    an earlier attempt: refused while its heartbeat is alive, else rolled back and re-executed."""
     started = time.monotonic()
     settings = HeartbeatSettings.from_config(config)
     plan = read_compaction_plan(table, instant_time)
@@ -218,22 +226,35 @@ def execute_compaction(
         instant = timeline.find(instant_time, Action.COMPACTION)
         if instant is None or instant.is_completed:
             raise HudiTableServiceError(f"{table.base_uri}: no pending compaction at {instant_time}")
+        verdict = None
         if instant.state is not State.REQUESTED:
+            # Another attempt's: refused while its heartbeat is alive (InstantOwnedError).
             verdict = refuse_if_alive(table.storage, instant, settings, wall_clock(), "executing")
-            raise HudiTableServiceError(
-                f"{table.base_uri}: compaction {instant_time} is inflight ({verdict.describe()}): that "
-                "attempt must be rolled back first (Hudi's run_compaction does), which this service does "
-                "not do yet"
-            )
         avro_schema = latest_table_schema(table, timeline)
         heartbeat.start()
         try:
-            create_instant_file(table.storage, Instant(instant_time, Action.COMPACTION, State.INFLIGHT))
+            if instant.state is State.REQUESTED:
+                create_instant_file(table.storage, Instant(instant_time, Action.COMPACTION, State.INFLIGHT))
         except BaseException:
             heartbeat.stop()
             raise
     result = CompactionResult(instant_time, operations=len(plan.operations or ()))
     try:
+        if verdict is not None:
+            # `rollbackInflightCompaction` before re-executing, as Java's `compact(instant)` does: the
+            # attempt's files go (by its markers), `C.compaction.inflight` goes, the plan stays.
+            log.warning(
+                "table %s: compaction %s was interrupted (%s); rolling back that attempt",
+                table.name, instant_time, verdict.describe(),
+            )  # fmt: skip
+            rollback_instant(
+                table, instant_time, lock, now=now(), tz=zone, keep_requested=True,
+                heartbeat_settings=settings, owner=heartbeat,
+            )  # fmt: skip
+            with lock:
+                heartbeat.check_owned()
+                lock.check_held()
+                create_instant_file(table.storage, Instant(instant_time, Action.COMPACTION, State.INFLIGHT))
         operations = list(plan.operations or ())
         with ThreadPoolExecutor(max_workers=max(1, min(max_parallelism, len(operations) or 1))) as pool:
             stats = [

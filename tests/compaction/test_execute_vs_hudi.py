@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,7 @@ def test_we_execute_hudis_plan_as_hudi_does(
     assert _read(spark, ours, "read_optimized") == _read(spark, ours)
 
 
-def test_a_failed_attempt_leaves_nothing_visible_and_hudi_recovers_it(
+def test_a_failed_attempt_leaves_nothing_visible_and_is_recovered_by_us_or_hudi(
     spark: SparkSession,
     history: MorHistory,
     tmp_path: Path,
@@ -91,9 +92,10 @@ def test_a_failed_attempt_leaves_nothing_visible_and_hudi_recovers_it(
 ) -> None:
     """Our plan, our execution failing after some base files are written: they are deleted, the
     compaction stays inflight (as a crashed Java compactor leaves it), readers see the table as
-    before; we refuse to re-run it, and Hudi's `run_compaction` rolls the attempt back by our markers
-    and executes our plan, to the rows Hudi's own execution gives."""
-    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    before. The next execution rolls the attempt back by its markers (a rollback instant, the plan
+    kept) and completes it: ours, or Hudi's `run_compaction` on a copy; both give the rows Hudi's
+    own execution of the plan gives."""
+    ours, theirs, recovered_by_hudi = tmp_path / "ours", tmp_path / "hudi", tmp_path / "recovered"
     shutil.copytree(history.base_path, ours, symlinks=True)
     assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
     instant = json.loads(capsys.readouterr().out)["instant_time"]
@@ -119,13 +121,26 @@ def test_a_failed_attempt_leaves_nothing_visible_and_hudi_recovers_it(
     assert not (ours / ".hoodie" / f"{instant}.commit").exists()
     assert not list(ours.rglob(f"*_{instant}.parquet")), "this attempt's base files are deleted"
     assert _read(spark, ours) == before
-    assert main(["compact", "--base-path", str(ours), "--mode", "execute"]) == 1  # inflight: refused
+    shutil.copytree(ours, recovered_by_hudi, symlinks=True)
 
-    for base in (ours, theirs):
+    # A fresh `.inflight` without a heartbeat counts as another executor's for a heartbeat window.
+    fast = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=500"]
+    time.sleep(1.5)
+    assert main(["compact", "--base-path", str(ours), "--mode", "execute", *fast]) == 0
+    [name] = {p.name for p in (ours / ".hoodie").glob("*.rollback")} - {
+        p.name for p in (theirs / ".hoodie").glob("*.rollback")
+    }
+    rollback = ours / ".hoodie" / name
+    rolled = codecs.decode(codecs.RollbackMetadata, rollback.read_bytes(), str(rollback))
+    assert rolled.commits_rollback == (instant,)
+    assert (ours / ".hoodie" / f"{instant}.compaction.requested").exists()
+    for base in (recovered_by_hudi, theirs):
         spark.sql(f"CALL run_compaction(op => 'run', path => '{base}', timestamp => {instant})").collect()
+    for base in (ours, recovered_by_hudi, theirs):
         assert _commit(base, instant).operation_type is WriteOperationType.COMPACT
-    assert _read(spark, ours) == _read(spark, theirs)
-    assert _read(spark, ours, "read_optimized") == _read(spark, ours)
+    compacted = _read(spark, theirs)
+    assert _read(spark, ours) == _read(spark, recovered_by_hudi) == compacted
+    assert _read(spark, ours, "read_optimized") == compacted
 
 
 def test_writes_between_schedule_and_execute_land_in_the_new_slice(
