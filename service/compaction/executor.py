@@ -267,12 +267,22 @@ def execute_compaction(
                 )
                 if s is not None
             ]
-        _commit(table, instant_time, stats, avro_schema, lock, heartbeat)
     except BaseException:
-        log.error("table %s: compaction %s failed; deleting this attempt's files", table.name, instant_time)
-        for marker in list_markers(table.storage, instant_time):
-            table.storage.delete_file(marker.data_file_path)
+        if heartbeat.lost:
+            # The instant may be another executor's by now: its files carry the same names.
+            log.error("table %s: compaction %s failed after losing its heartbeat", table.name, instant_time)
+        else:
+            log.error(
+                "table %s: compaction %s failed; deleting this attempt's files", table.name, instant_time
+            )
+            for marker in list_markers(table.storage, instant_time):
+                table.storage.delete_file(marker.data_file_path)
+        heartbeat.stop()
         raise
+    try:
+        # A failure here leaves the attempt inflight with its files and markers (the next execution
+        # rolls it back); once `C.commit` exists nothing of it may be deleted.
+        _commit(table, instant_time, stats, avro_schema, lock, heartbeat)
     finally:
         heartbeat.stop()
     result.stats = stats
