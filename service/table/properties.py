@@ -30,6 +30,7 @@ class TableServiceKind(StrEnum):
 
     CLUSTERING = "clustering"
     CLEANING = "cleaning"
+    COMPACTION = "compaction"
 
 
 class TableType(JavaEnum):
@@ -184,7 +185,7 @@ class TableConfig:
 
     def check_service_supported(self, service: TableServiceKind, base_uri: str) -> None:
         """Refuse a table service on a table whose layout it does not handle yet (`status` reads
-        every table): clustering refuses merge-on-read; cleaning serves both table types.
+        every table): clustering refuses merge-on-read, compaction copy-on-write; cleaning serves both.
 
         On MERGE_ON_READ a writer's update to a file group is a deltacommit appending a log file to
         the group's latest file slice; the slice's base instant stays the same. The clustering
@@ -195,6 +196,12 @@ class TableConfig:
         `CleanPlanner.getCleanFileInfoForSlice`) that readers no longer need, and protects the
         slices a pending compaction reads.
         """
+        if service is TableServiceKind.COMPACTION and self.table_type is not TableType.MERGE_ON_READ:
+            # Java refuses too: `ScheduleCompactionActionExecutor.execute` checks the table type.
+            raise TableServicesRefusedError(
+                f"table {self.name!r} at {base_uri} is {self.table_type.value} (hoodie.table.type): "
+                "compaction merges log files into base files, and only MERGE_ON_READ tables have them"
+            )
         if service is TableServiceKind.CLUSTERING and self.table_type is TableType.MERGE_ON_READ:
             raise TableServicesRefusedError(
                 f"table {self.name!r} at {base_uri} is MERGE_ON_READ (hoodie.table.type): clustering "
