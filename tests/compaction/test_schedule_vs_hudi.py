@@ -150,3 +150,31 @@ def test_dry_run_writes_nothing(table: Path, capsys: pytest.CaptureFixture[str])
     reply = _schedule(table, capsys, "--dry-run")
     assert reply["written"] is False and reply["instant_time"] is None and reply["operations"]
     assert sorted(p.name for p in (table / ".hoodie").iterdir()) == before
+
+
+def test_groups_of_a_pending_compaction_are_left_out_as_hudi_does(
+    spark: SparkSession, mor_histories: MorHistoryCache, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Slices left by two completed compactions, new file groups, and a compaction Hudi left pending
+    with a deltacommit appended to its slices (`mor_tables.build_compacted`): both schedulers leave
+    the pending plan's file groups out and plan the same operations (or none)."""
+    source = mor_histories.get("mor_compacted").base_path
+    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    shutil.copytree(source, ours, symlinks=True)
+    shutil.copytree(source, theirs, symlinks=True)
+    requested = _requested(ours)
+    pending = {i for i in requested if not (ours / ".hoodie" / f"{i}.commit").exists()}
+    assert pending, "the history keeps a compaction pending"
+    every = "hoodie.compact.inline.max.delta.commits=1"
+    reply = _schedule(ours, capsys, "--hoodie-conf", every)
+    spark.sql(f"CALL run_compaction(op => 'schedule', path => '{theirs}', options => '{every}')").collect()
+    hudi_new = _requested(theirs) - requested
+    assert reply["written"] is bool(hudi_new), reply["reason"]
+    if not hudi_new:  # every group with log files is in the pending plan
+        assert "pending" in reply["reason"]
+    in_pending = {key for instant in pending for key in _operations(_plan(ours, instant))}
+    if hudi_new:
+        [hudi_instant] = hudi_new
+        planned = _operations(_plan(ours, reply["instant_time"]))
+        assert planned == _operations(_plan(theirs, hudi_instant))
+        assert not set(planned) & in_pending
