@@ -180,7 +180,7 @@ class TableTicker:
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> Outcome:
         table, lock, zone = runtime.open()
-        table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR: refused
+        table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR merge rules
         self._observe_lock(runtime.name, lock)
         name = runtime.name
         settings = self.settings()
