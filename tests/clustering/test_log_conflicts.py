@@ -28,6 +28,7 @@ def _append(t: FixtureTable, instant: str, version: int, state: State = State.CO
     [stat] = t.commit(
         instant, [], action=Action.DELTA_COMMIT, state=state, logs=[LogSpec("a", fid(1), ts(1), version)]
     )
+    assert stat.path is not None
     (t.base / stat.path).write_bytes(avro_block(instant, [row("1", 5, "x", instant)]))
 
 
