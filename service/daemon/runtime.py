@@ -16,6 +16,7 @@ from datetime import datetime, tzinfo
 from enum import StrEnum
 
 from service.config.daemon import TableEntry
+from service.daemon.file_sizes import FileSizes
 from service.errors import TableServicesRefusedError
 from service.lock import create_lock
 from service.lock.base import TableLock
@@ -43,6 +44,14 @@ class Outcome(StrEnum):
     OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
     # No execution starts until a maintenance window opens (a new plan may have been written).
     OUTSIDE_WINDOW = "outside_window"
+
+
+class Phase(StrEnum):
+    """What a running tick is doing."""
+
+    PLANNING = "planning"
+    EXECUTING = "executing"
+    COMMITTING = "committing"
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,14 @@ class TableRuntime:
     # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
     kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
     guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # What the status page shows, as the last tick of each service left it (`service.daemon.status`).
+    phase: dict[TableService, Phase] = field(default_factory=dict)  # absent: no tick running
+    due: dict[TableService, bool] = field(default_factory=dict)
+    commits_since: dict[TableService, int] = field(default_factory=dict)
+    pending: dict[TableService, tuple[str, ...]] = field(default_factory=dict)  # instant times
+    file_sizes: FileSizes | None = None
+    history_loaded: bool = False  # the run history was rebuilt from the timeline
+    rollbacks_seen: str = ""  # the newest completed rollback instant recorded in the run history
 
     def __post_init__(self) -> None:
         self.errors = deque(maxlen=self.history_size)
