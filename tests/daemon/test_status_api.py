@@ -9,17 +9,20 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from service.clustering import clusterer, orchestrator
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
 from service.daemon.history import FileStats
 from service.daemon.status_api import redact
+from service.spark_group import GroupJob
+from service.table.base_file_writer import BaseFileWriteResult
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -254,3 +257,48 @@ def test_status_page_renders_in_headless_chromium(
         assert f'id="table-{name}" data-state="{state}"' in dom, dom[:3000]
     assert dom.count("<svg") >= 1 and "recent runs" in dom and "files deleted" in dom
     print(f"status page screenshot: {screenshot}")  # kept in pytest's tmp dir as the artifact
+
+
+def test_a_clustering_tick_shows_planning_executing_then_committing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = FixtureTable(tmp_path / "t", name="t")
+    for i in range(1, 4):  # three small file groups, three commits: due at the threshold of 3
+        t.commit(ts(i), [FileSpec("a", fid(i))])
+    text = _config_text({"t": (t.base, True)}).replace(
+        "hoodie.clustering.async.max.commits: 100", "hoodie.clustering.async.max.commits: 3"
+    )
+    daemon = Daemon(
+        parse_daemon_config(text), registry=CollectorRegistry(), clock=lambda: NOW, serve_http=False
+    )
+    runtime = daemon.runtimes["t"]
+    seen: list[str] = []
+
+    def state() -> str:
+        return daemon.status.table_state(runtime, NOW)
+
+    def runner(job: GroupJob) -> list[BaseFileWriteResult]:
+        seen.append(state())
+        return []
+
+    def commit(table: Any, instant: str, plan: Any, results: Any, schema: Any, lock: Any, *_: Any) -> None:
+        with lock:  # the commit's lock, taken after the groups ran
+            seen.append(state())
+        raise RuntimeError("stop before writing the commit")
+
+    monkeypatch.setattr(daemon.executor, "run_group", runner)
+    monkeypatch.setattr(orchestrator, "commit_clustering", commit)
+    original = orchestrator.schedule_clustering
+
+    def schedule(*args: Any, **kwargs: Any) -> Any:
+        seen.append(state())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(clusterer, "schedule_clustering", schedule)
+    assert daemon.run_iteration(runtime, TableService.CLUSTERING, NOW) is Outcome.FAILED
+    assert seen == ["planning", "executing", "committing"]
+    assert runtime.phase == {}  # no tick running
+    # The failed tick waits for its retry; in the status it is backing off until then.
+    runtime.retry_at[TableService.CLUSTERING] = NOW + timedelta(seconds=30)
+    assert state() == "backing off"
+    assert daemon.history.last("t", "clustering") is not None
