@@ -191,17 +191,19 @@ class TableTicker:
                     )
                 )  # fmt: skip
         since = result.commits_since_last_clean
-        timeline = table.load_timeline()
         if since is None:  # the run cleaned (or looked at a pending clean): count on a fresh timeline
+            timeline = table.load_timeline()
             since = commits_since_last_clean(timeline, read_last_clean(table, timeline))
             self._pending_cleans(name, timeline)
             runtime.pending[TableService.CLEANING] = tuple(
                 i.timestamp for i in timeline.by_actions([Action.CLEAN]).pending()
             )
         else:  # the run found no clean due, so none pending either (`Cleaner.run`)
+            timeline = table.recent_timeline()  # what the run read: an idle tick lists `.hoodie` once
             self.metrics.pending_clean_plans.labels(name).set(0)
             runtime.pending[TableService.CLEANING] = ()
-        runtime.due[TableService.CLEANING] = bool(result.cleans)
+        # Due while a clean plan is left pending (the next tick finishes it); a finished clean is not.
+        runtime.due[TableService.CLEANING] = bool(runtime.pending[TableService.CLEANING])
         runtime.commits_since[TableService.CLEANING] = since
         self.metrics.commits_since_last_clean.labels(name).set(since)
         self._after_tick(runtime, table, timeline, zone)
@@ -250,7 +252,7 @@ class TableTicker:
             return Outcome.OUTSIDE_WINDOW
         result = passed.result
         if result is None:
-            self._after_tick(runtime, table, table.load_timeline(), zone)
+            self._after_tick(runtime, table, table.recent_timeline(), zone)
             return Outcome.DONE
         log.info("%s", clustering_outcome(name, result))
         self._record_clustering(runtime, table, result, zone)

@@ -301,4 +301,6 @@ def test_a_clustering_tick_shows_planning_executing_then_committing(
     # The failed tick waits for its retry; in the status it is backing off until then.
     runtime.retry_at[TableService.CLUSTERING] = NOW + timedelta(seconds=30)
     assert state() == "backing off"
+    runtime.retry_at.clear()
+    assert state() == "due"  # its trigger fired and nothing was committed: still due
     assert daemon.history.last("t", "clustering") is not None
