@@ -6,9 +6,9 @@ from it at start (`rebuild`): a completed clustering `replacecommit` has its wri
 files and their sizes) and its `.requested` plan names the input base files; a completed clean's
 `HoodieCleanMetadata` names the files deleted and the earliest commit retained; a completed
 rollback's `HoodieRollbackMetadata` names the instants rolled back and the files deleted. Sizes of
-input or deleted files come from the write stats of the commits that wrote them (`HoodieWriteStat
-.fileSizeInBytes`, still on the active timeline), else from storage while the file is still there;
-a file sized by neither is counted but adds no bytes.
+input or deleted files come from the write stat of the commit that wrote each (`HoodieWriteStat
+.fileSizeInBytes`, while that commit is on the active timeline), else from storage while the file is
+still there; a file sized by neither is counted but adds no bytes.
 
 The measured effect covers the file groups a run rewrote: files and bytes before and after, mean
 file size, and files below `hoodie.clustering.plan.strategy.small.file.limit` before and after.
@@ -22,11 +22,21 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
-from service.errors import HudiTableServiceError
-from service.table.codecs import CleanMetadata, ReplaceCommitMetadata, RollbackMetadata
-from service.table.instant import Action, Instant
+from service.errors import CorruptTableError, HudiTableServiceError
+from service.table.clustering_plan import PlannedClustering, decode_clustering_plan
+from service.table.codecs import (
+    AvroRootModel,
+    CleanMetadata,
+    CommitMetadata,
+    ReplaceCommitMetadata,
+    RequestedReplaceMetadata,
+    RollbackMetadata,
+    decode,
+)
+from service.table.data_files import parse_base_file
+from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, instant_path, parse_instant_time
 
@@ -150,24 +160,24 @@ class RunHistory:
 
 # ---------------------------------------------------------------------- from the timeline
 class _Sizes:
-    """Base-relative path → bytes, from the write stats of completed commits, else from storage."""
+    """Base-relative path → bytes: from the write stat of the commit that wrote the file (its instant
+    time is in the base file name; `HoodieWriteStat.fileSizeInBytes`), else from storage.
+
+    Commit files are decoded here without the facts reader's cache: write stats of old commits are
+    read once, for the history only, and need not stay in memory.
+    """
 
     def __init__(self, table: HudiTable, timeline: Timeline) -> None:
         self._table, self._timeline = table, timeline
-        self._by_path: dict[str, int] | None = None
+        self._by_instant: dict[str, dict[str, int]] = {}
 
     def size(self, path: str) -> int | None:
-        if self._by_path is None:
-            self._by_path = {}
-            for instant in self._timeline.completed().commits():
-                try:
-                    meta = self._table.facts_reader.commit_metadata(instant)
-                except HudiTableServiceError:
-                    continue
-                for stat in meta.write_stats:
-                    if stat.path:
-                        self._by_path[stat.path] = stat.file_size_in_bytes
-        known = self._by_path.get(path)
+        partition, _, name = path.rpartition("/")
+        try:
+            instant_time = parse_base_file(partition, name).instant_time
+        except HudiTableServiceError:
+            instant_time = ""
+        known = self._written_by(instant_time).get(path)
         if known is not None:
             return known
         status = self._table.storage.status(path)
@@ -176,18 +186,32 @@ class _Sizes:
     def name_in(self, partition: str, file_name: str) -> int | None:
         return self.size(f"{partition}/{file_name}" if partition else file_name)
 
+    def _written_by(self, instant_time: str) -> dict[str, int]:
+        if instant_time not in self._by_instant:
+            sizes: dict[str, int] = {}
+            for instant in self._timeline.completed().commits():
+                if instant.timestamp != instant_time:
+                    continue
+                model = ReplaceCommitMetadata if instant.action is Action.REPLACE_COMMIT else CommitMetadata
+                try:
+                    meta = _decode(self._table, instant, model)
+                except HudiTableServiceError:
+                    continue  # archived or unreadable: storage may still know the size
+                sizes.update({s.path: s.file_size_in_bytes for s in meta.write_stats if s.path})
+            self._by_instant[instant_time] = sizes
+        return self._by_instant[instant_time]
+
 
 def clustering_record(
     table: HudiTable, name: str, instant: Instant, small_limit: int, zone: tzinfo, sizes: _Sizes | None = None
 ) -> RunRecord | None:
     """The record of a completed clustering `instant`; None when it is another replacecommit."""
-    reader = table.facts_reader
-    plan = reader.clustering_plan(instant, file_names_only=False)
+    plan = _clustering_plan(table, instant)
     if plan is None:
         return None
     sizes = sizes or _Sizes(table, table.load_timeline())
     inputs = [s for g in plan.groups for s in g.slices]
-    meta = reader.metadata(instant, ReplaceCommitMetadata)
+    meta = _decode(table, instant, ReplaceCommitMetadata)
     outputs = [s.file_size_in_bytes for s in meta.write_stats]
     return RunRecord(
         table=name,
@@ -203,10 +227,37 @@ def clustering_record(
     )
 
 
+M = TypeVar("M", bound=AvroRootModel | CommitMetadata)
+
+
+def _decode(table: HudiTable, instant: Instant, model: type[M]) -> M:
+    """An instant's file, decoded without the facts reader's cache (the history reads it once)."""
+    rel = instant_path(instant)
+    try:
+        data = table.storage.read_bytes(rel)
+    except FileNotFoundError:
+        raise CorruptTableError(f"{table.storage.qualify(rel)} vanished while reading the timeline") from None
+    return decode(model, data, table.storage.qualify(rel))
+
+
+def _clustering_plan(table: HudiTable, instant: Instant) -> PlannedClustering | None:
+    """The plan of a clustering `replacecommit`, None for another replacecommit (insert_overwrite).
+    Slices are named by partition and file name (`decode_clustering_plan`'s `file_names_only`), as
+    the write stats name files."""
+    if not table.facts_reader.is_clustering_plan(instant):  # only the answer is cached
+        return None
+    requested = Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED)
+    meta = _decode(table, requested, RequestedReplaceMetadata)
+    if meta.clustering_plan is None:
+        return None
+    guard = table.path_guard(table.storage.qualify(instant_path(requested)))
+    return decode_clustering_plan(meta, guard, file_names_only=True)
+
+
 def clean_record(
     table: HudiTable, name: str, instant: Instant, zone: tzinfo, sizes: _Sizes | None = None
 ) -> RunRecord:
-    meta = table.facts_reader.metadata(instant, CleanMetadata)
+    meta = _decode(table, instant, CleanMetadata)
     sizes = sizes or _Sizes(table, table.load_timeline())
     partitions = meta.partition_metadata.values()
     deleted = [sizes.name_in(p.partition_path, f) for p in partitions for f in p.success_delete_files]
@@ -227,7 +278,7 @@ def clean_record(
 
 
 def rollback_record(table: HudiTable, name: str, instant: Instant, zone: tzinfo) -> RunRecord:
-    meta = table.facts_reader.metadata(instant, RollbackMetadata)
+    meta = _decode(table, instant, RollbackMetadata)
     started = parse_instant_time(instant.timestamp, zone)
     return RunRecord(
         table=name,
