@@ -4,7 +4,8 @@ Built on request from the daemon's runtimes (as their last ticks left them), its
 scheduler; nothing here reads a table. A table's state is the first that holds of: quarantined,
 refused, committing, executing, planning (a tick is at that step), backing off (a failed service
 waits for its retry), due (the last tick found work), idle. Config is shown with secrets redacted:
-values of keys naming a secret, password, token, credential or access key, and credentials in URIs.
+values of keys naming a secret, password, token, credential, auth, access or API key, and
+credentials in URIs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from service.daemon.runtime import Phase, TableRuntime, TableService
 from service.table.timeline import parse_instant_time
 
 REDACTED = "***"
-_SECRET_KEY = re.compile(r"secret|passw|token|credential|access[._-]?key|private|auth", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"secret|passw|token|credential|(access|api)[._-]?key|private|auth", re.IGNORECASE)
 _URI_USERINFO = re.compile(r"(://)[^/@\s]+@")
 
 STATES = ("idle", "due", "planning", "executing", "committing", "refused", "quarantined", "backing off")
@@ -58,13 +59,14 @@ class StatusSource:
             return "quarantined"
         if runtime.refused or runtime.refused_services:
             return "refused"
-        phases = set(runtime.phase.values())
+        # Ticks update these dicts while a request reads them: read copies (a dict copy is atomic).
+        phases = set(runtime.phase.copy().values())
         for phase in _PHASE_ORDER:
             if phase in phases:
                 return str(phase)
-        if any(at > now for at in runtime.retry_at.values()):
+        if any(at > now for at in runtime.retry_at.copy().values()):
             return "backing off"
-        if any(runtime.due.values()):
+        if any(runtime.due.copy().values()):
             return "due"
         return "idle"
 
