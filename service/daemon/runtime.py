@@ -99,6 +99,7 @@ class TableRuntime:
     commits_since: dict[TableService, int] = field(default_factory=dict)
     pending: dict[TableService, tuple[str, ...]] = field(default_factory=dict)  # instant times
     file_sizes: FileSizes | None = None
+    file_sizes_measured_at: float = 0.0  # time.monotonic() of the measurement
     history_loaded: bool = False  # the run history was rebuilt from the timeline
     rollbacks_seen: str = ""  # the newest completed rollback instant recorded in the run history
 

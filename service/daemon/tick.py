@@ -62,6 +62,9 @@ from strategies.clustering.trigger import (
 
 log = logging.getLogger(__name__)
 
+# How stale the measured file sizes (status page, small-file gauges) may get while writers commit.
+FILE_SIZES_MAX_AGE_SECONDS = 300.0
+
 
 @dataclass
 class TableTicker:
@@ -206,7 +209,7 @@ class TableTicker:
         runtime.due[TableService.CLEANING] = bool(runtime.pending[TableService.CLEANING])
         runtime.commits_since[TableService.CLEANING] = since
         self.metrics.commits_since_last_clean.labels(name).set(since)
-        self._after_tick(runtime, table, timeline, zone)
+        self._after_tick(runtime, table, timeline, zone, worked=bool(result.cleans))
         return Outcome.DONE
 
     def _pending_cleans(self, name: str, timeline: Timeline) -> None:
@@ -252,7 +255,7 @@ class TableTicker:
             return Outcome.OUTSIDE_WINDOW
         result = passed.result
         if result is None:
-            self._after_tick(runtime, table, table.recent_timeline(), zone)
+            self._after_tick(runtime, table, table.recent_timeline(), zone, worked=False)
             return Outcome.DONE
         log.info("%s", clustering_outcome(name, result))
         self._record_clustering(runtime, table, result, zone)
@@ -270,7 +273,7 @@ class TableTicker:
         )
         self.clustering_gauges(runtime, table, timeline, decision.commits_since_last_clustering, now, zone)
         runtime.due[TableService.CLUSTERING] = decision.due
-        self._after_tick(runtime, table, timeline, zone)
+        self._after_tick(runtime, table, timeline, zone, worked=True)
         return Outcome.DONE
 
     def _record_clustering(
@@ -318,9 +321,13 @@ class TableTicker:
             (r.instant or "" for r in runs if r.service == history.ROLLBACK), default=""
         )
 
-    def _after_tick(self, runtime: TableRuntime, table: HudiTable, timeline: Timeline, zone: tzinfo) -> None:
+    def _after_tick(
+        self, runtime: TableRuntime, table: HudiTable, timeline: Timeline, zone: tzinfo, *, worked: bool
+    ) -> None:
         """Rollbacks completed since the last look go to the history; the file sizes are measured
-        again when a new instant completed (one listing, through the metadata table when it has one)."""
+        again when a new instant completed and either this tick did work or the last measurement is
+        `FILE_SIZES_MAX_AGE_SECONDS` old (a listing of every partition, through the metadata table
+        when it has one: writers committing every few seconds must not cost one per tick)."""
         name = runtime.name
         for instant in timeline.by_actions([Action.ROLLBACK]).completed():
             if instant.timestamp > runtime.rollbacks_seen:
@@ -330,11 +337,13 @@ class TableTicker:
         last = timeline.completed().last
         as_of = last.timestamp if last is not None else None
         sizes = runtime.file_sizes
-        if sizes is not None and sizes.as_of == as_of:
-            return
+        if sizes is not None:
+            age = time.monotonic() - runtime.file_sizes_measured_at
+            if sizes.as_of == as_of or (not worked and age < FILE_SIZES_MAX_AGE_SECONDS):
+                return
         limit = runtime.entry.hoodie.clustering.small_file_limit_bytes
         sizes = FileSizes.of(table.load_view(timeline), limit, as_of)
-        runtime.file_sizes = sizes
+        runtime.file_sizes, runtime.file_sizes_measured_at = sizes, time.monotonic()
         self.metrics.small_files.labels(name).set(sizes.stats.small_files)
         self.metrics.small_file_bytes.labels(name).set(sizes.stats.small_bytes)
         self.metrics.mean_file_size_bytes.labels(name).set(sizes.stats.mean_file_bytes or 0.0)

@@ -304,3 +304,23 @@ def test_a_clustering_tick_shows_planning_executing_then_committing(
     runtime.retry_at.clear()
     assert state() == "due"  # its trigger fired and nothing was committed: still due
     assert daemon.history.last("t", "clustering") is not None
+
+
+def test_file_sizes_are_measured_again_after_work_not_at_every_writer_commit(tmp_path: Path) -> None:
+    t = FixtureTable(tmp_path / "t", name="t")
+    t.commit(ts(1), [FileSpec("a", fid(1))])
+    daemon = Daemon(
+        parse_daemon_config(_config_text({"t": (t.base, False)})), registry=CollectorRegistry(),
+        clock=lambda: NOW, serve_http=False,
+    )  # fmt: skip
+    runtime, clean = daemon.runtimes["t"], TableService.CLEANING
+    assert daemon.run_iteration(runtime, clean, NOW) is Outcome.DONE
+    assert runtime.file_sizes is not None and runtime.file_sizes.as_of == ts(1)
+    t.commit(ts(2), [FileSpec("a", fid(2))])  # a writer's commit; the tick finds nothing to clean
+    assert daemon.run_iteration(runtime, clean, NOW) is Outcome.DONE
+    assert runtime.file_sizes.as_of == ts(1) and runtime.file_sizes.stats.files == 1
+    for i in (3, 4):  # two more versions of fid(1): with one commit retained the next tick cleans
+        t.commit(ts(i), [FileSpec("a", fid(1))])
+    assert daemon.run_iteration(runtime, clean, NOW) is Outcome.DONE
+    assert daemon.history.last("t", "cleaning") is not None
+    assert runtime.file_sizes.as_of not in (ts(1), ts(2)) and runtime.file_sizes.stats.files == 2
