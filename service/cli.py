@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_args(cluster)
     add_cluster_arguments(cluster)
 
+    from service.compaction.command import add_compact_arguments
+
+    compact = sub.add_parser("compact", help="schedule compaction of a merge-on-read table (HoodieCompactor)")
+    _add_table_args(compact)
+    add_compact_arguments(compact)
+
     run = sub.add_parser("run", help="run the daemon (clustering and cleaning of every configured table)")
     run.add_argument("--config", required=True, metavar="FILE", help="the daemon's YAML config")
 
@@ -83,6 +89,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     return run(args, _storage_options(args.storage_option))
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    from service.compaction.command import cmd_compact as run
+
+    return run(args, _storage_options(args.storage_option))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from service.daemon import run_daemon
 
@@ -100,6 +112,7 @@ COMMANDS = {
     "status": cmd_status,
     "clean": cmd_clean,
     "cluster": cmd_cluster,
+    "compact": cmd_compact,
     "run": cmd_run,
 }
 

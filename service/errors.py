@@ -16,8 +16,8 @@ class UnsupportedTableError(HudiTableServiceError):
 
 
 class TableServicesRefusedError(UnsupportedTableError):
-    """The table is readable (`status`), but a table service must not touch it yet (clustering of
-    merge-on-read: `TableConfig.check_service_supported`)."""
+    """The table is readable (`status`), but a table service must not touch it (clustering of a
+    merge-on-read table whose merge the reader does not reproduce: `TableConfig.check_service_supported`)."""
 
 
 class CorruptTableError(HudiTableServiceError):

@@ -115,6 +115,20 @@ class ServiceMetrics:
             "small_file_bytes", "Bytes of live base files below the small-file limit", table
         )
         self.mean_file_size_bytes = gauge("mean_file_size_bytes", "Mean size of the live base files", table)
+        # Replicas (`daemon.cluster`): which tables this replica holds, and how the division is going.
+        self.table_held = gauge(
+            "table_held", "1 while this replica holds the table (runs its services), else 0", table
+        )
+        self.cluster_members = gauge("cluster_members", "Live replicas registered in ZooKeeper")
+        self.cluster_rebalances = counter(
+            "cluster_rebalances", "Divisions of the tables among the replicas this replica completed"
+        )
+        self.cluster_seconds_since_last_rebalance = gauge(
+            "cluster_seconds_since_last_rebalance", "Seconds since this replica last completed a division"
+        )
+        self.table_list_mismatch = gauge(
+            "table_list_mismatch", "1 while a replica serves a different table list than this one, else 0"
+        )
         self.scheduler_lag_seconds = gauge(
             "scheduler_lag_seconds", "Delay between a job's scheduled time and its submission"
         )
@@ -126,8 +140,8 @@ class ServiceMetrics:
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
             self.rewritten_records, self.clustering_plans_purged,
             self.deleted_files, self.deleted_bytes, self.pending_clean_plans, self.lock_wait_seconds,
-            self.lock_hold_seconds, self.table_refused, self.small_files, self.small_file_bytes,
-            self.mean_file_size_bytes,
+            self.lock_hold_seconds, self.table_refused, self.table_held, self.small_files,
+            self.small_file_bytes, self.mean_file_size_bytes,
         ):  # fmt: skip
             with contextlib.suppress(KeyError):
                 metric.remove(table)

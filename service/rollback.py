@@ -84,6 +84,9 @@ ROLLBACK_METADATA_VERSION = 1
 # rolled back from its markers only: its base files are deleted, and each log file group it appended
 # to gets a rollback command block (`service.table.log_format.rollback_block`).
 ROLLBACK_ACTIONS = frozenset({Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT})
+# A compaction completes as a commit; a failed attempt is rolled back from its MERGE/CREATE markers
+# and its plan kept for the retry (`HoodieTable.rollbackInflightCompaction`, `keep_requested=True`).
+_PLANNED_ACTIONS = ROLLBACK_ACTIONS | {Action.COMPACTION}
 
 Clock = Callable[[], float]
 
@@ -137,10 +140,10 @@ def find_completed_rollback(
 
 def plan_rollback(table: HudiTable, instant: Instant) -> codecs.RollbackPlan:
     """The rollback plan of a pending instant: marker-based, listing-based when it left no markers."""
-    if instant.action not in ROLLBACK_ACTIONS:
+    if instant.action not in _PLANNED_ACTIONS:
         raise UnsupportedTableError(
             f"{table.base_uri}: rolling back {instant} is not supported "
-            "(only commit, replacecommit and deltacommit)"
+            "(only commit, replacecommit, deltacommit and compaction)"
         )
     requests: list[codecs.RollbackRequest] = []
     if instant.state is not State.REQUESTED:
@@ -233,6 +236,17 @@ def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
         plan = table.facts_reader.clustering_plan(instant, file_names_only=True)  # partitions confined
         if plan is not None:
             return sorted({s.partition_path for g in plan.groups for s in g.slices})
+    if instant.action is Action.COMPACTION:
+        compaction = table.facts_reader.requested_plan(instant, codecs.CompactionPlan)
+        if compaction is not None:
+            guard = table.path_guard(table.storage.qualify(instant_path(instant)))
+            return sorted(
+                {
+                    guard.partition("partitionPath", op.partition_path or "")
+                    for op in compaction.operations or ()
+                }
+            )
+        return None
     if instant.state is State.INFLIGHT:
         profile = table.facts_reader.commit_metadata(instant)
         if profile.partition_to_write_stats:
@@ -459,6 +473,13 @@ def rollback_instant(
         if target.is_completed:
             raise PlanRefusedError(
                 f"{table.base_uri}: {target} is completed; only pending or failed instants are rolled back"
+            )
+        if target.action is Action.COMPACTION and not keep_requested:
+            # Writers append to slice C from the moment C is requested: without the plan those log
+            # files would belong to no committed slice (MOR_FORMAT: never unschedule by deleting).
+            raise UnsupportedTableError(
+                f"{table.base_uri}: a compaction ({target}) is only rolled back to its plan "
+                "(keep_requested), never unscheduled"
             )
         if keep_requested and target.state is State.REQUESTED:
             return RollbackOutcome(instant_time, None, None)  # nothing was attempted: nothing to undo

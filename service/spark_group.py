@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import posixpath
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -21,8 +22,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from service.config.parquet import ParquetWriteConfig
-from service.errors import HudiTableServiceError
+from service.errors import CorruptTableError, HudiTableServiceError
 from service.table.base_file_writer import BaseFileSchema, BaseFileWriteResult, RollingBaseFileWriter
+from service.table.data_files import parse_base_file, parse_log_file
+from service.table.fs_view import FileSlice
+from service.table.log_format.merge import InstantFilter, MergeConfig
+from service.table.log_format.slice_reader import read_file_slice
 from service.table.markers import marker_path
 from service.table.storage import Storage
 from strategies.execution.sort_and_size import (
@@ -67,6 +72,44 @@ _RESULT_SCHEMA = pa.schema(
 
 
 @dataclass(frozen=True)
+class MergedSliceInput:
+    """A merge-on-read input slice with log files: read merged (base + logs) as Hudi's clustering
+    reads it (`MultipleSparkJobExecutionStrategy.readRecordsForGroupWithLogs`)."""
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    base_file_path: str  # base-relative; "" for a log-only slice
+    log_file_paths: tuple[str, ...]  # base-relative
+
+    def file_slice(self, storage: Storage) -> FileSlice:
+        """The slice as the merged reader takes it (log order and sizes do not matter to it)."""
+        base = None
+        if self.base_file_path:
+            base = parse_base_file(self.partition_path, posixpath.basename(self.base_file_path))
+        logs = []
+        for path in self.log_file_paths:
+            log = parse_log_file(self.partition_path, posixpath.basename(path))
+            if log is None:
+                raise CorruptTableError(
+                    f"clustering input {path} of file group {self.file_id} is not a log file"
+                )
+            logs.append(log)
+        return FileSlice(self.partition_path, self.file_id, self.base_instant_time, base, tuple(logs))
+
+
+@dataclass(frozen=True)
+class MergedRead:
+    """How a group's merge-on-read slices are read: the table's merge rules and the timeline as of
+    the clustering instant (blocks of instants not completed are skipped, later ones end the scan)."""
+
+    merge: MergeConfig
+    instants: InstantFilter
+    # Parallel to `GroupJob.input_paths`: the slice to read merged, None for a base file alone.
+    slices: tuple[MergedSliceInput | None, ...]
+
+
+@dataclass(frozen=True)
 class GroupJob:
     """Everything a worker needs for one clustering group."""
 
@@ -75,8 +118,10 @@ class GroupJob:
     table_name: str
     instant_time: str
     partition_path: str
-    input_paths: tuple[str, ...]  # base-relative base-file paths
-    input_sizes: tuple[int, ...]
+    # Base-relative base-file paths; a slice read merged (`merged_read`) is named by its base file,
+    # or for a log-only slice by its newest log file.
+    input_paths: tuple[str, ...]
+    input_sizes: tuple[int, ...]  # bytes of each input slice (base and log files)
     order: OrderSpec
     curve_build_method: CurveBuildMethod
     curve_sample_size: int
@@ -102,18 +147,48 @@ class GroupJob:
     # Threads that encode a writer task's files at once; > 1 only for a group written by one task
     # that spans several target files (`encode_thread_count`).
     encode_threads: int = 1
+    merged_read: MergedRead | None = None  # set when some input slice has log files
 
     def storage(self) -> Storage:
         return Storage.for_base_uri(self.base_uri, self.storage_options)
 
+    def merged_slice(self, index: int) -> MergedSliceInput | None:
+        return self.merged_read.slices[index] if self.merged_read is not None else None
 
-def unified_input_schema(storage: Storage, paths: tuple[str, ...]) -> pa.Schema:
-    """Union of the input files' schemas (older files may lack newer nullable columns)."""
+
+def unified_input_schema(storage: Storage, paths: tuple[str, ...], job: GroupJob | None = None) -> pa.Schema:
+    """Union of the input files' schemas (older files may lack newer nullable columns). A log-only
+    slice has no base file: its schema is its merged read's (the newest data block's SCHEMA)."""
     schemas = []
-    for path in paths:
+    for index, path in enumerate(paths):
+        merged = job.merged_slice(index) if job is not None else None
+        if job is not None and merged is not None and not merged.base_file_path:
+            schemas.append(_read_merged(job, storage, index, None).schema.remove_metadata())
+            continue
         with storage.open_input(path) as f:
             schemas.append(pq.read_schema(f).remove_metadata())
     return pa.unify_schemas(schemas, promote_options="permissive")
+
+
+def _read_merged(job: GroupJob, storage: Storage, index: int, schema: pa.Schema | None) -> pa.Table:
+    """Input slice `index` read merged (base + logs; deleted keys dropped), as `schema` if given."""
+    assert job.merged_read is not None
+    merged = job.merged_read.slices[index]
+    assert merged is not None
+    file_slice = merged.file_slice(storage)
+    return read_file_slice(storage, file_slice, job.merged_read.instants, job.merged_read.merge, schema)
+
+
+def _input_batches(job: GroupJob, storage: Storage, index: int, path: str) -> Iterator[pa.RecordBatch]:
+    """Input slice `index` as batches of the group's unified schema: its base file, or (with log
+    files) its merged read."""
+    assert job.arrow_schema is not None
+    if job.merged_slice(index) is not None:
+        for batch in _read_merged(job, storage, index, job.arrow_schema).to_batches(max_chunksize=65_536):
+            yield conform_batch(batch, job.arrow_schema)
+        return
+    with storage.open_input(path) as f:
+        yield from read_input_batches(f, job.arrow_schema)
 
 
 # ---------------------------------------------------------------- worker functions
@@ -126,6 +201,9 @@ def _profile_partition(job: GroupJob, rows: Iterable[tuple[int, str]]) -> Iterat
     # Only the sort columns are sampled, so only they are read; the row count is in the footer.
     wanted = pa.schema([job.arrow_schema.field(c) for c in job.order.sort_columns])
     for index, path in rows:
+        if job.merged_slice(index) is not None:
+            yield _profile_merged(job, storage, index, path, wanted, per_file)
+            continue
         with storage.open_input(path) as f:
             parquet = pq.ParquetFile(f)
             num_rows = parquet.metadata.num_rows
@@ -137,6 +215,24 @@ def _profile_partition(job: GroupJob, rows: Iterable[tuple[int, str]]) -> Iterat
                 values = pa.table([pa.nulls(num_rows, f.type) for f in wanted], schema=wanted)
             data_bytes = compressed_data_bytes(parquet.metadata)
         yield profile_file(values, num_rows, path, data_bytes, job.order, index, per_file)
+
+
+def _profile_merged(
+    job: GroupJob, storage: Storage, index: int, path: str, wanted: pa.Schema, per_file: int
+) -> FileProfile:
+    """The profile of a slice read merged: its rows after the merge; its size the base file's column
+    bytes plus its log files' bytes (an estimate of the output, as for base files)."""
+    assert job.arrow_schema is not None
+    merged = _read_merged(job, storage, index, job.arrow_schema)
+    values = merged.select(list(wanted.names))
+    data_bytes = 0
+    slice_input = job.merged_slice(index)
+    assert slice_input is not None
+    if slice_input.base_file_path:
+        with storage.open_input(slice_input.base_file_path) as f:
+            data_bytes += compressed_data_bytes(pq.ParquetFile(f).metadata)
+    data_bytes += sum(s.size for p in slice_input.log_file_paths if (s := storage.status(p)) is not None)
+    return profile_file(values, merged.num_rows, path, data_bytes, job.order, index, per_file)
 
 
 def compressed_data_bytes(metadata: pq.FileMetaData) -> int:
@@ -156,20 +252,19 @@ def _read_with_keys(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterato
     for batch in batches:
         for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
             offset = 0
-            with storage.open_input(path) as f:
-                for data in read_input_batches(f, job.arrow_schema):
-                    keys = order_keys(data, job.order, index, offset)
-                    offset += data.num_rows
-                    pids = pa.array(np.asarray(job.task_values, dtype=np.int32)[assign_tasks(keys, bounds)])
-                    if not job.ship_key:
-                        yield pa.RecordBatch.from_arrays(
-                            [*data.columns, pids], names=[*data.schema.names, PID_COLUMN]
-                        )
-                        continue
-                    keys = compact_sort_keys(keys, job.key_prefix)
+            for data in _input_batches(job, storage, index, path):
+                keys = order_keys(data, job.order, index, offset)
+                offset += data.num_rows
+                pids = pa.array(np.asarray(job.task_values, dtype=np.int32)[assign_tasks(keys, bounds)])
+                if not job.ship_key:
                     yield pa.RecordBatch.from_arrays(
-                        [*data.columns, keys, pids], names=[*data.schema.names, KEY_COLUMN, PID_COLUMN]
+                        [*data.columns, pids], names=[*data.schema.names, PID_COLUMN]
                     )
+                    continue
+                keys = compact_sort_keys(keys, job.key_prefix)
+                yield pa.RecordBatch.from_arrays(
+                    [*data.columns, keys, pids], names=[*data.schema.names, KEY_COLUMN, PID_COLUMN]
+                )
 
 
 def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -373,7 +468,7 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     storage = job.storage()
-    schema = unified_input_schema(storage, job.input_paths)
+    schema = unified_input_schema(storage, job.input_paths, job)
     job = replace(job, arrow_schema=schema)
     sc = spark.sparkContext
     indexed = list(enumerate(job.input_paths))

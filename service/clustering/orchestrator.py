@@ -20,6 +20,7 @@ from datetime import UTC, datetime, tzinfo
 
 from service.cleaning.records import files_of_pending_cleans
 from service.clustering.attempts import mark_as_ours
+from service.clustering.log_conflicts import check_no_log_appends
 from service.clustering.preflight import check_plan_executable
 from service.clustering.records import read_clustering_plan, requested_metadata
 from service.config.clustering import ClusteringConfig
@@ -33,16 +34,19 @@ from service.errors import (
 )
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
-from service.spark_group import GroupJob
+from service.spark_group import GroupJob, MergedRead, MergedSliceInput
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
-from service.table.clustering_plan import PlannedClustering
+from service.table.clustering_plan import PlannedClustering, PlannedSlice
 from service.table.fs_view import FileGroupId, FileSystemView
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.listing_check import check_mdt_listing, verified_storage_view
+from service.table.log_format.merge import InstantFilter, MergeConfig
+from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.mdt.commit import commit_records, sync_files_partition
+from service.table.properties import TableType
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.clustering.size_based import plan_clustering
@@ -111,23 +115,35 @@ def _readable_schema(table: HudiTable, timeline: Timeline) -> str | None:
 
 
 def group_jobs(
-    table: HudiTable, instant_time: str, plan: PlannedClustering, config: HoodieConfig, schema: str | None
+    table: HudiTable,
+    instant_time: str,
+    plan: PlannedClustering,
+    config: HoodieConfig,
+    schema: str | None,
+    read_instants: InstantFilter | None = None,
 ) -> list[GroupJob]:
+    """One Spark job per group. Slices with log files (merge-on-read) are read merged as of
+    `read_instants` (the timeline at execution start, read up to the clustering instant, as Hudi's
+    `readRecordsForGroupWithLogs` scans with `latestInstantTime = Tc`)."""
     clustering = config.clustering
     sort_value = plan.strategy_params.get("hoodie.clustering.plan.strategy.sort.columns")
     sort_columns = tuple(c.strip() for c in sort_value.split(",") if c.strip()) if sort_value else ()
     order = OrderSpec(clustering.layout_strategy, sort_columns)
+    merge = _merge_config(table, plan)
     jobs = []
     for group_index, group in enumerate(plan.groups):
         if not group.slices:
             continue
-        if any(s.log_file_paths for s in group.slices):
-            raise HudiTableServiceError(
-                f"{table.base_uri}: clustering plan {instant_time} has slices with log files "
-                "(merge-on-read); only copy-on-write slices are supported"
-            )
-        paths = tuple(s.base_file_path for s in group.slices)
-        sizes = tuple(_file_size(table, p) for p in paths)
+        paths = tuple(s.base_file_path or s.log_file_paths[0] for s in group.slices)
+        sizes = tuple(sum(_file_size(table, p) for p in _slice_files(s)) for s in group.slices)
+        merged_read = None
+        if merge is not None and any(s.log_file_paths for s in group.slices):
+            if read_instants is None:
+                raise HudiTableServiceError(
+                    f"{table.base_uri}: clustering {instant_time} reads log files but no timeline was given"
+                )
+            inputs = tuple(_merged_input(s) if s.log_file_paths else None for s in group.slices)
+            merged_read = MergedRead(merge, read_instants, inputs)
         jobs.append(
             GroupJob(
                 base_uri=table.base_uri,
@@ -145,9 +161,31 @@ def group_jobs(
                 avro_schema_json=schema,
                 group_index=group_index,
                 populate_meta_fields=table.config.populate_meta_fields,
+                merged_read=merged_read,
             )
         )
     return jobs
+
+
+def _merge_config(table: HudiTable, plan: PlannedClustering) -> MergeConfig | None:
+    """The table's merge rules when some slice has log files; a payload class or record merger the
+    reader does not reproduce refuses the plan (PlanRefusedError naming it)."""
+    if not any(s.log_file_paths for g in plan.groups for s in g.slices):
+        return None
+    try:
+        return MergeConfig.from_table_properties(table.config.raw, table.name)
+    except HudiTableServiceError as exc:
+        raise PlanRefusedError(f"{table.base_uri}: clustering reads log files: {exc}") from exc
+
+
+def _slice_files(s: PlannedSlice) -> tuple[str, ...]:
+    return ((s.base_file_path,) if s.base_file_path else ()) + s.log_file_paths
+
+
+def _merged_input(s: PlannedSlice) -> MergedSliceInput:
+    return MergedSliceInput(
+        s.partition_path, s.file_id, s.base_instant_time, s.base_file_path, s.log_file_paths
+    )
 
 
 def _file_size(table: HudiTable, path: str) -> int:
@@ -157,8 +195,13 @@ def _file_size(table: HudiTable, path: str) -> int:
     return status.size
 
 
-def check_no_conflict(table: HudiTable, instant_time: str, plan: PlannedClustering) -> None:
-    """Raise ConflictError if committing would drop a change made since the plan was scheduled."""
+def check_no_conflict(
+    table: HudiTable, instant_time: str, plan: PlannedClustering, read_instants: InstantFilter | None = None
+) -> None:
+    """Raise ConflictError if committing would drop a change made since the plan was scheduled.
+
+    On merge-on-read also a writer's log append to an input file group since the execution's read
+    (`read_instants`: the timeline its merged read used; `log_conflicts.check_no_log_appends`)."""
     timeline = table.load_timeline()
     requested = Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED)
     if not table.storage.exists(instant_path(requested)):
@@ -185,6 +228,13 @@ def check_no_conflict(table: HudiTable, instant_time: str, plan: PlannedClusteri
                 f"{table.base_uri}: commit {latest} updated file group {fg_id} after clustering "
                 f"{instant_time} read slice {base_instant}; committing would drop that update"
             )
+    if table.config.table_type is TableType.MERGE_ON_READ:
+        if read_instants is None:
+            raise ConflictError(
+                f"{table.base_uri}: clustering {instant_time} on a merge-on-read table cannot be checked "
+                "for log appends without the timeline its read used"
+            )
+        check_no_log_appends(table, instant_time, plan, view, timeline, read_instants)
 
 
 def _base_instants(plan: PlannedClustering) -> dict[FileGroupId, str]:
@@ -224,8 +274,12 @@ def commit_clustering(
     lock: TableLock,
     heartbeat: Heartbeat | None = None,
     inflight_mtime_ns: int | None = None,
+    read_instants: InstantFilter | None = None,
 ) -> None:
     """Under the lock: conflict re-check, finalize (drop unreferenced files), write the replacecommit.
+
+    `read_instants` is the timeline the execution read the input slices with (merge-on-read: a
+    write it did not read conflicts).
 
     With `heartbeat` (this attempt's) it first re-checks that the attempt still owns the instant:
     the heartbeat never lapsed past the expiry window (Java's `HeartbeatUtils.abortIfHeartbeatExpired`
@@ -235,7 +289,7 @@ def commit_clustering(
     with lock:
         if heartbeat is not None:
             _check_still_owned(table, instant_time, heartbeat, inflight_mtime_ns)
-        check_no_conflict(table, instant_time, plan)
+        check_no_conflict(table, instant_time, plan, read_instants)
         keep = {r.path for r in results}
         for stray in sorted(_marker_files(table, instant_time) - keep):
             # A retried task's leftover: a file group must not hold two base files of one instant.
@@ -444,8 +498,11 @@ def execute_clustering(
             raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
         verdict = refuse_if_alive(table.storage, instant, settings, wall_clock(), "executing")
         schema = latest_table_schema(table, timeline)
+        # What the merged read of log files sees (Hudi scans them up to the clustering instant);
+        # the commit refuses writes to the input groups this did not see.
+        read_instants = instant_filter(timeline, latest_instant_time=instant_time)
         # Planned before anything is written: a plan that cannot run leaves no inflight attempt.
-        jobs = group_jobs(table, instant_time, plan, config, schema)
+        jobs = group_jobs(table, instant_time, plan, config, schema, read_instants)
         heartbeat.start()
         try:
             if instant.state is State.REQUESTED:
@@ -468,7 +525,7 @@ def execute_clustering(
                 inflight_mtime_ns = _create_inflight(table, instant_time, lock)
         return _run_and_commit(
             table, instant_time, plan, config, runner, lock, jobs, schema, heartbeat, inflight_mtime_ns,
-            zone=zone, now=now, started=started,
+            read_instants, zone=zone, now=now, started=started,
         )  # fmt: skip
     finally:
         heartbeat.stop()
@@ -485,6 +542,7 @@ def _run_and_commit(
     schema: str | None,
     heartbeat: Heartbeat,
     inflight_mtime_ns: int | None,
+    read_instants: InstantFilter,
     *,
     zone: tzinfo,
     now: Callable[[], datetime],
@@ -514,7 +572,9 @@ def _run_and_commit(
     result.output_files = len(results)
     result.output_bytes = sum(r.file_size_bytes for r in results)
     try:
-        commit_clustering(table, instant_time, plan, results, schema, lock, heartbeat, inflight_mtime_ns)
+        commit_clustering(
+            table, instant_time, plan, results, schema, lock, heartbeat, inflight_mtime_ns, read_instants
+        )
     except ConflictError as conflict:
         # The lock is released by now (locks are not re-entrant; rollback takes it itself).
         # The plan goes too (its `.requested` file), as when Hudi 0.15's writer gives up a clustering

@@ -7,7 +7,8 @@ at all. Everything execution depends on that is knowable before reading the data
 the table schema is readable and the input files carry its columns, the sort columns are
 top-level columns whose types layout ordering supports, a table without meta fields has a key
 generator Hudi supports whose fields are columns, the Parquet codec is one the writer can
-produce, and the plan's slices have no log files (merge-on-read slices are not executed).
+produce, and when slices have log files (merge-on-read), the table's payload class and record merger
+are ones the merged read reproduces.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from service.table.avro_schema import parse_avro_schema, with_meta_fields
 from service.table.base_file_writer import parquet_writer_options
 from service.table.clustering_plan import PlannedClustering
 from service.table.key_generator import VirtualKeyGenerator
+from service.table.log_format.merge import MergeConfig
 from service.table.table import HudiTable
 from strategies.layout.rank import is_supported
 
@@ -31,18 +33,19 @@ def check_plan_executable(
 ) -> None:
     """Raise PlanRefusedError (naming table, key and value) if executing `plan` is bound to fail."""
     where = f"table {table.name!r} at {table.base_uri}"
-    for group in plan.groups:
-        for s in group.slices:
-            if s.log_file_paths:
-                raise PlanRefusedError(
-                    f"{where}: file group {s.partition_path}/{s.file_id} has log files (merge-on-read); "
-                    "only copy-on-write slices are clustered"
-                )
+    if any(s.log_file_paths for g in plan.groups for s in g.slices):
+        try:
+            MergeConfig.from_table_properties(table.config.raw, table.name)
+        except HudiTableServiceError as exc:
+            raise PlanRefusedError(f"{where}: its slices have log files to read merged: {exc}") from exc
     try:
         parquet_writer_options(config.parquet)
     except HudiTableServiceError as exc:
         raise PlanRefusedError(f"{where}: {exc}") from exc
-    path, columns = _newest_input_columns(table, plan)
+    newest = _newest_input_columns(table, plan)
+    if newest is None:
+        return  # log-only slices: their columns are their data blocks' (the table schema)
+    path, columns = newest
     if table_schema is not None:
         # Output files carry the table schema's columns, filled from the inputs' (§ BaseFileSchema):
         # inputs lacking some of them cannot be rewritten under that schema.
@@ -90,14 +93,18 @@ def _schema_fields(table: HudiTable, table_schema: str) -> list[str]:
         ) from exc
 
 
-def _newest_input_columns(table: HudiTable, plan: PlannedClustering) -> tuple[str, dict[str, pa.DataType]]:
-    """The newest input file's top-level columns and their Arrow types.
+def _newest_input_columns(
+    table: HudiTable, plan: PlannedClustering
+) -> tuple[str, dict[str, pa.DataType]] | None:
+    """The newest input base file's top-level columns and their Arrow types (None: no base file).
 
     Execution reads every input file and unifies their schemas; reading one footer here (under
     the table lock) keeps scheduling cheap, and the newest file is the one most likely to carry
     every column of an evolved schema (columns are added over time).
     """
-    slices = [s for g in plan.groups for s in g.slices]
+    slices = [s for g in plan.groups for s in g.slices if s.base_file_path]
+    if not slices:
+        return None
     newest = max(slices, key=lambda s: s.base_instant_time)
     path = table.storage.relativize(newest.base_file_path)
     try:

@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 from service.config.cleaning import ArchivalConfig, CleanConfig, check_archival_against_cleaning
 from service.config.clustering import ClusteringConfig
+from service.config.compaction import CompactionConfig
 from service.config.hoodie_keys import ALTERNATIVE_NAMES, HOODIE_KEYS, is_watched, known_names
 from service.config.locking import LockConfig, WriteConcurrencyMode
 from service.config.parquet import ParquetWriteConfig
@@ -46,6 +47,7 @@ class HoodieConfig:
     write_concurrency_mode: WriteConcurrencyMode
     timeline_timezone: TimelineTimezone  # hoodie.properties decides for an existing table
     clustering: ClusteringConfig
+    compaction: CompactionConfig
     clean: CleanConfig
     archival: ArchivalConfig
     parquet: ParquetWriteConfig
@@ -70,6 +72,7 @@ class HoodieConfig:
             write_concurrency_mode=mode,
             timeline_timezone=TimelineTimezone(reader.get_str("hoodie.table.timeline.timezone")),
             clustering=ClusteringConfig.from_reader(reader),
+            compaction=CompactionConfig.from_reader(reader),
             clean=clean,
             archival=archival,
             parquet=ParquetWriteConfig.from_reader(reader),

@@ -26,6 +26,7 @@ class KeyType(StrEnum):
 class KeyGroup(StrEnum):
     CLUSTERING = "clustering"
     CLEAN = "clean"
+    COMPACTION = "compaction"
     ARCHIVAL = "archival"
     LOCK = "lock"
     STORAGE = "storage"
@@ -56,6 +57,8 @@ WATCHED_PREFIXES: tuple[str, ...] = (
     "hoodie.clustering.",
     "hoodie.cleaner.",
     "hoodie.clean.",
+    "hoodie.compact.",
+    "hoodie.compaction.",
     "hoodie.layout.",
     LOCK_PREFIX,
 )
@@ -92,6 +95,7 @@ TABLE_NAME = "hoodie.table.name"
 BASE_PATH = "hoodie.base.path"
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
+COMPACTION_STRATEGY = "hoodie.compaction.strategy"
 
 _CLUSTERING_PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _CLUSTERING_RUN = "org.apache.hudi.client.clustering.run.strategy."
@@ -99,10 +103,13 @@ _CLUSTERING_UPDATE = "org.apache.hudi.client.clustering.update.strategy."
 
 _C = KeyGroup.CLUSTERING
 _CL = KeyGroup.CLEAN
+_CP = KeyGroup.COMPACTION
 _A = KeyGroup.ARCHIVAL
 _L = KeyGroup.LOCK
 _S = KeyGroup.STORAGE
 _W = KeyGroup.WRITE
+
+_COMPACTION_STRATEGY_PACKAGE = "org.apache.hudi.table.action.compact.strategy."
 
 _KEYS: tuple[HoodieKey, ...] = (
     # -- clustering (HoodieClusteringConfig)
@@ -321,6 +328,120 @@ _KEYS: tuple[HoodieKey, ...] = (
         "true",
         "Deprecated since 0.11.0; no effect.",
         _C,
+        used=False,
+    ),
+    # -- compaction (HoodieCompactionConfig; the two payload/merger keys are HoodieTableConfig's)
+    HoodieKey(
+        "hoodie.compact.inline",
+        KeyType.BOOL,
+        "false",
+        "Java writers compact inline after deltacommits (they also run any pending compaction plan).",
+        _CP,
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.compact.schedule.inline",
+        KeyType.BOOL,
+        "false",
+        "Java writers only schedule compaction inline; execution happens elsewhere.",
+        _CP,
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.compact.inline.max.delta.commits",
+        KeyType.INT,
+        "5",
+        "Deltacommits since the last compaction (commit or replacecommit) before compaction is due.",
+        _CP,
+    ),
+    HoodieKey(
+        "hoodie.compact.inline.max.delta.seconds",
+        KeyType.INT,
+        "3600",
+        "Seconds since the last compaction (or the first deltacommit) before compaction is due.",
+        _CP,
+    ),
+    HoodieKey(
+        "hoodie.compact.inline.trigger.strategy",
+        KeyType.ENUM,
+        "NUM_COMMITS",
+        "When compaction is due (CompactionTriggerStrategy): by delta commits, time elapsed, or both.",
+        _CP,
+        allowed=(
+            "NUM_COMMITS",
+            "NUM_COMMITS_AFTER_LAST_REQUEST",
+            "TIME_ELAPSED",
+            "NUM_AND_TIME",
+            "NUM_OR_TIME",
+        ),
+    ),
+    HoodieKey(
+        "hoodie.compaction.target.io",
+        KeyType.LONG,
+        "512000",
+        "MB of IO (read + write) one compaction plan may take (BoundedIOCompactionStrategy).",
+        _CP,
+    ),
+    HoodieKey(
+        "hoodie.compaction.logfile.size.threshold",
+        KeyType.LONG,
+        "0",
+        "Only file slices whose log files total at least this many bytes are compacted "
+        "(LogFileSizeBasedCompactionStrategy).",
+        _CP,
+    ),
+    HoodieKey(
+        "hoodie.compaction.logfile.num.threshold",
+        KeyType.LONG,
+        "0",
+        "Only slices with at least this many log files are compacted (LogFileNumBasedCompactionStrategy).",
+        _CP,
+    ),
+    HoodieKey(
+        COMPACTION_STRATEGY,
+        KeyType.STRING,
+        _COMPACTION_STRATEGY_PACKAGE + "LogFileSizeBasedCompactionStrategy",
+        "Which file slices a compaction plan takes, in which order (CompactionStrategy class).",
+        _CP,
+    ),
+    HoodieKey(
+        "hoodie.compaction.lazy.block.read",
+        KeyType.BOOL,
+        "true",
+        "Java's log scanner reads block contents lazily.",
+        _CP,
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.compaction.reverse.log.read",
+        KeyType.BOOL,
+        "false",
+        "Java's log scanner reads log files newest first.",
+        _CP,
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.compaction.daybased.target.partitions",
+        KeyType.INT,
+        "10",
+        "Partitions a DayBasedCompactionStrategy plan takes (strategy not implemented).",
+        _CP,
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.compaction.payload.class",
+        KeyType.STRING,
+        "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+        "Table config: the payload class merging records (hoodie.properties is authoritative).",
+        _CP,
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.compaction.record.merger.strategy",
+        KeyType.STRING,
+        "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+        "Table config: the record merger strategy id (hoodie.properties is authoritative).",
+        _CP,
         used=False,
     ),
     # -- cleaning (HoodieCleanConfig)

@@ -1,7 +1,8 @@
 """A served table's runtime state: its config entry, the opened table and lock, refusal and failures.
 
-A table a service must not touch yet (`TableConfig.check_service_supported`: clustering of
-merge-on-read) is *refused* for it, not failing: `open` records a whole-table refusal with the
+A table a service must not touch (`TableConfig.check_service_supported`: clustering of a
+merge-on-read table whose payload class or record merger the merged read does not reproduce) is
+*refused* for it, not failing: `open` records a whole-table refusal with the
 `hoodie.properties` stamp it was read from, and the table is re-evaluated when that file or its
 config entry changes; `refused_services` names the services refused one by one.
 """
@@ -44,6 +45,8 @@ class Outcome(StrEnum):
     OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
     # No execution starts until a maintenance window opens (a new plan may have been written).
     OUTSIDE_WINDOW = "outside_window"
+    # Another replica holds the table (`daemon.cluster`): the table is not touched.
+    NOT_HELD = "not_held"
 
 
 class Phase(StrEnum):

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry
 from service.clock import Clock, utc_now
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
 from service.daemon.history import RunHistory
+from service.daemon.membership import ClusterZookeeper, HeldListener, Membership
 from service.daemon.reload import RESTART_ONLY, ConfigWatch, table_changes
 from service.daemon.run_log import quiet_scheduler_logs
 from service.daemon.runtime import Outcome, TableRuntime, TableService
@@ -47,6 +48,7 @@ class Daemon:
         clock: Clock = utc_now,
         executor: SparkExecutor | None = None,
         serve_http: bool = True,
+        on_held: HeldListener | None = None,
     ) -> None:
         self.config = config
         settings = config.daemon
@@ -76,7 +78,10 @@ class Daemon:
         self._active = 0
         self._idle = threading.Condition()
         self.history = RunHistory(settings.run_history_size)
-        self.status = StatusSource(lambda: self.runtimes, self.history, self._next_tick, clock)
+        self.status = StatusSource(
+            lambda: self.runtimes, self.history, self._next_tick, clock,
+            holds=lambda name: self.membership is None or self.membership.holds(name),
+        )  # fmt: skip
         metrics = settings.metrics
         self.http = (
             MetricsServer(
@@ -85,9 +90,19 @@ class Daemon:
             if serve_http
             else None
         )
+        # With `daemon.cluster`, the replicas divide the tables: this one serves only those it holds.
+        self.membership = (
+            Membership(
+                settings.cluster, ClusterZookeeper.of(config), self.runtimes, self.metrics, on_held=on_held
+            )
+            if settings.cluster.enabled
+            else None
+        )
+        membership = self.membership
         self.ticker = TableTicker(
             self.metrics, self.executor, clock, lambda: self.config.daemon, self._slots, self.runtimes,
             self._stopping, self.history,
+            holds=membership.holds if membership is not None else lambda table: True,
         )  # fmt: skip
         self.metrics.config_reload_success.set(1)
         self._watch = ConfigWatch(config.path)
@@ -109,11 +124,15 @@ class Daemon:
             self._scheduler.add_job(
                 self._watch_config, "interval", seconds=watch, id="config-watch", name="config watch"
             )
+        if self.membership is not None:
+            self.membership.start()
         self._scheduler.start()
         log.info("daemon started: %d tables, poll every %gs", len(self.runtimes), self._poll_seconds)
 
     def is_ready(self) -> bool:
-        return bool(self._scheduler.running) and not self._stopping.is_set()
+        """Scheduling, and (with `daemon.cluster`) the division of the tables settled (ACQUIRED)."""
+        settled = self.membership is None or self.membership.ready
+        return bool(self._scheduler.running) and not self._stopping.is_set() and settled
 
     def stop(self, grace_seconds: float | None = None) -> bool:
         """Stop scheduling, wait for running ticks (up to the grace period), release resources.
@@ -129,6 +148,9 @@ class Daemon:
             finished = self._idle.wait_for(lambda: self._active == 0, timeout=grace)
         if not finished:
             log.warning("%d table-service runs still active after %gs; stopping anyway", self._active, grace)
+        if self.membership is not None:
+            # After our runs ended (or the grace period): the tables go to the other replicas.
+            self.membership.stop()
         for runtime in self.runtimes.values():
             if runtime.lock is not None:
                 runtime.lock.release()
@@ -185,6 +207,8 @@ class Daemon:
                 self._add_jobs(self.runtimes[name])
             log.info("config reload: table %s %s", name, "added" if added else "updated")
         self.ticker.update_quarantine_gauge()
+        if self.membership is not None:
+            self.membership.set_tables(self.runtimes)  # a changed list is divided anew
 
     def _new_runtime(self, entry: TableEntry, config: DaemonConfig) -> TableRuntime:
         daemon = config.daemon

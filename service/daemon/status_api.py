@@ -53,6 +53,8 @@ class StatusSource:
     history: RunHistory
     next_tick: Callable[[str, TableService], datetime | None]  # the scheduler's next run of the job
     now: Callable[[], datetime]
+    # Whether this replica serves the table (`daemon.cluster`); its state is then what it last saw.
+    holds: Callable[[str], bool] = lambda name: True
 
     def table_state(self, runtime: TableRuntime, now: datetime) -> str:
         if runtime.quarantined:
@@ -103,6 +105,7 @@ class StatusSource:
             "name": runtime.name,
             "base_path": redact(runtime.entry.settings.base_path),
             "state": self.table_state(runtime, now),
+            "held": self.holds(runtime.name),
             "refusal": runtime.refusal.reason if runtime.refusal is not None else None,
             "refused_services": sorted(str(s) for s in runtime.refused_services),
             "services": {str(s): self._service(runtime, s, now) for s in TableService},

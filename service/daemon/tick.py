@@ -23,7 +23,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
@@ -79,11 +79,15 @@ class TableTicker:
     runtimes: Mapping[str, TableRuntime]
     stopping: threading.Event
     history: RunHistory
+    # Whether this replica holds the table now (`Membership.holds`); always, without `daemon.cluster`.
+    holds: Callable[[str], bool] = lambda table: True
 
     def run_iteration(self, runtime: TableRuntime, service: TableService, now: datetime) -> Outcome:
         """One tick of one table service; never raises (failures are logged, counted and backed off)."""
         if self.stopping.is_set():
             return Outcome.STOPPING
+        if not self.holds(runtime.name):
+            return Outcome.NOT_HELD  # another replica serves it: not even a stat of hoodie.properties
         refusal = runtime.refusal
         if refusal is not None:
             if runtime.properties_stamp() == refusal.properties:
@@ -119,6 +123,11 @@ class TableTicker:
                 )
             self.metrics.table_refused.labels(runtime.name).set(1)
             return Outcome.REFUSED
+        except _NotHeldError:
+            log.info(
+                "table %s: %s not started: this replica no longer holds the table", runtime.name, service
+            )
+            return Outcome.NOT_HELD
         except InstantOwnedError as exc:
             # Another executor runs that instant (its heartbeat is alive): not a failure of ours, so no
             # backoff and no quarantine; the next tick looks again.
@@ -218,7 +227,7 @@ class TableTicker:
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> Outcome:
         table, lock, zone = runtime.open()
-        table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR: refused
+        table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR merge rules
         name = runtime.name
         settings = self.settings()
         section = runtime.entry.settings.clustering
@@ -371,10 +380,15 @@ class TableTicker:
         at = parse_instant_time(instant_time, zone).timestamp()
         self.metrics.last_completed_instant_timestamp_seconds.labels(name, service).set(at)
 
-    def _slot(self, service: TableService, claim: SlotClaim) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def _slot(self, service: TableService, claim: SlotClaim) -> Iterator[None]:
         """A global concurrency slot for `service`, given to the best claim waiting; gives up when the
-        daemon stops (InterruptedError)."""
-        return self.slots[service].hold(claim, self.stopping)
+        daemon stops (InterruptedError), or when the table went to another replica meanwhile (a slot
+        may be waited for long: no work starts on a table we no longer hold)."""
+        with self.slots[service].hold(claim, self.stopping):
+            if not self.holds(claim.table):
+                raise _NotHeldError(claim.table)
+            yield
 
     def _observe_lock(self, name: str, lock: TableLock, acquired: Callable[[], None] | None = None) -> None:
         # Every acquisition is observed: a tick may lock several times (rollback, schedule, commit).
@@ -430,6 +444,10 @@ class TableTicker:
 
     def update_quarantine_gauge(self) -> None:
         self.metrics.tables_quarantined.set(sum(r.quarantined for r in self.runtimes.values()))
+
+
+class _NotHeldError(Exception):
+    """The table went to another replica before this tick's work started."""
 
 
 class _ClusteringGauges(ClusteringPassListener):

@@ -38,7 +38,14 @@ class PlannedSlice:
     base_instant_time: str
     base_file_path: str
     base_file_size_bytes: int | None = None  # None when read back from a plan (plans carry no sizes)
+    # Newest first, as Hudi's `ClusteringPlanStrategy.getFileSliceInfo` writes `deltaFilePaths`
+    # (`FileSlice.getLogFiles()`); readers sort them (`HoodieLogFile.getLogFileComparator`).
     log_file_paths: tuple[str, ...] = ()
+    log_files_size_bytes: int = 0  # 0 when read back from a plan
+
+    @property
+    def has_base_file(self) -> bool:
+        return bool(self.base_file_path)
 
     @property
     def file_group_id(self) -> FileGroupId:
@@ -46,15 +53,17 @@ class PlannedSlice:
 
     @classmethod
     def of(cls, file_slice: FileSlice) -> PlannedSlice:
-        if file_slice.base_file is None:
-            raise ValueError(f"file slice {file_slice.file_group_id} has no base file")
+        """A latest slice as the plan records it: a merge-on-read slice may be log-only (no base file)."""
+        logs = sorted(file_slice.log_files, key=lambda lf: lf.order_key, reverse=True)
+        base = file_slice.base_file
         return cls(
             partition_path=file_slice.partition_path,
             file_id=file_slice.file_id,
             base_instant_time=file_slice.base_instant_time,
-            base_file_path=file_slice.base_file.path,
-            base_file_size_bytes=file_slice.base_file.size_bytes,
-            log_file_paths=tuple(lf.path for lf in file_slice.log_files),
+            base_file_path=base.path if base is not None else "",
+            base_file_size_bytes=base.size_bytes if base is not None else None,
+            log_file_paths=tuple(lf.path for lf in logs),
+            log_files_size_bytes=sum(lf.size_bytes for lf in logs),
         )
 
 
@@ -159,8 +168,7 @@ def _planned_slice(info: codecs.SliceInfo, guard: PathGuard, file_names_only: bo
 
     log_paths = tuple(path(_DELTA_FILES_FIELD, p) for p in info.delta_file_paths or ())
     if not info.data_file_path and log_paths:
-        # A merge-on-read slice of log files only (refused by execution): its base instant is the
-        # log files'.
+        # A merge-on-read slice of log files only: its base instant is the log files'.
         log = parse_log_file(partition, posixpath.basename(log_paths[0]))
         if log is None:
             raise CorruptTableError(

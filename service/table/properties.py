@@ -15,8 +15,10 @@ from service.errors import (
     CorruptTableError,
     NotAHudiTableError,
     TableServicesRefusedError,
+    UnsupportedMergeError,
     UnsupportedTableError,
 )
+from service.table.log_format.merge import MergeConfig
 from service.table.storage import Storage
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
@@ -30,6 +32,7 @@ class TableServiceKind(StrEnum):
 
     CLUSTERING = "clustering"
     CLEANING = "cleaning"
+    COMPACTION = "compaction"
 
 
 class TableType(JavaEnum):
@@ -183,26 +186,27 @@ class TableConfig:
             )
 
     def check_service_supported(self, service: TableServiceKind, base_uri: str) -> None:
-        """Refuse a table service on a table whose layout it does not handle yet (`status` reads
-        every table): clustering refuses merge-on-read; cleaning serves both table types.
-
-        On MERGE_ON_READ a writer's update to a file group is a deltacommit appending a log file to
-        the group's latest file slice; the slice's base instant stays the same. The clustering
-        commit's conflict check compares base instants of its input file groups (Hudi itself
-        resolves it through `SimpleConcurrentFileWritesConflictResolutionStrategy`, which sees the
-        log file's write stat), so it would commit a replacecommit over the log-file update and
-        drop it. Cleaning needs no such check: it deletes whole file slices (base and log files,
-        `CleanPlanner.getCleanFileInfoForSlice`) that readers no longer need, and protects the
-        slices a pending compaction reads.
+        """Refuse a table service on a table whose layout it does not handle (`status` reads every
+        table). Compaction serves merge-on-read tables only (copy-on-write has no log files).
+        Clustering serves both table types; on merge-on-read it reads slices merged (base + logs),
+        so it refuses a table whose payload class or record merger the merged read does not
+        reproduce (`MergeConfig.from_table_properties` names it). Cleaning deletes whole file
+        slices and reads no records, so it serves every table.
         """
-        if service is TableServiceKind.CLUSTERING and self.table_type is TableType.MERGE_ON_READ:
+        if service is TableServiceKind.COMPACTION and self.table_type is not TableType.MERGE_ON_READ:
+            # Java refuses too: `ScheduleCompactionActionExecutor.execute` checks the table type.
             raise TableServicesRefusedError(
-                f"table {self.name!r} at {base_uri} is MERGE_ON_READ (hoodie.table.type): clustering "
-                "refuses it for now (cleaning serves it). A writer's update appends a log file to a "
-                "file group without changing its base instant, so the clustering conflict check cannot "
-                "see it and would drop it. Clustering serves merge-on-read tables once its merged read "
-                "and log-aware conflict check land; `status` and `clean` read them."
+                f"table {self.name!r} at {base_uri} is {self.table_type.value} (hoodie.table.type): "
+                "compaction merges log files into base files, and only MERGE_ON_READ tables have them"
             )
+        if service is TableServiceKind.CLUSTERING and self.table_type is TableType.MERGE_ON_READ:
+            try:
+                MergeConfig.from_table_properties(self.raw, self.name)
+            except UnsupportedMergeError as exc:
+                raise TableServicesRefusedError(
+                    f"table {self.name!r} at {base_uri} is MERGE_ON_READ (hoodie.table.type): clustering "
+                    f"reads its file slices merged and refuses it ({exc}); cleaning and `status` serve it"
+                ) from exc
 
 
 def load_table_config(storage: Storage) -> TableConfig:

@@ -24,8 +24,8 @@ def group_metrics(slices: Sequence[PlannedSlice], parquet_max_file_size_bytes: i
     """`FileSliceMetricUtils.addFileSliceCommonMetrics`: MB are whole mebibytes (Java's long division)."""
     log_files = sum(len(s.log_file_paths) for s in slices)
     base_bytes = sum(s.base_file_size_bytes or 0 for s in slices)
-    # Log sizes are not tracked per slice here; the planner only takes slices without log files.
-    read_mb = base_bytes // MIB
+    log_bytes = sum(s.log_files_size_bytes for s in slices)
+    read_mb = (base_bytes + log_bytes) // MIB  # the base files and all the log files
     write_bytes = sum(
         s.base_file_size_bytes if s.base_file_size_bytes else parquet_max_file_size_bytes for s in slices
     )
@@ -34,6 +34,6 @@ def group_metrics(slices: Sequence[PlannedSlice], parquet_max_file_size_bytes: i
         TOTAL_IO_READ_MB: float(read_mb),
         TOTAL_IO_WRITE_MB: float(write_mb),
         TOTAL_IO_MB: float(read_mb + write_mb),
-        TOTAL_LOG_FILES_SIZE: 0.0,
+        TOTAL_LOG_FILES_SIZE: float(log_bytes),
         TOTAL_LOG_FILES: float(log_files),
     }

@@ -4,8 +4,10 @@ Per partition (in the order `partition_filter.select_partitions` gives):
 
 1. Eligible slices: the latest slice of every live file group that is not in a pending clustering,
    compaction or log compaction plan, whose base file is smaller than
-   `hoodie.clustering.plan.strategy.small.file.limit`, and (a product restriction: merge-on-read is
-   not clustered yet) that has no log files. They come in Java's file-group order (`java_order`).
+   `hoodie.clustering.plan.strategy.small.file.limit` (`SparkSizeBasedClusteringPlanStrategy.
+   getFileSlicesEligibleForClustering`). Log files do not matter: a merge-on-read slice with log
+   files is eligible by its base file's size, a log-only slice (base size 0) always. They come in
+   Java's file-group order (`java_order`).
 2. Sorted by base file size, largest first (a stable sort with Java's comparator, which subtracts
    the sizes and truncates the difference to an `int`).
 3. Filled greedily: a group is closed when adding the next slice would take it over
@@ -47,7 +49,7 @@ class EligibilityCounts:
     eligible: int = 0
     pending_clustering: int = 0
     pending_compaction: int = 0
-    with_log_files: int = 0
+    with_log_files: int = 0  # of the eligible ones
     not_small: int = 0
 
     def describe(self) -> str:
@@ -55,7 +57,7 @@ class EligibilityCounts:
             f"{self.latest_slices} latest file slices in {self.partitions} partitions: "
             f"{self.eligible} eligible, {self.not_small} at or above the small file limit, "
             f"{self.pending_clustering} in pending clustering, {self.pending_compaction} in pending "
-            f"compaction, {self.with_log_files} with log files"
+            f"compaction; {self.with_log_files} of the eligible with log files"
         )
 
 
@@ -83,12 +85,11 @@ def eligible_slices(
             counts.pending_clustering += 1
         elif view.is_pending_compaction(fg_id):
             counts.pending_compaction += 1
-        elif file_slice.log_files or file_slice.base_file is None:
-            counts.with_log_files += 1
-        elif file_slice.base_file.size_bytes >= config.small_file_limit_bytes:
+        elif file_slice.base_size_bytes >= config.small_file_limit_bytes:
             counts.not_small += 1
         else:
             counts.eligible += 1
+            counts.with_log_files += bool(file_slice.log_files)
             by_file_id[file_slice.file_id] = file_slice
     rank = {file_id: i for i, file_id in enumerate(java_view_order(view, partition))}
     return sorted(by_file_id.values(), key=lambda s: rank[s.file_id])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -249,17 +250,18 @@ def test_output_files_respect_the_target_size(spark: Any, tmp_path: Path) -> Non
         assert sum(size < 0.8 * target for size in sizes) <= 1, (partition, sizes)
 
 
-def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
-    spark: Any, tmp_path: Path
-) -> None:
-    base = tmp_path / "tasks"
+def _sized_group(
+    spark: Any, base: Path, rows_per_batch: int, files_worth: float
+) -> tuple[HudiTable, HoodieConfig, int, Any]:
+    """Two Hudi inserts, and a LINEAR (qty, id) clustering config whose target makes the table
+    `files_worth` target files of column data; returns the table, config, target and snapshot."""
     for batch in range(2):
-        ids = range(batch * 100_000, (batch + 1) * 100_000)
-        ht.write(spark, base, ht.generate(spark, ids, batch=batch), "insert", "tasks")
+        ids = range(batch * rows_per_batch, (batch + 1) * rows_per_batch)
+        ht.write(spark, base, ht.generate(spark, ids, batch=batch), "insert", base.name)
     before = _snapshots(spark, base)
     table = HudiTable.open(str(base))
     data_bytes = sum(compressed_data_bytes(pq.read_metadata(p)) for p in base.rglob("*.parquet"))
-    target = data_bytes // 20  # 20 files' worth: two tasks of >= 8 (MIN_FILES_PER_WRITER_TASK)
+    target = int(data_bytes / files_worth)
     config = HoodieConfig.from_mapping(
         {
             "hoodie.clustering.plan.strategy.target.file.max.bytes": target,
@@ -269,6 +271,26 @@ def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
         },
         table.name,
     )
+    return table, config, target, before
+
+
+def _assert_global_linear_order(base: Path, written: Sequence[BaseFileWriteResult]) -> None:
+    """Each file sorted by (qty, id), the files' ranges not overlapping."""
+    files = [
+        [(x["qty"], x["id"]) for x in pq.read_table(base / r.path, columns=["qty", "id"]).to_pylist()]
+        for r in written
+    ]
+    files.sort(key=lambda keys: keys[0])
+    stitched = [k for keys in files for k in keys]
+    assert stitched == sorted(stitched)
+
+
+def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
+    spark: Any, tmp_path: Path
+) -> None:
+    base = tmp_path / "tasks"
+    # 20 files' worth: two tasks of >= 8 (MIN_FILES_PER_WRITER_TASK)
+    table, config, target, before = _sized_group(spark, base, 100_000, 20)
     instant = _schedule(table, config)
 
     def two_tasks(job: GroupJob) -> list[BaseFileWriteResult]:
@@ -286,13 +308,7 @@ def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
     assert sizes[-1] <= target, sizes
     assert sum(size < 0.8 * target for size in sizes) <= 1, sizes
     # ... and each file sorted, the files' ranges not overlapping.
-    files = [
-        [(x["qty"], x["id"]) for x in pq.read_table(base / r.path, columns=["qty", "id"]).to_pylist()]
-        for r in result.written
-    ]
-    files.sort(key=lambda keys: keys[0])
-    stitched = [k for keys in files for k in keys]
-    assert stitched == sorted(stitched)
+    _assert_global_linear_order(base, result.written)
 
 
 def test_a_group_of_a_few_files_in_one_task_is_encoded_by_several_threads_into_even_files(
@@ -302,22 +318,8 @@ def test_a_group_of_a_few_files_in_one_task_is_encoded_by_several_threads_into_e
     two writer tasks: the one task cuts its files up front and encodes them in threads at once.
     Cut up front, the files come out even, where cutting by actual size leaves a short last file."""
     base = tmp_path / "threads"
-    for batch in range(2):
-        ids = range(batch * 60_000, (batch + 1) * 60_000)
-        ht.write(spark, base, ht.generate(spark, ids, batch=batch), "insert", "threads")
-    before = _snapshots(spark, base)
-    table = HudiTable.open(str(base))
-    data_bytes = sum(compressed_data_bytes(pq.read_metadata(p)) for p in base.rglob("*.parquet"))
-    target = int(data_bytes / 3.4)  # 3.4 files' worth: one writer task (< 8 files per task)
-    config = HoodieConfig.from_mapping(
-        {
-            "hoodie.clustering.plan.strategy.target.file.max.bytes": target,
-            "hoodie.clustering.plan.strategy.sort.columns": "qty,id",
-            "hoodie.bloom.index.filter.type": "SIMPLE",
-            "hoodie.index.bloom.num_entries": 2_000,
-        },
-        table.name,
-    )
+    # 3.4 files' worth: one writer task (< 8 files per task)
+    table, config, target, before = _sized_group(spark, base, 60_000, 3.4)
     instant = _schedule(table, config)
     jobs: list[GroupJob] = []
 
@@ -336,10 +338,4 @@ def test_a_group_of_a_few_files_in_one_task_is_encoded_by_several_threads_into_e
     assert len(sizes) >= 3, sizes
     assert sizes[-1] <= target and sizes[0] >= 0.75 * target, (sizes, target)
     assert sizes[-1] <= 1.05 * sizes[0], sizes
-    files = [
-        [(x["qty"], x["id"]) for x in pq.read_table(base / r.path, columns=["qty", "id"]).to_pylist()]
-        for r in result.written
-    ]
-    files.sort(key=lambda keys: keys[0])
-    stitched = [k for keys in files for k in keys]
-    assert stitched == sorted(stitched)
+    _assert_global_linear_order(base, result.written)

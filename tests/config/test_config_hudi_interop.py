@@ -119,6 +119,12 @@ VIEWS: dict[str, Callable[[HoodieConfig], str]] = {
     "parquet.dictionary.enabled": lambda c: _bool(c.parquet.dictionary_enabled),
     "bloom.num.entries": lambda c: str(c.parquet.bloom_num_entries),
     "bloom.dynamic.max.entries": lambda c: str(c.parquet.bloom_dynamic_max_entries),
+    "compact.trigger.strategy": lambda c: c.compaction.trigger_strategy.value,
+    "compact.max.delta.commits": lambda c: str(c.compaction.max_delta_commits),
+    "compact.max.delta.seconds": lambda c: str(c.compaction.max_delta_seconds),
+    "compaction.target.io": lambda c: str(c.compaction.target_io_mb),
+    "compaction.logfile.size.threshold": lambda c: str(c.compaction.log_file_size_threshold_bytes),
+    "compaction.strategy": lambda c: c.compaction.strategy_class,
     "write.concurrency.mode": lambda c: c.write_concurrency_mode.value,
     "lock.provider": lambda c: c.lock.provider_class,
     "lock.zookeeper.lock_key": lambda c: c.lock.lock_key_for("probe"),
@@ -179,6 +185,14 @@ VIEW_CASES: list[list[str]] = [
     ],
     [f"hoodie.clustering.plan.strategy.class={PLAN}JavaRecentDaysClusteringPlanStrategy"],
     ["hoodie.clustering.plan.partition.filter.mode=DAY_ROLLING"],
+    [
+        "hoodie.compact.inline.trigger.strategy=NUM_AND_TIME",
+        "hoodie.compact.inline.max.delta.commits=12",
+        "hoodie.compact.inline.max.delta.seconds=600",
+        "hoodie.compaction.target.io=2048",
+        "hoodie.compaction.logfile.size.threshold=1048576",
+        "hoodie.compaction.strategy=org.apache.hudi.table.action.compact.strategy.UnBoundedCompactionStrategy",
+    ],
 ]
 
 # Configurations both Hudi and the product refuse.
@@ -186,6 +200,8 @@ REJECTED_CASES: list[list[str]] = [
     ["hoodie.keep.min.commits=30"],
     ["hoodie.cleaner.policy=keep_latest_commits"],
     ["hoodie.cleaner.commits.retained=ten"],
+    ["hoodie.compact.inline.trigger.strategy=num_commits"],  # Java's CompactionTriggerStrategy.valueOf
+    ["hoodie.compaction.target.io=lots"],
 ]
 
 

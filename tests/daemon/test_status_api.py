@@ -23,6 +23,7 @@ from service.daemon.history import FileStats
 from service.daemon.status_api import redact
 from service.spark_group import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
+from service.table.properties import TableConfig, load_table_config
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -62,6 +63,16 @@ def _clustered_and_cleaned(base: Path, name: str) -> FixtureTable:
     t.complete_clustering(ts(2), [FileSpec("a", fid(3), rows=1, size_hint=20_000)], {"a": [fid(1), fid(2)]})
     for i in range(3, 6):  # three versions of a fourth group: one commit retained, so a clean deletes
         t.commit(ts(i), [FileSpec("a", fid(4))])
+    return t
+
+
+def _refused_for_clustering(base: Path, name: str) -> FixtureTable:
+    """A merge-on-read table with a payload class whose merge clustering does not reproduce."""
+    t = FixtureTable(base, name=name, table_type="MERGE_ON_READ")
+    raw = {k: v for k, v in load_table_config(t.storage).raw.items() if k != "hoodie.table.checksum"}
+    raw["hoodie.compaction.payload.class"] = "com.example.CustomPayload"
+    t.storage.write_bytes(".hoodie/hoodie.properties", TableConfig(raw).to_text().encode("latin-1"))
+    t.commit(ts(1), [FileSpec("a", fid(1))])
     return t
 
 
@@ -113,8 +124,7 @@ def test_failed_and_refused_ticks_are_recorded_once(tmp_path: Path) -> None:
     broken = FixtureTable(tmp_path / "broken", name="broken")
     broken.commit(ts(1), [FileSpec("a", fid(1))])
     (broken.base / ".hoodie" / f"{ts(2)}.commit").write_bytes(b"garbage")
-    mor = FixtureTable(tmp_path / "mor", name="mor", table_type="MERGE_ON_READ")
-    mor.commit(ts(1), [FileSpec("a", fid(1))])
+    mor = _refused_for_clustering(tmp_path / "mor", "mor")
     config = parse_daemon_config(_config_text({"broken": (broken.base, False), "mor": (mor.base, True)}))
     daemon = Daemon(config, registry=CollectorRegistry(), clock=lambda: NOW, serve_http=False)
     assert daemon.run_iteration(daemon.runtimes["broken"], TableService.CLEANING, NOW) is Outcome.FAILED
@@ -125,7 +135,7 @@ def test_failed_and_refused_ticks_are_recorded_once(tmp_path: Path) -> None:
     assert "CorruptTableError" in failed.reason
     (refused,) = daemon.history.runs("mor")
     assert (refused.service, refused.outcome) == ("clustering", "refused")
-    assert "merge-on-read" in refused.reason
+    assert "CustomPayload" in refused.reason
 
 
 def test_redact_hides_secrets_and_uri_credentials() -> None:
@@ -159,13 +169,12 @@ def _get(url: str) -> Any:
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[Daemon, CollectorRegistry]]:
     """Three tables: one served (clustered before, cleaned by the daemon), one quarantined (a corrupt
-    commit), one refused for clustering (merge-on-read)."""
+    commit), one refused for clustering (merge-on-read with a payload class it does not merge)."""
     healthy = _clustered_and_cleaned(tmp_path / "healthy", "healthy")
     broken = FixtureTable(tmp_path / "broken", name="broken")
     broken.commit(ts(1), [FileSpec("a", fid(1))])
     (broken.base / ".hoodie" / f"{ts(2)}.commit").write_bytes(b"garbage")
-    mor = FixtureTable(tmp_path / "mor", name="mor", table_type="MERGE_ON_READ")
-    mor.commit(ts(1), [FileSpec("a", fid(1))])
+    mor = _refused_for_clustering(tmp_path / "mor", "mor")
     tables = {"healthy": (healthy.base, True), "broken": (broken.base, False), "mor": (mor.base, True)}
     registry = CollectorRegistry()
     daemon = Daemon(parse_daemon_config(_config_text(tables)), registry=registry)
@@ -216,7 +225,7 @@ def test_api_lists_every_table_with_its_state_small_files_and_last_runs(
     ) == pytest.approx(files["bytes"] / 2)
 
     detail = _get(url + "/api/v1/tables/healthy")
-    assert detail["state"] == "idle"
+    assert detail["state"] == "idle" and detail["held"] is True
     assert [(r["service"], r["outcome"]) for r in detail["history"]] == [
         ("cleaning", "completed"),
         ("clustering", "committed"),

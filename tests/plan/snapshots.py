@@ -49,8 +49,12 @@ def snapshot(
     pending_compaction: Iterable[FileGroupId] = (),
     replaced: Iterable[FileGroupId] = (),
     log_files: Iterable[FileGroupId] = (),
+    log_only: Mapping[str, Iterable[str]] = {},
 ) -> FileSystemView:
-    """A view of one committed write: partition -> [(name, size in MB)]; file ids are `fid(name)`."""
+    """A view of one committed write: partition -> [(name, size in MB)]; file ids are `fid(name)`.
+
+    `log_files` file groups get one 1000-byte log file; `log_only` names (per partition) are file
+    groups of one such log file and no base file (what log-indexing writers create on MOR)."""
     timeline = Timeline.of([Instant(COMMIT, Action.COMMIT, State.COMPLETED)])
     with_logs = set(log_files)
     listing: dict[str, list[FileStatus]] = {}
@@ -61,6 +65,10 @@ def snapshot(
             statuses.append(FileStatus(_join(partition, base_name(file_id)), int(size_mb * MB), False))
             if (partition, file_id) in with_logs:
                 statuses.append(FileStatus(_join(partition, f".{file_id}_{COMMIT}.log.1_0-0-0"), 1000, False))
+    for partition, names in log_only.items():
+        for name in names:
+            log_name = f".{fid(name)}_{COMMIT}.log.1_0-0-0"
+            listing.setdefault(partition, []).append(FileStatus(_join(partition, log_name), 1000, False))
     facts = TimelineFacts(
         replaced={fg: ts(2) for fg in replaced},
         pending_clustering={fg: ts(3) for fg in pending_clustering},

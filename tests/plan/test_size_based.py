@@ -25,7 +25,7 @@ from strategies.clustering.model import (
     TOTAL_LOG_FILES_SIZE,
 )
 from strategies.clustering.size_based import within_budget
-from tests.plan.snapshots import MB, NOW, config_of, fid, grouping, snapshot
+from tests.plan.snapshots import COMMIT, MB, NOW, config_of, fid, grouping, snapshot
 
 SORT = "hoodie.clustering.plan.strategy.sort.columns"
 SINGLE = "hoodie.clustering.plan.strategy.single.group.clustering.enabled"
@@ -104,7 +104,11 @@ def test_plan_shares_max_num_groups_across_partitions_in_visiting_order() -> Non
     assert _groups(files, **recent) == [("c", ["c1"], 1), ("c", ["c2"], 1), ("b", ["b1"], 1)]
 
 
-def test_plan_skips_pending_replaced_and_log_slices() -> None:
+def test_plan_skips_pending_and_replaced_groups_and_takes_slices_with_logs() -> None:
+    """As `SparkSizeBasedClusteringPlanStrategy` on MOR: file groups in pending clustering or
+    compaction are skipped; a slice with log files is eligible by its base size, a log-only slice
+    always (base size 0; sized at `hoodie.parquet.max.file.size` for grouping), and the plan's
+    slice carries its log files newest first (`FileSlice.getLogFiles`)."""
     p = "p1"
     view = snapshot(
         {p: [("clu", 10), ("cmp", 20), ("rep", 30), ("log", 40), ("e", 50), ("f", 5)]},
@@ -112,15 +116,25 @@ def test_plan_skips_pending_replaced_and_log_slices() -> None:
         pending_compaction=[(p, fid("cmp"))],
         replaced=[(p, fid("rep"))],
         log_files=[(p, fid("log"))],
+        log_only={p: ["lo"]},
     )
-    config = config_of()
-    outcome = plan_clustering(view, config, NOW)
+    config = config_of({MAX_GROUP_BYTES: 1000 * MB})
+    outcome = plan_clustering(view, config, NOW, parquet_max_file_size_bytes=120 * MB)
     assert outcome.plan is not None
-    assert grouping(outcome.plan.groups) == [(p, ["e", "f"], 1)]
+    assert grouping(outcome.plan.groups) == [(p, ["lo", "e", "log", "f"], 4)]
     counts = outcome.counts
-    assert (counts.latest_slices, counts.eligible) == (5, 2)  # the replaced group is not live
-    assert (counts.pending_clustering, counts.pending_compaction, counts.with_log_files) == (1, 1, 1)
-    assert {s.file_id for s in eligible_slices(view, p, config)} == {fid("e"), fid("f")}
+    assert (counts.latest_slices, counts.eligible) == (6, 4)  # the replaced group is not live
+    assert (counts.pending_clustering, counts.pending_compaction, counts.with_log_files) == (1, 1, 2)
+    slices = {s.file_id: s for s in outcome.plan.groups[0].slices}
+    assert slices[fid("log")].log_file_paths == (f"{p}/.{fid('log')}_{COMMIT}.log.1_0-0-0",)
+    assert slices[fid("log")].base_file_path.startswith(f"{p}/{fid('log')}_")
+    assert (slices[fid("lo")].base_file_path, slices[fid("lo")].base_file_size_bytes) == ("", None)
+    assert slices[fid("lo")].base_instant_time == COMMIT
+    metrics = outcome.plan.groups[0].metrics
+    assert (metrics[TOTAL_LOG_FILES], metrics[TOTAL_LOG_FILES_SIZE]) == (2.0, 2000.0)
+    # Read: bases + logs; write: bases, the log-only slice at hoodie.parquet.max.file.size.
+    assert metrics[TOTAL_IO_READ_MB] == float((int(95 * MB) + 2000) // MB)
+    assert metrics[TOTAL_IO_WRITE_MB] == float((int(95 * MB) + 120 * MB) // MB)
 
 
 def test_plan_num_output_file_groups_is_ceiling_of_bytes_over_target() -> None:

@@ -293,11 +293,14 @@ def test_rollback_refuses_completed_and_unknown_instants(tmp_path: Path) -> None
     assert _rollback_instants(s) == []
 
 
-def test_rollback_refuses_unsupported_actions(tmp_path: Path) -> None:
+def test_rollback_never_unschedules_a_compaction(tmp_path: Path) -> None:
+    """A compaction is rolled back to its plan only (`rollbackInflightCompaction`): deleting the plan
+    would orphan the log files writers appended to its slice."""
     s = pending_clustering_scenario(tmp_path)
     create_instant_file(s.table.storage, Instant(ts(5), Action.COMPACTION, State.REQUESTED), b"")
-    with pytest.raises(UnsupportedTableError, match="compaction"):
+    with pytest.raises(UnsupportedTableError, match="never unscheduled"):
         rollback_instant(s.table, ts(5), RecordingLock(s.base), now=NOW, tz=UTC)
+    assert s.table.storage.exists(f".hoodie/{ts(5)}.compaction.requested")
 
 
 def test_rollback_refuses_marker_of_another_instant(tmp_path: Path) -> None:

@@ -131,6 +131,22 @@ class _MorBuilder:
         )
 
 
+def hudi_write(
+    spark: SparkSession,
+    history: MorHistory,
+    op: str,
+    ids: Sequence[int],
+    tag: int,
+    ts: int,
+    base_path: Path | None = None,
+    **extra: str,
+) -> str:
+    """One more Hudi write to `history`'s table (or its copy at `base_path`), as the history's own
+    writes; returns the deltacommit it completed."""
+    builder = _MorBuilder(spark, history.name, base_path or history.base_path, history.partitioned, {})
+    return builder.write(op, ids, tag, ts, False, **extra)
+
+
 def _keys(ids: Sequence[int]) -> tuple[str, ...]:
     return tuple(str(i) for i in ids)
 

@@ -122,11 +122,18 @@ def test_properties_file_constant() -> None:
     assert PROPERTIES_FILE == ".hoodie/hoodie.properties"
 
 
-def test_merge_on_read_refuses_clustering_and_serves_cleaning() -> None:
+def test_merge_on_read_is_served_unless_its_merge_is_not_reproduced() -> None:
     mor = TableConfig.from_text(REAL, "x").with_updates({"hoodie.table.type": "MERGE_ON_READ"})
-    with pytest.raises(TableServicesRefusedError, match=r"MERGE_ON_READ.*clustering refuses it"):
-        mor.check_service_supported(TableServiceKind.CLUSTERING, "file:/t")
-    mor.check_service_supported(TableServiceKind.CLEANING, "file:/t")
-    cow = TableConfig.from_text(REAL, "x")
     for service in TableServiceKind:
+        mor.check_service_supported(service, "file:/t")
+    custom = mor.with_updates({"hoodie.compaction.payload.class": "com.example.MyPayload"})
+    with pytest.raises(
+        TableServicesRefusedError, match=r"MERGE_ON_READ.*clustering.*com\.example\.MyPayload"
+    ):
+        custom.check_service_supported(TableServiceKind.CLUSTERING, "file:/t")
+    custom.check_service_supported(TableServiceKind.CLEANING, "file:/t")
+    cow = TableConfig.from_text(REAL, "x")
+    with pytest.raises(TableServicesRefusedError, match=r"COPY_ON_WRITE.*only MERGE_ON_READ"):
+        cow.check_service_supported(TableServiceKind.COMPACTION, "file:/t")
+    for service in (TableServiceKind.CLUSTERING, TableServiceKind.CLEANING):
         cow.check_service_supported(service, "file:/t")

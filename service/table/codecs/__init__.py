@@ -32,7 +32,12 @@ from service.table.codecs.commit import (
     decode_commit_summary,
     encode_commit,
 )
-from service.table.codecs.compaction import CompactionOperation, CompactionPlan, CompactionStrategy
+from service.table.codecs.compaction import (
+    LATEST_COMPACTION_PLAN_VERSION,
+    CompactionOperation,
+    CompactionPlan,
+    CompactionStrategy,
+)
 from service.table.codecs.replace import (
     CLUSTER_OPERATION,
     ClusteringGroup,
@@ -76,6 +81,7 @@ __all__ = [
     "CLUSTER_OPERATION",
     "LATEST_CLEAN_METADATA_VERSION",
     "LATEST_CLEAN_PLAN_VERSION",
+    "LATEST_COMPACTION_PLAN_VERSION",
     "NULL_COMMIT",
     "SCHEMA_KEY",
     "ActionInstant",

@@ -1,5 +1,8 @@
-"""`T.compaction.requested`: HoodieCompactionPlan, read so merge-on-read tables with pending
-compactions load; the product never schedules compactions."""
+"""`T.compaction.requested`: HoodieCompactionPlan, read (Hudi's plans and ours) and written (ours).
+
+Java writes version 2 (`CompactionUtils.LATEST_COMPACTION_METADATA_VERSION`: base and log file
+*names*, not paths); a version 1 plan holds full paths, which `CompactionPlanMigrator` turns into names.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from service.table.codecs.avro_file import AvroModel, AvroRootModel, Int32
+
+# `CompactionUtils.LATEST_COMPACTION_METADATA_VERSION` (CompactionV2MigrationHandler.VERSION).
+LATEST_COMPACTION_PLAN_VERSION = 2
 
 
 class CompactionOperation(AvroModel):

@@ -99,6 +99,12 @@ public class HudiWriteConfigProbe {
     show("bloom.fpp", c::getBloomFilterFPP);
     show("bloom.dynamic.max.entries", c::getDynamicBloomFilterMaxNumEntries);
     show("bloom.filter.type", c::getBloomFilterType);
+    show("compact.trigger.strategy", c::getInlineCompactTriggerStrategy);
+    show("compact.max.delta.commits", c::getInlineCompactDeltaCommitMax);
+    show("compact.max.delta.seconds", c::getInlineCompactDeltaSecondsMax);
+    show("compaction.target.io", c::getTargetIOPerCompactionInMB);
+    show("compaction.logfile.size.threshold", c::getCompactionLogFileSizeThreshold);
+    show("compaction.strategy", () -> c.getCompactionStrategy().getClass().getName());
     show("write.concurrency.mode", c::getWriteConcurrencyMode);
     show("lock.provider", c::getLockProviderClass);
     show("lock.zookeeper.lock_key", () -> c.getProps().getProperty("hoodie.write.lock.zookeeper.lock_key"));

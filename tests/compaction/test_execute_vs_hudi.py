@@ -1,0 +1,200 @@
+"""Executing a compaction Hudi 0.15 scheduled, against Hudi executing the same plan on an identical
+copy: the same rows in snapshot and read-optimized reads (and in hudi-rs), a `C.commit` Java
+accepts (`compacted`, COMPACT), and Hudi's writer appending and compacting afterwards."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from service.cli import main
+from service.compaction import executor
+from service.table import codecs
+from service.table.codecs.commit import WriteOperationType
+from tests.support import hudi_tables as ht
+from tests.support.mor_tables import MorHistory, MorHistoryCache, _MorBuilder, hudi_compaction, mor_histories
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.hudi, pytest.mark.spark, pytest.mark.slow]
+
+__all__ = ["mor_histories"]
+
+
+def _read(spark: SparkSession, base: Path, query_type: str = "snapshot") -> list[dict[str, Any]]:
+    reader = (
+        spark.read.format("hudi")
+        .option("hoodie.metadata.enable", "false")
+        .option("hoodie.datasource.query.type", query_type)
+    )
+    return ht.normalise_rows(row.asDict() for row in reader.load(str(base)).collect())
+
+
+def _commit(base: Path, instant: str) -> codecs.CommitMetadata:
+    path = base / ".hoodie" / f"{instant}.commit"
+    return codecs.decode(codecs.CommitMetadata, path.read_bytes(), str(path))
+
+
+@pytest.fixture
+def history(mor_histories: MorHistoryCache) -> MorHistory:
+    return mor_histories.get("mor_partitioned_avro")
+
+
+def test_we_execute_hudis_plan_as_hudi_does(
+    spark: SparkSession, history: MorHistory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    shutil.copytree(history.base_path, ours, symlinks=True)
+    instant = hudi_compaction(spark, ours, "schedule")
+    shutil.copytree(ours, theirs, symlinks=True)
+
+    assert main(["compact", "--base-path", str(ours), "--mode", "execute", "--json"]) == 0
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["instant_time"] == instant and reply["result"]["committed"]
+    spark.sql(f"CALL run_compaction(op => 'run', path => '{theirs}', timestamp => {instant})").collect()
+
+    metadata, hudi_metadata = _commit(ours, instant), _commit(theirs, instant)
+    assert metadata.compacted and metadata.operation_type is WriteOperationType.COMPACT
+    assert metadata.table_schema == hudi_metadata.table_schema
+    written = {(s.partition_path, s.file_id) for s in metadata.write_stats}
+    assert written == {(s.partition_path, s.file_id) for s in hudi_metadata.write_stats}
+    assert all(s.path and s.path.endswith(f"_{instant}.parquet") for s in metadata.write_stats)
+    assert sum(s.num_writes for s in metadata.write_stats) == sum(
+        s.num_writes for s in hudi_metadata.write_stats
+    )
+
+    compacted = _read(spark, theirs)
+    assert _read(spark, ours) == compacted
+    assert _read(spark, ours, "read_optimized") == _read(spark, theirs, "read_optimized") == compacted
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(ours).to_pylist()) == compacted
+
+    # Hudi's writer goes on: an upsert into the new slices, then Hudi's own compaction over our files.
+    for base in (ours, theirs):
+        writer = _MorBuilder(spark, history.name, base, history.partitioned, {})
+        writer.write("upsert", range(0, 48, 3), tag=30, ts=500)
+        hudi_compaction(spark, base, "run")
+    assert _read(spark, ours) == _read(spark, theirs)
+    assert _read(spark, ours, "read_optimized") == _read(spark, ours)
+
+
+def test_a_failed_attempt_leaves_nothing_visible_and_is_recovered_by_us_or_hudi(
+    spark: SparkSession,
+    history: MorHistory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our plan, our execution failing after some base files are written: they are deleted, the
+    compaction stays inflight (as a crashed Java compactor leaves it), readers see the table as
+    before. The next execution rolls the attempt back by its markers (a rollback instant, the plan
+    kept) and completes it: ours, or Hudi's `run_compaction` on a copy; both give the rows Hudi's
+    own execution of the plan gives."""
+    ours, theirs, recovered_by_hudi = tmp_path / "ours", tmp_path / "hudi", tmp_path / "recovered"
+    shutil.copytree(history.base_path, ours, symlinks=True)
+    assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
+    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    shutil.copytree(ours, theirs, symlinks=True)
+    before = _read(spark, ours)
+
+    calls = []
+    original = executor._compact_one
+
+    def failing(*args: Any) -> Any:
+        stat = original(*args)
+        calls.append(stat)
+        if len(calls) == 2:
+            raise OSError("disk full (injected)")
+        return stat
+
+    monkeypatch.setattr(executor, "_compact_one", failing)
+    with pytest.raises(OSError, match="injected"):
+        main(["compact", "--base-path", str(ours), "--mode", "execute"])
+    monkeypatch.undo()
+    assert len(calls) >= 2
+    assert (ours / ".hoodie" / f"{instant}.compaction.inflight").exists()
+    assert not (ours / ".hoodie" / f"{instant}.commit").exists()
+    assert not list(ours.rglob(f"*_{instant}.parquet")), "this attempt's base files are deleted"
+    assert _read(spark, ours) == before
+    shutil.copytree(ours, recovered_by_hudi, symlinks=True)
+
+    # A fresh `.inflight` without a heartbeat counts as another executor's for a heartbeat window.
+    fast = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=500"]
+    time.sleep(1.5)
+    assert main(["compact", "--base-path", str(ours), "--mode", "execute", *fast]) == 0
+    [name] = {p.name for p in (ours / ".hoodie").glob("*.rollback")} - {
+        p.name for p in (theirs / ".hoodie").glob("*.rollback")
+    }
+    rollback = ours / ".hoodie" / name
+    rolled = codecs.decode(codecs.RollbackMetadata, rollback.read_bytes(), str(rollback))
+    assert rolled.commits_rollback == (instant,)
+    assert (ours / ".hoodie" / f"{instant}.compaction.requested").exists()
+    for base in (recovered_by_hudi, theirs):
+        spark.sql(f"CALL run_compaction(op => 'run', path => '{base}', timestamp => {instant})").collect()
+    for base in (ours, recovered_by_hudi, theirs):
+        assert _commit(base, instant).operation_type is WriteOperationType.COMPACT
+    compacted = _read(spark, theirs)
+    assert _read(spark, ours) == _read(spark, recovered_by_hudi) == compacted
+    assert _read(spark, ours, "read_optimized") == compacted
+
+
+def test_writes_between_schedule_and_execute_land_in_the_new_slice(
+    spark: SparkSession, history: MorHistory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Scheduled by us, then Hudi's writer upserts (log files of slice C, `HoodieAppendHandle.init`)
+    before we execute: the plan's input stays frozen, the upsert is read over the new base files,
+    nothing is lost; Hudi executing the same plan on a copy gives the same rows."""
+    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    shutil.copytree(history.base_path, ours, symlinks=True)
+    assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
+    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    writer = _MorBuilder(spark, history.name, ours, history.partitioned, {})
+    writer.write("upsert", range(0, 48, 4), tag=40, ts=600)
+    assert list(ours.rglob(f".*_{instant}.log.*")), "the upsert appended to slice C"
+    shutil.copytree(ours, theirs, symlinks=True)
+    during = _read(spark, ours)
+    assert {r["id"] for r in during if r["name"].endswith("-b40")} == set(range(0, 48, 4))
+
+    assert main(["compact", "--base-path", str(ours), "--mode", "execute", "--instant-time", instant]) == 0
+    spark.sql(f"CALL run_compaction(op => 'run', path => '{theirs}', timestamp => {instant})").collect()
+    after = _read(spark, ours)
+    assert after == _read(spark, theirs)
+    assert {r["id"] for r in after if r["name"].endswith("-b40")} == set(range(0, 48, 4))
+    assert _read(spark, ours, "read_optimized") == _read(spark, theirs, "read_optimized")
+
+
+@pytest.mark.parametrize("name", ["mor_nonpartitioned_parquet", "mor_default_payload"])
+def test_schedule_and_execute_equals_hudis_compaction(
+    spark: SparkSession,
+    mor_histories: MorHistoryCache,
+    name: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Non-partitioned with Parquet log blocks, and `DefaultHoodieRecordPayload` (base vs log by
+    ordering value): our `scheduleAndExecute` and Hudi's `run_compaction` on identical copies give
+    the same plan and the same rows."""
+    source = mor_histories.get(name).base_path
+    ours, theirs = tmp_path / "ours", tmp_path / "hudi"
+    shutil.copytree(source, ours, symlinks=True)
+    shutil.copytree(source, theirs, symlinks=True)
+    every = "hoodie.compact.inline.max.delta.commits=1"
+    assert (
+        main(["compact", "--base-path", str(ours), "--mode", "scheduleAndExecute", "--hoodie-conf", every])
+        == 0
+    )
+    assert "committed" in capsys.readouterr().out
+    hudi_instant = hudi_compaction(spark, theirs, "run")
+    [instant] = [p.name.split(".")[0] for p in (ours / ".hoodie").glob("*.compaction.requested")]
+    ours_stats, hudi_stats = _commit(ours, instant).write_stats, _commit(theirs, hudi_instant).write_stats
+    assert {(s.partition_path, s.file_id, s.prev_commit) for s in ours_stats} == {
+        (s.partition_path, s.file_id, s.prev_commit) for s in hudi_stats
+    }
+    compacted = _read(spark, theirs)
+    assert _read(spark, ours) == compacted
+    assert _read(spark, ours, "read_optimized") == compacted

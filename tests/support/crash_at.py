@@ -1,0 +1,33 @@
+"""Run the CLI in this process and SIGKILL it right after it creates a file whose path matches.
+
+`python -m tests.support.crash_at REGEX <cli args...>`: every file the services create on a table
+goes through `Storage.create_if_absent` (instant files, MDT log files, rollback blocks), so a kill
+placed after one of them stops the process exactly between two steps of an instant's completion, as
+a lost machine would (no `finally`, no atexit, no flush).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+
+from service.cli import main
+from service.table.storage import Storage
+
+
+def _install(pattern: re.Pattern[str]) -> None:
+    create = Storage.create_if_absent
+
+    def create_then_die(self: Storage, rel: str, data: bytes) -> None:
+        create(self, rel, data)
+        if pattern.search(rel):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    Storage.create_if_absent = create_then_die  # type: ignore[method-assign]
+
+
+if __name__ == "__main__":
+    _install(re.compile(sys.argv[1]))
+    sys.exit(main(sys.argv[2:]))
