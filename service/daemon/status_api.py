@@ -73,8 +73,7 @@ class StatusSource:
         return "idle"
 
     def _service(self, runtime: TableRuntime, service: TableService, now: datetime) -> dict[str, Any]:
-        settings = runtime.entry.settings
-        section = settings.clustering if service is TableService.CLUSTERING else settings.cleaning
+        section = getattr(runtime.entry.settings, str(service))  # the table's `clustering:`, `cleaning:`
         zone = runtime.zone or UTC
         pending = []
         for instant in runtime.pending.get(service, ()):
