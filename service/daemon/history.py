@@ -65,6 +65,18 @@ class FileStats:
         small = [s for s in sized if s < small_limit]
         return cls(len(known), sum(sized), len(small), sum(small))
 
+    def plus(self, other: FileStats) -> FileStats:
+        return FileStats(
+            self.files + other.files, self.bytes + other.bytes,
+            self.small_files + other.small_files, self.small_bytes + other.small_bytes,
+        )  # fmt: skip
+
+    def minus(self, other: FileStats) -> FileStats:
+        return FileStats(
+            self.files - other.files, self.bytes - other.bytes,
+            self.small_files - other.small_files, self.small_bytes - other.small_bytes,
+        )  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         return {
             "files": self.files,
@@ -89,6 +101,11 @@ class RunRecord:
     partitions: tuple[str, ...] = ()
     before: FileStats | None = None  # clustering: the input file groups
     after: FileStats | None = None  # clustering: the files written
+    # Clustering observed live: every live base file of the partitions touched, after the commit and
+    # (the same, less the files written, plus the inputs) before it. Not rebuilt: the partitions
+    # have changed since.
+    partitions_before: FileStats | None = None
+    partitions_after: FileStats | None = None
     files_deleted: int | None = None  # cleaning, rollback
     bytes_deleted: int | None = None
     earliest_retained: str | None = None  # cleaning: the earliest commit retained
@@ -109,6 +126,8 @@ class RunRecord:
             "partitions": list(self.partitions),
             "before": self.before.to_json() if self.before else None,
             "after": self.after.to_json() if self.after else None,
+            "partitions_before": self.partitions_before.to_json() if self.partitions_before else None,
+            "partitions_after": self.partitions_after.to_json() if self.partitions_after else None,
             "files_deleted": self.files_deleted,
             "bytes_deleted": self.bytes_deleted,
             "earliest_retained": self.earliest_retained,

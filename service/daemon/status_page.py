@@ -109,6 +109,12 @@ def _history(runs: list[dict[str, Any]]) -> str:
                 f"{after['files']} files ({_bytes(after['bytes'])}, {after['small_files']} small); "
                 f"mean {_bytes(before['mean_file_bytes'])} → {_bytes(after['mean_file_bytes'])}"
             )
+            p_before, p_after = r["partitions_before"], r["partitions_after"]
+            if p_before and p_after:
+                effect += (
+                    f"; partitions touched: {p_before['files']} files ({p_before['small_files']} small) → "
+                    f"{p_after['files']} files ({p_after['small_files']} small)"
+                )
         elif r["files_deleted"] is not None:
             effect = f"{r['files_deleted']} files deleted"
             if r["bytes_deleted"] is not None:

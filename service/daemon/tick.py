@@ -36,7 +36,7 @@ from service.config.daemon import DaemonSettings
 from service.config.windows import describe, inside_any
 from service.daemon import history
 from service.daemon.file_sizes import FileSizes
-from service.daemon.history import RunHistory, RunRecord
+from service.daemon.history import FileStats, RunHistory, RunRecord
 from service.daemon.run_log import cleaning_outcome, clustering_outcome
 from service.daemon.runtime import FailureRecord, Outcome, Phase, TableRuntime, TableService
 from service.daemon.slots import PrioritySlots, SlotClaim
@@ -302,6 +302,7 @@ class TableTicker:
                 log.warning("table %s: clustering %s not measured: %s", runtime.name, instant, exc)
             if record is not None:
                 record = dataclasses.replace(record, started=started, ended=ended, from_timeline=False)
+                record = self._partition_totals(table, record, limit)
         if record is None:
             outcome = "committed" if result.committed else "rolled_back" if result.rolled_back else "failed"
             record = RunRecord(
@@ -311,6 +312,22 @@ class TableTicker:
                 after=history.FileStats.of((w.file_size_bytes for w in result.written), limit),
             )  # fmt: skip
         self.history.record(record)
+
+    @staticmethod
+    def _partition_totals(table: HudiTable, record: RunRecord, limit: int) -> RunRecord:
+        """`record` with the touched partitions' live base files after the commit (one listing of
+        those partitions), and before it: the same less the files written, plus the inputs replaced."""
+        if record.before is None or record.after is None:
+            return record
+        try:
+            view = table.load_view(table.load_timeline(), record.partitions)
+        except Exception as exc:  # the history must not fail a committed run
+            log.warning("table %s: partitions of %s not measured: %s", table.name, record.instant, exc)
+            return record
+        slices = [s for p in record.partitions for s in view.latest_file_slices(p)]
+        after = FileStats.of((s.base_size_bytes for s in slices if s.base_file is not None), limit)
+        before = after.minus(record.after).plus(record.before)
+        return dataclasses.replace(record, partitions_before=before, partitions_after=after)
 
     def _load_history(self, runtime: TableRuntime) -> None:
         """Rebuild the table's recent runs from its timeline, once (the first tick that opens it)."""

@@ -124,3 +124,9 @@ tables:
         recorded.before, recorded.after, recorded.partitions,
     )  # fmt: skip
     assert value("small_files") is not None and value("mean_file_size_bytes")
+    # The partitions touched, as observed live: every live base file there after the commit.
+    view = table.load_view()
+    live = [s for p in recorded.partitions for s in view.latest_file_slices(p) if s.base_file is not None]
+    assert recorded.partitions_after is not None and recorded.partitions_before is not None
+    assert recorded.partitions_after.files == len(live) and recorded.partitions_before.files > len(live)
+    assert rebuilt.partitions_after is None  # not rebuilt: the partitions have changed since
