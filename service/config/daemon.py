@@ -135,6 +135,8 @@ class DaemonSettings(_Model):
     # Daemon-wide: no clustering execution starts outside these (a table's `clustering.windows`
     # overrides them). Empty: any time.
     maintenance_windows: tuple[MaintenanceWindow, ...] = ()
+    # Runs kept per table for the status page and `/api/v1/tables/{name}` (rebuilt at start).
+    run_history_size: int = Field(default=50, ge=1)
 
 
 class TableSettings(_Model):

@@ -185,7 +185,8 @@ def run_demo(args: argparse.Namespace) -> int:
             daemon=True,
         )
         daemon.start()
-        print(f"daemon running (config {config_path}); metrics: http://127.0.0.1:{args.metrics_port}/metrics")
+        where = f"http://127.0.0.1:{args.metrics_port}"
+        print(f"daemon running (config {config_path}); status page: {where}/, metrics: {where}/metrics")
         writer.start()
         table = HudiTable.open(base)
         seen: set[str] = set()
