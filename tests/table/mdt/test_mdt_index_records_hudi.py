@@ -1,0 +1,200 @@
+"""Our `column_stats` / `bloom_filters` keys, file-group mapping and records equal those Hudi 0.15 wrote.
+
+The history (Hudi's Spark writer, MDT with both index partitions on, compacted every 3 deltacommits)
+is read back with our HFile and log readers: every record of each file group's latest slice. For
+every base file on disk we then build, from that file's own Parquet footer and the commit's schema,
+the records Hudi should have written, and compare key, file group and every field.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from service.table.hfile.reader import HFileReader
+from service.table.mdt.column_ranges import column_ranges, columns_to_index
+from service.table.mdt.files_listing import parse_log_file_name
+from service.table.mdt.index_keys import (
+    BLOOM_FILTERS_PARTITION,
+    COLUMN_STATS_PARTITION,
+    _b64,
+    bloom_filter_key,
+    file_group_ids,
+    file_group_index,
+    file_index_id,
+    partition_index_id,
+    xxhash64,
+)
+from service.table.mdt.index_records import (
+    RECORD_TYPE_BLOOM_FILTER,
+    ColumnStats,
+    IndexRecord,
+    bloom_filter_record,
+    column_stats_record,
+    decode_index_record,
+    encode_index_record,
+)
+from service.table.mdt.log_blocks import BlockType, HeaderKey, read_log_blocks
+from service.table.mdt.records import log_block_schema_text
+from service.table.mdt.timeline import MDT_BASE, load_mdt_timeline
+from service.table.storage import Storage
+from tests.support import hudi_tables as ht
+from tests.support.histories import HudiHistory
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+_BASE_FILE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d+)\.hfile$")
+BLOOM_TYPE = "DYNAMIC_V0"  # hoodie.bloom.index.filter.type, Hudi's default, which the history keeps
+
+
+class HudiRecords:
+    """Hudi's records of one MDT partition: key -> (file group id, record, raw value if from a log block).
+
+    Only log block values are kept raw: those are what we write. (Compaction's base HFiles set
+    `_hoodie_file_name` in each value, log blocks leave every meta field null.)
+    """
+
+    def __init__(self, base_path: Path, mdt_partition: str) -> None:
+        storage = Storage.for_base_uri(str(base_path))
+        completed = {i.timestamp for i in load_mdt_timeline(storage).completed()}
+        directory = base_path / MDT_BASE / mdt_partition
+        bases: dict[str, dict[str, str]] = {}
+        logs: dict[str, dict[str, list[tuple[int, str, str]]]] = {}
+        for path in directory.iterdir():
+            if (m := _BASE_FILE.match(path.name)) is not None:
+                bases.setdefault(m["file_id"], {})[m["instant"]] = path.name
+            elif (log := parse_log_file_name(path.name)) is not None:
+                logs.setdefault(log.file_id, {}).setdefault(log.base_instant, []).append(
+                    (log.version, log.write_token, path.name)
+                )
+        self.file_ids = file_group_ids(mdt_partition, set(bases) | set(logs), str(directory))
+        self.records: dict[str, tuple[str, IndexRecord, bytes | None]] = {}
+        for fid in self.file_ids:
+            candidates = {t for t in bases.get(fid, {}) if t in completed}
+            candidates |= {t for t in logs.get(fid, {}) if t in completed}
+            latest = max(candidates)
+            if (base := bases.get(fid, {}).get(latest)) is not None:
+                reader = HFileReader((directory / base).read_bytes(), base)
+                schema = reader.schema_text
+                assert schema is not None
+                for key, value in reader.items():
+                    self._add(fid, key, value, schema, base, from_log=False)
+            for _, _, name in sorted(logs.get(fid, {}).get(latest, [])):
+                for block in read_log_blocks((directory / name).read_bytes(), name):
+                    if block.block_type is not BlockType.HFILE_DATA_BLOCK:
+                        continue
+                    assert block.instant_time in completed, f"{name}: block of pending {block.instant_time}"
+                    schema = block.header[HeaderKey.SCHEMA]
+                    assert schema == log_block_schema_text()
+                    for key, value in HFileReader(block.content, name).items():
+                        self._add(fid, key, value, schema, name, from_log=True)
+
+    def _add(self, fid: str, key: str, value: bytes, schema: str, source: str, from_log: bool) -> None:
+        record = decode_index_record(key, value, schema, source)
+        # Hudi writes each base file's records once (no clean in this history): a key never repeats.
+        assert key not in self.records, f"{source}: {key} written twice"
+        self.records[key] = (fid, record, value if from_log else None)
+
+
+def base_files(base_path: Path) -> list[tuple[str, str]]:
+    """(partition, file name) of every Parquet base file on disk."""
+    return [
+        (partition, path.name)
+        for partition in ht.partition_paths(base_path)
+        for path in sorted((base_path / partition).glob("*.parquet"))
+    ]
+
+
+def commit_columns(base_path: Path, file_name: str) -> list[str]:
+    """The columns Hudi indexes for a file: its commit's `schema` fields, meta fields first."""
+    instant = file_name.rsplit("_", 1)[1].removesuffix(".parquet")
+    commit = json.loads((base_path / ".hoodie" / f"{instant}.commit").read_text())
+    schema = json.loads(commit["extraMetadata"]["schema"])
+    return columns_to_index([], [f["name"] for f in schema["fields"]], populate_meta_fields=True)
+
+
+@pytest.fixture
+def history(mdt_indexes_built: HudiHistory, tmp_path: Path) -> HudiHistory:
+    return mdt_indexes_built.copy_to(tmp_path / "mdt_indexes")
+
+
+def test_column_stats_keys_groups_and_records_equal_hudis(history: HudiHistory) -> None:
+    hudi = HudiRecords(history.base_path, COLUMN_STATS_PARTITION)
+    assert len(hudi.file_ids) == 2  # hoodie.metadata.index.column.stats.file.group.count default
+    ours: dict[str, IndexRecord] = {}
+    for partition, name in base_files(history.base_path):
+        footer = pq.read_metadata(history.base_path / partition / name)
+        columns = commit_columns(history.base_path, name)
+        assert set(columns) >= {*ht.DATA_COLUMNS, "_hoodie_record_key"}
+        for stats in column_ranges(footer, name, columns):
+            record = column_stats_record(partition, stats)
+            ours[record.key] = record
+    assert len(ours) == len(base_files(history.base_path)) * (len(ht.DATA_COLUMNS) + 5)
+    assert set(ours) == set(hudi.records)
+    wrappers = set()
+    compared_bytes = 0
+    for key, record in ours.items():
+        fid, theirs, value = hudi.records[key]
+        assert fid == hudi.file_ids[file_group_index(key, len(hudi.file_ids))], key
+        assert record == theirs, key
+        assert isinstance(record.payload, ColumnStats)
+        assert record.payload.min_value is not None
+        wrappers.add((record.payload.column_name, record.payload.min_value.wrapper))
+        if value is not None:
+            assert encode_index_record(record) == value, key
+            compared_bytes += 1
+    assert compared_bytes > 0  # the history's last commits are still in log blocks
+    # Spark writes `event_time` as INT64 TIMESTAMP_MICROS: Hudi keeps the Long, not a TimestampMicrosWrapper.
+    assert dict(wrappers) == {
+        **dict.fromkeys(
+            ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key"), "StringWrapper"
+        ),
+        **dict.fromkeys(("_hoodie_partition_path", "_hoodie_file_name", "region", "name"), "StringWrapper"),
+        "id": "LongWrapper",
+        "ts": "LongWrapper",
+        "event_time": "LongWrapper",
+        "qty": "IntWrapper",
+        "price": "DoubleWrapper",
+    }
+
+
+def test_bloom_filter_keys_groups_and_records_equal_hudis(history: HudiHistory) -> None:
+    hudi = HudiRecords(history.base_path, BLOOM_FILTERS_PARTITION)
+    assert len(hudi.file_ids) == 4  # hoodie.metadata.index.bloom.filter.file.group.count default
+    ours: dict[str, IndexRecord] = {}
+    for partition, name in base_files(history.base_path):
+        meta = pq.read_metadata(history.base_path / partition / name).metadata
+        assert meta[b"hoodie_bloom_filter_type_code"].decode() == BLOOM_TYPE
+        instant = name.rsplit("_", 1)[1].removesuffix(".parquet")
+        record = bloom_filter_record(
+            partition, name, instant, BLOOM_TYPE, meta[b"org.apache.hudi.bloomfilter"].decode("utf-8")
+        )
+        ours[record.key] = record
+    assert set(ours) == set(hudi.records)
+    compared_bytes = 0
+    for key, record in ours.items():
+        fid, theirs, value = hudi.records[key]
+        assert fid == hudi.file_ids[file_group_index(key, len(hudi.file_ids))], key
+        assert theirs.type == RECORD_TYPE_BLOOM_FILTER
+        assert record == theirs, key
+        if value is not None:
+            assert encode_index_record(record) == value, key
+            compared_bytes += 1
+    assert compared_bytes > 0
+
+
+def test_keys_fail_with_an_unsigned_seed_or_another_digest(history: HudiHistory) -> None:
+    """Controls: the variants one could plausibly get wrong produce keys Hudi never wrote."""
+    hudi = HudiRecords(history.base_path, BLOOM_FILTERS_PARTITION)
+    partition, name = base_files(history.base_path)[0]
+    assert bloom_filter_key(partition, name) in hudi.records
+    unsigned_seed = _b64(xxhash64(partition.encode(), 0xDABADABA).to_bytes(8, "big")) + file_index_id(name)
+    url_safe = base64.urlsafe_b64encode(base64.b64decode(partition_index_id(partition))).decode()
+    assert unsigned_seed not in hudi.records
+    if url_safe != partition_index_id(partition):
+        assert url_safe + file_index_id(name) not in hudi.records
