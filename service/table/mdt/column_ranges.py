@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -28,6 +29,8 @@ from service.errors import UnsupportedTableError
 from service.table.java_string_order import java_compare
 from service.table.mdt.index_records import ColumnStats, WrappedValue
 
+_UNSET_MIN_MAX: dict[str, Any] = {"INT32": 0, "INT64": 0, "FLOAT": 0.0, "DOUBLE": 0.0, "BOOLEAN": False}
+_DECIMAL_PRECISION, _DECIMAL_SCALE = 30, 15  # DecimalWrapper's decimal(30, 15)
 # HoodieRecord.HOODIE_META_COLUMNS, in the order HoodieAvroUtils.addMetadataFields prepends them.
 META_COLUMNS = (
     "_hoodie_commit_time",
@@ -73,14 +76,36 @@ def _java_less(a: WrappedValue, b: WrappedValue) -> bool:
     return x < y  # type: ignore[operator]  # bool, int: Boolean/Integer/Long.compareTo
 
 
-def _java_value(column: str, physical: str, original: str | None, raw: Any, file_name: str) -> WrappedValue:
-    """`convertToNativeJavaType` then `wrapValueIntoAvro`, for a footer min/max in its physical type."""
-    if original == "DECIMAL":
-        # wrapValueIntoAvro re-scales to DecimalWrapper's decimal(30, 15) (tryUpcastDecimal); not
-        # proven against Hudi here, so refuse rather than write a value Hudi would not.
+def _decimal(column: str, raw: Any, precision: int, scale: int, file_name: str) -> WrappedValue:
+    """`extractDecimal` then `wrapValueIntoAvro`'s `tryUpcastDecimal` to DecimalWrapper's decimal(30, 15):
+    `setScale(15, UNNECESSARY)` and at most 30 digits, else Hudi's write fails (and so do we)."""
+    unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else int(raw)
+    if scale <= _DECIMAL_SCALE:
+        unscaled *= 10 ** (_DECIMAL_SCALE - scale)
+    else:
+        unscaled, dropped = divmod(unscaled, 10 ** (scale - _DECIMAL_SCALE))
+        if dropped:
+            raise UnsupportedTableError(
+                f"{file_name}: decimal({precision}, {scale}) column {column!r}: Hudi cannot index a value "
+                f"with more than {_DECIMAL_SCALE} decimal places"
+            )
+    if len(str(abs(unscaled))) > _DECIMAL_PRECISION:
         raise UnsupportedTableError(
-            f"{file_name}: column stats of decimal column {column!r} are not supported"
+            f"{file_name}: decimal column {column!r}: Hudi cannot index a value of more than "
+            f"{_DECIMAL_PRECISION} digits"
         )
+    return WrappedValue("DecimalWrapper", Decimal(unscaled).scaleb(-_DECIMAL_SCALE))
+
+
+def _java_value(
+    column: str, physical: str, column_schema: Any, raw: Any, file_name: str
+) -> WrappedValue | None:
+    """`convertToNativeJavaType` then `wrapValueIntoAvro`, for a footer min/max in its physical type."""
+    if raw is None:
+        return None
+    original = _original_type(column_schema)
+    if original == "DECIMAL":
+        return _decimal(column, raw, int(column_schema.precision), int(column_schema.scale), file_name)
     if original == "DATE":
         return WrappedValue("DateWrapper", int(raw))
     if physical == "BYTE_ARRAY":
@@ -129,16 +154,16 @@ def column_ranges(metadata: pq.FileMetaData, file_name: str, columns: Sequence[s
             stats = chunk.statistics
             if stats is None or not stats.has_null_count:
                 raise UnsupportedTableError(f"{file_name}: column {column!r} has no statistics in the footer")
-            if not stats.has_min_max:
-                # parquet-mr leaves an all-null chunk's min/max unset: Binary stays null, but the
-                # primitive statistics return their zero default. Not proven against Hudi: refuse.
-                raise UnsupportedTableError(
-                    f"{file_name}: column {column!r} has no min/max (all null in a row group)"
-                )
             physical = str(chunk.physical_type)
-            original = _original_type(schema.column(i))
-            lo = _java_value(column, physical, original, stats.min_raw, file_name)
-            hi = _java_value(column, physical, original, stats.max_raw, file_name)
+            if stats.has_min_max:
+                raw_min, raw_max = stats.min_raw, stats.max_raw
+            else:
+                # A chunk with only nulls has no min/max in the footer. parquet-mr's statistics then
+                # return their field defaults: null for Binary, but 0 / 0.0 / false for the primitive
+                # types, which Hudi indexes as such (IntWrapper(0) for an all-null int column).
+                raw_min = raw_max = _UNSET_MIN_MAX.get(physical)
+            lo = _java_value(column, physical, schema.column(i), raw_min, file_name)
+            hi = _java_value(column, physical, schema.column(i), raw_max, file_name)
             part = ColumnStats(
                 file_name=file_name,
                 column_name=column,
@@ -155,17 +180,22 @@ def column_ranges(metadata: pq.FileMetaData, file_name: str, columns: Sequence[s
     return [found[c] for c in columns if c in found]
 
 
+def _pick(a: WrappedValue | None, b: WrappedValue | None, want_max: bool) -> WrappedValue | None:
+    """One side of `HoodieColumnRangeMetadata.merge`: a null bound gives way to the other."""
+    if a is None or b is None:
+        return b if a is None else a
+    if want_max:
+        return b if _java_less(a, b) else a
+    return a if _java_less(a, b) else b
+
+
 def _merge(one: ColumnStats, other: ColumnStats) -> ColumnStats:
     """`HoodieColumnRangeMetadata.merge` of two row groups' ranges of one column."""
-    assert one.min_value is not None and other.min_value is not None
-    assert one.max_value is not None and other.max_value is not None
-    lo = one.min_value if _java_less(one.min_value, other.min_value) else other.min_value
-    hi = other.max_value if _java_less(one.max_value, other.max_value) else one.max_value
     return ColumnStats(
         file_name=one.file_name,
         column_name=one.column_name,
-        min_value=lo,
-        max_value=hi,
+        min_value=_pick(one.min_value, other.min_value, want_max=False),
+        max_value=_pick(one.max_value, other.max_value, want_max=True),
         null_count=one.null_count + other.null_count,
         value_count=one.value_count + other.value_count,
         total_size=one.total_size + other.total_size,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import fastavro
@@ -54,7 +55,7 @@ class WrappedValue:
     """A min/max as Hudi stores it: the wrapper record's name (e.g. `IntWrapper`) and its `value`."""
 
     wrapper: str
-    value: bool | int | float | str | bytes
+    value: bool | int | float | str | bytes | Decimal
 
     def __post_init__(self) -> None:
         if self.wrapper not in WRAPPERS:

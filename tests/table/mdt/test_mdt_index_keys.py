@@ -131,13 +131,28 @@ def test_column_ranges_merge_row_groups_in_java_order(tmp_path: Path) -> None:
     assert got["id"].total_uncompressed_size == sum(c.total_uncompressed_size for c in sizes)
 
 
-def test_column_ranges_refuse_what_is_not_proven(tmp_path: Path) -> None:
-    all_null = _footer(pa.table({"q": pa.array([None, None], pa.int32())}), tmp_path, 10)
-    with pytest.raises(UnsupportedTableError, match="no min/max"):
-        column_ranges(all_null, FILE, ["q"])
-    decimal = _footer(pa.table({"d": pa.array([Decimal("1.25")], pa.decimal128(10, 2))}), tmp_path, 10)
-    with pytest.raises(UnsupportedTableError, match="decimal"):
-        column_ranges(decimal, FILE, ["d"])
+def test_column_ranges_of_nulls_and_decimals(tmp_path: Path) -> None:
+    table = pa.table(
+        {
+            "q": pa.array([None, None, 3], pa.int32()),
+            "s": pa.array([None, None, "x"]),
+            "d": pa.array([Decimal("1.25"), Decimal("-7.50"), None], pa.decimal128(10, 2)),
+            "fine": pa.array([Decimal("1.12345678901234567")], pa.decimal128(20, 17)).take([0, 0, 0]),
+        }
+    )
+    got = {s.column_name: s for s in column_ranges(_footer(table, tmp_path, 2), FILE, ["q", "s", "d"])}
+    # The all-null first row group's unset int min/max read as 0, and merge as a value.
+    assert (got["q"].min_value, got["q"].max_value) == (
+        WrappedValue("IntWrapper", 0),
+        WrappedValue("IntWrapper", 3),
+    )
+    assert (got["s"].min_value, got["s"].max_value) == (WrappedValue("StringWrapper", "x"),) * 2
+    assert got["d"].min_value == WrappedValue("DecimalWrapper", Decimal("-7.500000000000000"))
+    with pytest.raises(UnsupportedTableError, match="decimal places"):
+        column_ranges(_footer(table, tmp_path, 2), FILE, ["fine"])
+    fixed = pa.table({"f": pa.array([b"abcd"], pa.binary(4))})
+    with pytest.raises(UnsupportedTableError, match="FIXED_LEN_BYTE_ARRAY"):
+        column_ranges(_footer(fixed, tmp_path, 2), FILE, ["f"])
 
 
 def test_deletions() -> None:

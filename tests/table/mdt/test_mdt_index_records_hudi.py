@@ -9,15 +9,18 @@ the records Hudi should have written, and compare key, file group and every fiel
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 import pytest
 
 from service.table.hfile.reader import HFileReader
-from service.table.mdt.column_ranges import column_ranges, columns_to_index
+from service.table.mdt.column_ranges import META_COLUMNS, column_ranges, columns_to_index
 from service.table.mdt.files_listing import parse_log_file_name
 from service.table.mdt.index_keys import (
     BLOOM_FILTERS_PARTITION,
@@ -34,6 +37,7 @@ from service.table.mdt.index_records import (
     RECORD_TYPE_BLOOM_FILTER,
     ColumnStats,
     IndexRecord,
+    WrappedValue,
     bloom_filter_record,
     column_stats_record,
     decode_index_record,
@@ -45,6 +49,10 @@ from service.table.mdt.timeline import MDT_BASE, load_mdt_timeline
 from service.table.storage import Storage
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
+from tests.support.mdt_histories import MDT_INDEXES
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -123,44 +131,105 @@ def history(mdt_indexes_built: HudiHistory, tmp_path: Path) -> HudiHistory:
     return mdt_indexes_built.copy_to(tmp_path / "mdt_indexes")
 
 
-def test_column_stats_keys_groups_and_records_equal_hudis(history: HudiHistory) -> None:
-    hudi = HudiRecords(history.base_path, COLUMN_STATS_PARTITION)
+def assert_column_stats_equal_hudis(base_path: Path) -> dict[str, IndexRecord]:
+    """Our column stats records of every base file equal Hudi's, key, file group and fields (and
+    bytes, for records still in log blocks); returns ours by key."""
+    hudi = HudiRecords(base_path, COLUMN_STATS_PARTITION)
     assert len(hudi.file_ids) == 2  # hoodie.metadata.index.column.stats.file.group.count default
     ours: dict[str, IndexRecord] = {}
-    for partition, name in base_files(history.base_path):
-        footer = pq.read_metadata(history.base_path / partition / name)
-        columns = commit_columns(history.base_path, name)
-        assert set(columns) >= {*ht.DATA_COLUMNS, "_hoodie_record_key"}
-        for stats in column_ranges(footer, name, columns):
+    for partition, name in base_files(base_path):
+        footer = pq.read_metadata(base_path / partition / name)
+        for stats in column_ranges(footer, name, commit_columns(base_path, name)):
             record = column_stats_record(partition, stats)
             ours[record.key] = record
-    assert len(ours) == len(base_files(history.base_path)) * (len(ht.DATA_COLUMNS) + 5)
     assert set(ours) == set(hudi.records)
-    wrappers = set()
     compared_bytes = 0
     for key, record in ours.items():
         fid, theirs, value = hudi.records[key]
         assert fid == hudi.file_ids[file_group_index(key, len(hudi.file_ids))], key
         assert record == theirs, key
-        assert isinstance(record.payload, ColumnStats)
-        assert record.payload.min_value is not None
-        wrappers.add((record.payload.column_name, record.payload.min_value.wrapper))
         if value is not None:
             assert encode_index_record(record) == value, key
             compared_bytes += 1
-    assert compared_bytes > 0  # the history's last commits are still in log blocks
+    assert compared_bytes > 0  # the last commits are still in log blocks
+    return ours
+
+
+def wrappers_by_column(records: dict[str, IndexRecord]) -> dict[str, set[str | None]]:
+    out: dict[str, set[str | None]] = {}
+    for record in records.values():
+        assert isinstance(record.payload, ColumnStats)
+        for bound in (record.payload.min_value, record.payload.max_value):
+            out.setdefault(record.payload.column_name, set()).add(bound.wrapper if bound else None)
+    return out
+
+
+def test_column_stats_keys_groups_and_records_equal_hudis(history: HudiHistory) -> None:
+    ours = assert_column_stats_equal_hudis(history.base_path)
+    assert len(ours) == len(base_files(history.base_path)) * (len(ht.DATA_COLUMNS) + 5)
     # Spark writes `event_time` as INT64 TIMESTAMP_MICROS: Hudi keeps the Long, not a TimestampMicrosWrapper.
-    assert dict(wrappers) == {
-        **dict.fromkeys(
-            ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key"), "StringWrapper"
-        ),
-        **dict.fromkeys(("_hoodie_partition_path", "_hoodie_file_name", "region", "name"), "StringWrapper"),
-        "id": "LongWrapper",
-        "ts": "LongWrapper",
-        "event_time": "LongWrapper",
-        "qty": "IntWrapper",
-        "price": "DoubleWrapper",
+    strings = ("region", "name", *META_COLUMNS)
+    assert wrappers_by_column(ours) == {
+        **{c: {"StringWrapper"} for c in strings},
+        "id": {"LongWrapper"},
+        "ts": {"LongWrapper"},
+        "event_time": {"LongWrapper"},
+        "qty": {"IntWrapper"},
+        "price": {"DoubleWrapper"},
     }
+
+
+def test_column_stats_of_every_wrapped_type_and_all_null_columns_equal_hudis(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Dates, decimals (scaled to decimal(30, 15)), floats, booleans, bytes, a column that is null in
+    every row and one null in some: Hudi's records for them equal ours."""
+    from pyspark.sql import Row
+
+    base_path = tmp_path / "mdt_index_types"
+    schema = (
+        "id long, region string, ts long, day date, amount decimal(10,2), big decimal(20,4), "
+        "ratio float, flag boolean, raw binary, none_int int, none_str string, some_int int"
+    )
+    for batch in range(2):
+        rows = [
+            Row(
+                id=i,
+                region=ht.PARTITIONS[i % 2],
+                ts=batch,
+                day=datetime.date(2020, 1, 1) + datetime.timedelta(days=i * 37 - 400),
+                amount=Decimal(i * 113 - 700) / 100,
+                big=Decimal(i * 987654321 - 5_000_000_000) / 10_000,
+                ratio=float(i) / 3 - 2,
+                flag=i % 3 == 0,
+                raw=bytes([(i * 53) % 256, i]),
+                none_int=None,
+                none_str=None,
+                some_int=i if i % 4 else None,
+            )
+            for i in range(batch * 20, batch * 20 + 20)
+        ]
+        ht.write(
+            spark,
+            base_path,
+            spark.createDataFrame(rows, schema),
+            "insert",
+            "mdt_index_types",
+            partition_fields=(ht.PARTITION_FIELD,),
+            extra_opts=MDT_INDEXES,
+        )
+    ours = assert_column_stats_equal_hudis(base_path)
+    wrappers = wrappers_by_column(ours)
+    assert wrappers["day"] == {"DateWrapper"}
+    assert wrappers["amount"] == wrappers["big"] == {"DecimalWrapper"}
+    assert wrappers["ratio"] == {"FloatWrapper"}
+    assert wrappers["flag"] == {"BooleanWrapper"}
+    assert wrappers["raw"] == {"BytesWrapper"}
+    assert wrappers["some_int"] == {"IntWrapper"}
+    # Only nulls: parquet-mr's unset int statistics read as 0, an unset Binary as null.
+    nulls = {r.payload.column_name: r.payload for r in ours.values() if isinstance(r.payload, ColumnStats)}
+    assert nulls["none_int"].min_value == nulls["none_int"].max_value == WrappedValue("IntWrapper", 0)
+    assert nulls["none_str"].min_value is None and nulls["none_str"].max_value is None
 
 
 def test_bloom_filter_keys_groups_and_records_equal_hudis(history: HudiHistory) -> None:
