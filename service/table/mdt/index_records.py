@@ -107,13 +107,26 @@ def column_stats_record(partition_path: str, stats: ColumnStats) -> IndexRecord:
     )
 
 
-def column_stats_deletions(partition_path: str, file_name: str, columns: list[str]) -> list[IndexRecord]:
-    """The records a clean writes for a deleted file (`getColumnStatsRecords(..., isDeleted=true)`):
-    per indexed column a `HoodieColumnRangeMetadata.stub`, none for a file that is not Parquet."""
-    if not file_name.endswith(_COLUMN_STATS_EXTENSION):
+def column_stats_deletions(partition_path: str, deleted_entry: str, columns: list[str]) -> list[IndexRecord]:
+    """The records a clean writes for one `deletePathPatterns` entry of a partition
+    (`getColumnStatsRecords(..., isDeleted=true)`): per indexed column a `HoodieColumnRangeMetadata.stub`,
+    none for a file that is not Parquet.
+
+    Hudi 0.15 names the file `FSUtils.getFileName(entry, partition)`, which drops the first
+    `len(partition) + 1` characters, meant for a path that starts with the partition; the entries are
+    bare file names, so in a partitioned table the stub carries (and its key hashes) the file name
+    without its first characters: `c2f3a2e0-...parquet` in `asia` becomes `a2e0-...parquet`. Those
+    tombstones match no live record, and Hudi's readers keep the deleted file's stats (harmless: the
+    file is no longer listed). We write exactly what Hudi writes.
+    """
+    if not deleted_entry.endswith(_COLUMN_STATS_EXTENSION):
         return []
+    offset = len(partition_path) + 1 if partition_path else (1 if deleted_entry.startswith("/") else 0)
+    name = deleted_entry[offset:].rsplit("/", 1)[-1]  # String.substring, then StoragePath.getName
+    if not name:
+        raise ValueError(f"Hudi's clean cannot name column stats of {deleted_entry!r} in {partition_path!r}")
     return [
-        column_stats_record(partition_path, ColumnStats(file_name, column, None, None, -1, -1, -1, -1, True))
+        column_stats_record(partition_path, ColumnStats(name, column, None, None, -1, -1, -1, -1, True))
         for column in columns
     ]
 

@@ -158,8 +158,9 @@ def test_column_ranges_of_nulls_and_decimals(tmp_path: Path) -> None:
 def test_deletions() -> None:
     stubs = column_stats_deletions("asia", FILE, ["id", "qty"])
     assert [r.payload for r in stubs] == [
-        ColumnStats(FILE, c, None, None, -1, -1, -1, -1, True) for c in ("id", "qty")
+        ColumnStats(FILE[5:], c, None, None, -1, -1, -1, -1, True) for c in ("id", "qty")
     ]
+    assert column_stats_deletions("", FILE, ["id"])[0].key == column_stats_key("", FILE, "id")
     assert column_stats_deletions("asia", ".f1-0_1.log.1_0-1-2", ["id"]) == []
     tomb = bloom_filter_deletion("asia", FILE, "20240102000000000")
     assert tomb is not None and tomb.key == bloom_filter_key("asia", FILE)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 import pytest
 
+from service.table.codecs.avro_file import decode_avro
+from service.table.codecs.clean import CleanMetadata
 from service.table.hfile.reader import HFileReader
 from service.table.mdt.column_ranges import META_COLUMNS, column_ranges, columns_to_index
 from service.table.mdt.files_listing import parse_log_file_name
@@ -27,6 +29,7 @@ from service.table.mdt.index_keys import (
     COLUMN_STATS_PARTITION,
     _b64,
     bloom_filter_key,
+    column_stats_key,
     file_group_ids,
     file_group_index,
     file_index_id,
@@ -38,7 +41,9 @@ from service.table.mdt.index_records import (
     ColumnStats,
     IndexRecord,
     WrappedValue,
+    bloom_filter_deletion,
     bloom_filter_record,
+    column_stats_deletions,
     column_stats_record,
     decode_index_record,
     encode_index_record,
@@ -67,7 +72,8 @@ class HudiRecords:
     `_hoodie_file_name` in each value, log blocks leave every meta field null.)
     """
 
-    def __init__(self, base_path: Path, mdt_partition: str) -> None:
+    def __init__(self, base_path: Path, mdt_partition: str, repeats: bool = False) -> None:
+        self.repeats = repeats  # a later record of a key replaces the earlier (tombstones)
         storage = Storage.for_base_uri(str(base_path))
         completed = {i.timestamp for i in load_mdt_timeline(storage).completed()}
         directory = base_path / MDT_BASE / mdt_partition
@@ -104,8 +110,8 @@ class HudiRecords:
 
     def _add(self, fid: str, key: str, value: bytes, schema: str, source: str, from_log: bool) -> None:
         record = decode_index_record(key, value, schema, source)
-        # Hudi writes each base file's records once (no clean in this history): a key never repeats.
-        assert key not in self.records, f"{source}: {key} written twice"
+        # Without a clean, Hudi writes each base file's records once: a key never repeats.
+        assert self.repeats or key not in self.records, f"{source}: {key} written twice"
         self.records[key] = (fid, record, value if from_log else None)
 
 
@@ -267,3 +273,53 @@ def test_keys_fail_with_an_unsigned_seed_or_another_digest(history: HudiHistory)
     assert unsigned_seed not in hudi.records
     if url_safe != partition_index_id(partition):
         assert url_safe + file_index_id(name) not in hudi.records
+
+
+def test_clean_tombstones_equal_hudis(spark: SparkSession, tmp_path: Path) -> None:
+    """Hudi's own clean of replaced file versions writes, per deleted base file, a bloom tombstone and
+    a column stats stub per indexed column (under a clipped file name, see `column_stats_deletions`):
+    ours equal them, key, file group and fields; the deleted files' own stats stay live."""
+    base_path = tmp_path / "mdt_index_clean"
+    ids = list(range(12))
+    for batch in range(3):
+        extra = (
+            {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1"} if batch == 2 else {}
+        )
+        ht.write(
+            spark,
+            base_path,
+            ht.generate(spark, ids, batch),
+            "insert" if batch == 0 else "upsert",
+            "mdt_index_clean",
+            partition_fields=(ht.PARTITION_FIELD,),
+            extra_opts={**MDT_INDEXES, **extra},
+        )
+    [clean_file] = sorted((base_path / ".hoodie").glob("*.clean"))
+    clean = decode_avro(CleanMetadata, clean_file.read_bytes(), str(clean_file))
+    clean_instant = clean_file.name.removesuffix(".clean")
+    deleted = [
+        (p, name) for p, meta in clean.partition_metadata.items() for name in meta.delete_path_patterns
+    ]
+    assert deleted
+    latest_commit = sorted((base_path / ".hoodie").glob("*.commit"))[-1]
+    schema = json.loads(json.loads(latest_commit.read_text())["extraMetadata"]["schema"])
+    columns = columns_to_index([], [f["name"] for f in schema["fields"]], populate_meta_fields=True)
+
+    blooms = HudiRecords(base_path, BLOOM_FILTERS_PARTITION, repeats=True)
+    stats = HudiRecords(base_path, COLUMN_STATS_PARTITION, repeats=True)
+    checked = 0
+    for partition, name in deleted:
+        tomb = bloom_filter_deletion(partition, name, clean_instant)
+        assert tomb is not None
+        expected = [tomb, *column_stats_deletions(partition, name, columns)]
+        for ours, hudi in zip(expected, [blooms] + [stats] * len(columns), strict=True):
+            fid, theirs, value = hudi.records[ours.key]
+            assert fid == hudi.file_ids[file_group_index(ours.key, len(hudi.file_ids))]
+            assert theirs == ours, ours.key
+            if value is not None:
+                assert encode_index_record(ours) == value
+                checked += 1
+    assert checked == len(deleted) * (1 + len(columns))  # the clean's records are in log blocks
+    for partition, name in deleted:
+        live = stats.records[column_stats_key(partition, name, "id")][1].payload
+        assert isinstance(live, ColumnStats) and not live.is_deleted
