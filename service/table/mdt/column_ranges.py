@@ -26,19 +26,12 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from service.errors import UnsupportedTableError
+from service.table.avro_schema import HOODIE_META_FIELDS
 from service.table.java_string_order import java_compare
 from service.table.mdt.index_records import ColumnStats, WrappedValue
 
 _UNSET_MIN_MAX: dict[str, Any] = {"INT32": 0, "INT64": 0, "FLOAT": 0.0, "DOUBLE": 0.0, "BOOLEAN": False}
 _DECIMAL_PRECISION, _DECIMAL_SCALE = 30, 15  # DecimalWrapper's decimal(30, 15)
-# HoodieRecord.HOODIE_META_COLUMNS, in the order HoodieAvroUtils.addMetadataFields prepends them.
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 
 def columns_to_index(
@@ -48,8 +41,8 @@ def columns_to_index(
     top-level fields, meta fields first when populated (`HoodieAvroUtils.addMetadataFields`)."""
     if configured:
         return list(configured)
-    data = [f for f in schema_fields if f not in META_COLUMNS]
-    return [*META_COLUMNS, *data] if populate_meta_fields else data
+    data = [f for f in schema_fields if f not in HOODIE_META_FIELDS]
+    return [*HOODIE_META_FIELDS, *data] if populate_meta_fields else data
 
 
 def _java_double_key(x: float) -> tuple[int, float]:

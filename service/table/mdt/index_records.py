@@ -25,8 +25,9 @@ from typing import Any
 import fastavro
 
 from service.errors import CorruptTableError
+from service.table.avro_schema import HOODIE_META_FIELDS
 from service.table.mdt.index_keys import bloom_filter_key, column_stats_key
-from service.table.mdt.records import _META_FIELDS, _reader_schema, _writer_schema, log_block_schema_text
+from service.table.mdt.records import log_block_schema_text, parsed_writer_schema, reader_schema
 
 RECORD_TYPE_COLUMN_STATS = 3  # HoodieMetadataPayload.METADATA_TYPE_COLUMN_STATS
 RECORD_TYPE_BLOOM_FILTER = 4  # HoodieMetadataPayload.METADATA_TYPE_BLOOM_FILTER
@@ -185,7 +186,7 @@ def encode_index_record(record: IndexRecord) -> bytes:
             "isDeleted": s.is_deleted,
         }
     value = {
-        **dict.fromkeys(_META_FIELDS),
+        **dict.fromkeys(HOODIE_META_FIELDS),
         "key": "",
         "type": record.type,
         "filesystemMetadata": None,
@@ -194,7 +195,7 @@ def encode_index_record(record: IndexRecord) -> bytes:
         "recordIndexMetadata": None,
     }
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, _writer_schema(log_block_schema_text()), value)
+    fastavro.schemaless_writer(out, parsed_writer_schema(log_block_schema_text()), value)
     return out.getvalue()
 
 
@@ -214,7 +215,7 @@ def decode_index_record(row_key: str, value: bytes, writer_schema: str, source: 
     where = f"{source}: MDT record {row_key!r}"
     try:
         record = fastavro.schemaless_reader(
-            io.BytesIO(value), _writer_schema(writer_schema), _reader_schema(), return_record_name=True
+            io.BytesIO(value), parsed_writer_schema(writer_schema), reader_schema(), return_record_name=True
         )
     except Exception as e:  # fastavro raises many kinds (ValueError, EOFError, SchemaResolutionError, ...)
         raise CorruptTableError(f"{where}: not a readable HoodieMetadataRecord: {e}") from e

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.errors import CorruptTableError, UnsupportedTableError
-from service.table.mdt.column_ranges import META_COLUMNS, column_ranges, columns_to_index
+from service.table.avro_schema import HOODIE_META_FIELDS
+from service.table.mdt.column_ranges import column_ranges, columns_to_index
 from service.table.mdt.index_keys import (
     BLOOM_FILTERS_PARTITION,
     COLUMN_STATS_PARTITION,
@@ -82,8 +83,8 @@ def test_file_group_ids_must_be_contiguous() -> None:
 
 def test_columns_to_index() -> None:
     assert columns_to_index(["b", "a"], ["a", "b", "c"], True) == ["b", "a"]
-    assert columns_to_index([], ["a", "b"], True) == [*META_COLUMNS, "a", "b"]
-    assert columns_to_index([], [*META_COLUMNS, "a"], False) == ["a"]
+    assert columns_to_index([], ["a", "b"], True) == [*HOODIE_META_FIELDS, "a", "b"]
+    assert columns_to_index([], [*HOODIE_META_FIELDS, "a"], False) == ["a"]
 
 
 def _footer(table: pa.Table, tmp_path: Path, row_group_size: int) -> pq.FileMetaData:

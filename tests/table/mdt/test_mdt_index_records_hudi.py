@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 import pytest
 
+from service.table.avro_schema import HOODIE_META_FIELDS
 from service.table.codecs.avro_file import decode_avro
 from service.table.codecs.clean import CleanMetadata
 from service.table.hfile.reader import HFileReader
-from service.table.mdt.column_ranges import META_COLUMNS, column_ranges, columns_to_index
+from service.table.mdt.column_ranges import column_ranges, columns_to_index
 from service.table.mdt.files_listing import parse_log_file_name
 from service.table.mdt.index_keys import (
     BLOOM_FILTERS_PARTITION,
@@ -174,7 +175,7 @@ def test_column_stats_keys_groups_and_records_equal_hudis(history: HudiHistory) 
     ours = assert_column_stats_equal_hudis(history.base_path)
     assert len(ours) == len(base_files(history.base_path)) * (len(ht.DATA_COLUMNS) + 5)
     # Spark writes `event_time` as INT64 TIMESTAMP_MICROS: Hudi keeps the Long, not a TimestampMicrosWrapper.
-    strings = ("region", "name", *META_COLUMNS)
+    strings = ("region", "name", *HOODIE_META_FIELDS)
     assert wrappers_by_column(ours) == {
         **{c: {"StringWrapper"} for c in strings},
         "id": {"LongWrapper"},
