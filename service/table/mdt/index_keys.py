@@ -28,6 +28,9 @@ import re
 from collections.abc import Iterable
 
 from service.errors import CorruptTableError
+from service.table.mdt.files_listing import parse_log_file_name
+from service.table.mdt.timeline import MDT_BASE
+from service.table.storage import Storage
 
 COLUMN_STATS_PARTITION = "column_stats"  # MetadataPartitionType.COLUMN_STATS
 BLOOM_FILTERS_PARTITION = "bloom_filters"  # MetadataPartitionType.BLOOM_FILTERS
@@ -173,6 +176,7 @@ def file_id(mdt_partition: str, index: int) -> str:
     return f"{FILE_ID_PREFIXES[mdt_partition]}{index:04d}-0"
 
 
+_HFILE = re.compile(r"^(?P<file_id>[^_]+)_\d+-\d+-\d+_\d+\.hfile$")
 _FILE_ID = re.compile(r"^(?P<prefix>[a-z-]+-)(?P<index>\d{4,})(?:-(?P<suffix>\d+))?$")
 
 
@@ -200,3 +204,16 @@ def file_group_ids(mdt_partition: str, file_ids: Iterable[str], source: str) -> 
             f"not 0..{len(indexes) - 1}"
         )
     return tuple(indexes[i] for i in range(len(indexes)))
+
+
+def mdt_file_group_ids(storage: Storage, mdt_partition: str) -> tuple[str, ...]:
+    """The file groups of an MDT index partition as its files on storage name them (base HFiles
+    `<fileId>_<token>_<instant>.hfile` and log files `.<fileId>_<instant>.log.<v>_<token>`)."""
+    directory = f"{MDT_BASE}/{mdt_partition}"
+    ids = set()
+    for name in storage.list_file_names(directory):
+        if (m := _HFILE.match(name)) is not None:
+            ids.add(m["file_id"])
+        elif (log := parse_log_file_name(name)) is not None:
+            ids.add(log.file_id)
+    return file_group_ids(mdt_partition, ids, storage.qualify(directory))

@@ -31,9 +31,9 @@ from service.table.mdt.index_keys import (
     _b64,
     bloom_filter_key,
     column_stats_key,
-    file_group_ids,
     file_group_index,
     file_index_id,
+    mdt_file_group_ids,
     partition_index_id,
     xxhash64,
 )
@@ -87,7 +87,8 @@ class HudiRecords:
                 logs.setdefault(log.file_id, {}).setdefault(log.base_instant, []).append(
                     (log.version, log.write_token, path.name)
                 )
-        self.file_ids = file_group_ids(mdt_partition, set(bases) | set(logs), str(directory))
+        self.file_ids = mdt_file_group_ids(storage, mdt_partition)
+        assert set(self.file_ids) == set(bases) | set(logs)
         self.records: dict[str, tuple[str, IndexRecord, bytes | None]] = {}
         for fid in self.file_ids:
             candidates = {t for t in bases.get(fid, {}) if t in completed}
