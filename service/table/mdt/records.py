@@ -75,12 +75,12 @@ class FilesRecord:
 
 
 @cache
-def _reader_schema() -> Any:
+def reader_schema() -> Any:
     return fastavro.parse_schema(schema_json("HoodieMetadataRecord"), named_schemas={})
 
 
 @lru_cache(maxsize=16)
-def _writer_schema(text: str) -> Any:
+def parsed_writer_schema(text: str) -> Any:
     return fastavro.parse_schema(json.loads(text), named_schemas={})
 
 
@@ -89,7 +89,7 @@ def decode_files_record(row_key: str, value: bytes, writer_schema: str, source: 
     where = f"{source}: MDT record {row_key!r}"
     try:
         record = fastavro.schemaless_reader(
-            io.BytesIO(value), _writer_schema(writer_schema), _reader_schema()
+            io.BytesIO(value), parsed_writer_schema(writer_schema), reader_schema()
         )
     except Exception as e:  # fastavro raises many kinds (ValueError, EOFError, SchemaResolutionError, ...)
         raise CorruptTableError(f"{where}: not a readable HoodieMetadataRecord: {e}") from e
@@ -156,7 +156,7 @@ def encode_files_record(record: FilesRecord) -> bytes:
         "recordIndexMetadata": None,
     }
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, _writer_schema(log_block_schema_text()), value)
+    fastavro.schemaless_writer(out, parsed_writer_schema(log_block_schema_text()), value)
     return out.getvalue()
 
 

@@ -29,7 +29,7 @@ from service.table.properties import load_table_config
 from service.table.storage import Storage
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
-from tests.support.mdt_histories import MdtHistory, build_mdt_history, build_mdt_indexes_history
+from tests.support.mdt_histories import MdtHistory, build_mdt_history
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,11 +45,6 @@ def mdt_history_built(spark: SparkSession, tmp_path_factory: pytest.TempPathFact
 @pytest.fixture
 def mdt_history(mdt_history_built: MdtHistory, tmp_path: Path) -> HudiHistory:
     return mdt_history_built.history.copy_to(tmp_path / "mdt_files")
-
-
-@pytest.fixture(scope="session")
-def mdt_indexes_built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> HudiHistory:
-    return build_mdt_indexes_history(spark, tmp_path_factory.mktemp("mdt-indexes") / "mdt_indexes")
 
 
 def storage_listing(base_path: Path) -> dict[str, dict[str, int]]:

@@ -29,7 +29,6 @@ from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
 from tests.table.mdt.test_mdt_listing_hudi import (  # noqa: F401  (session fixtures, shared build)
     mdt_history_built,
-    mdt_indexes_built,
     storage_listing,
 )
 

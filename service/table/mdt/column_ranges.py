@@ -1,0 +1,197 @@
+"""Column statistics of a Parquet base file, as Hudi 0.15 indexes them in the MDT `column_stats` partition.
+
+`ParquetUtils.readRangeFromParquetMetadata` reads the footer: for every column chunk whose dotted
+path is one of the columns to index, the statistics' `genericGetMin`/`genericGetMax` turned into Java
+values (`convertToNativeJavaType`: DATE -> date, DECIMAL -> BigDecimal, UTF8 -> String, other
+BINARY -> ByteBuffer, the rest as the physical type: INT32 -> Integer, INT64 -> Long (timestamps
+included), FLOAT, DOUBLE, BOOLEAN), the null count, the chunk's value count, total (compressed) size
+and total uncompressed size. Row groups combine into one range per column
+(`HoodieColumnRangeMetadata.merge`: Java `compareTo` min and max, sums of the counts).
+`HoodieAvroUtils.wrapValueIntoAvro` then picks the wrapper record by Java type.
+
+Columns to index (`HoodieTableMetadataUtil.getColumnsToIndex`): the writer's
+`hoodie.metadata.index.column.stats.column.list` if set, else every top-level field of the commit's
+`schema` (with the five `_hoodie_*` meta fields first when the table populates them); a nested field
+never matches a leaf path, so it gets no record.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from service.errors import UnsupportedTableError
+from service.table.avro_schema import HOODIE_META_FIELDS
+from service.table.java_string_order import java_compare
+from service.table.mdt.index_records import ColumnStats, WrappedValue
+
+_UNSET_MIN_MAX: dict[str, Any] = {"INT32": 0, "INT64": 0, "FLOAT": 0.0, "DOUBLE": 0.0, "BOOLEAN": False}
+_DECIMAL_PRECISION, _DECIMAL_SCALE = 30, 15  # DecimalWrapper's decimal(30, 15)
+
+
+def columns_to_index(
+    configured: Sequence[str], schema_fields: Sequence[str], populate_meta_fields: bool
+) -> list[str]:
+    """`HoodieTableMetadataUtil.getColumnsToIndex`: the configured list as given, else the schema's
+    top-level fields, meta fields first when populated (`HoodieAvroUtils.addMetadataFields`)."""
+    if configured:
+        return list(configured)
+    data = [f for f in schema_fields if f not in HOODIE_META_FIELDS]
+    return [*HOODIE_META_FIELDS, *data] if populate_meta_fields else data
+
+
+def _java_double_key(x: float) -> tuple[int, float]:
+    """Order of `Double.compareTo`: -0.0 below 0.0, NaN above everything."""
+    if math.isnan(x):
+        return (2, 0.0)
+    if x == 0.0:
+        return (0, -1.0 if math.copysign(1.0, x) < 0 else 0.0)
+    return (1 if x > 0 else -1, x)
+
+
+def _java_less(a: WrappedValue, b: WrappedValue) -> bool:
+    """`a.compareTo(b) < 0` for the Java values behind two wrappers of the same kind."""
+    x, y = a.value, b.value
+    if isinstance(x, str) and isinstance(y, str):
+        return java_compare(x, y) < 0
+    if isinstance(x, bytes) and isinstance(y, bytes):
+        # ByteBuffer.compareTo compares the remaining bytes as signed Java bytes.
+        sx = struct.unpack(f"{len(x)}b", x)
+        sy = struct.unpack(f"{len(y)}b", y)
+        return sx < sy
+    if isinstance(x, float) and isinstance(y, float):
+        return _java_double_key(x) < _java_double_key(y)
+    return x < y  # type: ignore[operator]  # bool, int: Boolean/Integer/Long.compareTo
+
+
+def _decimal(column: str, raw: Any, precision: int, scale: int, file_name: str) -> WrappedValue:
+    """`extractDecimal` then `wrapValueIntoAvro`'s `tryUpcastDecimal` to DecimalWrapper's decimal(30, 15):
+    `setScale(15, UNNECESSARY)` and at most 30 digits, else Hudi's write fails (and so do we)."""
+    unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else int(raw)
+    if scale <= _DECIMAL_SCALE:
+        unscaled *= 10 ** (_DECIMAL_SCALE - scale)
+    else:
+        unscaled, dropped = divmod(unscaled, 10 ** (scale - _DECIMAL_SCALE))
+        if dropped:
+            raise UnsupportedTableError(
+                f"{file_name}: decimal({precision}, {scale}) column {column!r}: Hudi cannot index a value "
+                f"with more than {_DECIMAL_SCALE} decimal places"
+            )
+    if len(str(abs(unscaled))) > _DECIMAL_PRECISION:
+        raise UnsupportedTableError(
+            f"{file_name}: decimal column {column!r}: Hudi cannot index a value of more than "
+            f"{_DECIMAL_PRECISION} digits"
+        )
+    return WrappedValue("DecimalWrapper", Decimal(unscaled).scaleb(-_DECIMAL_SCALE))
+
+
+def _java_value(
+    column: str, physical: str, column_schema: Any, raw: Any, file_name: str
+) -> WrappedValue | None:
+    """`convertToNativeJavaType` then `wrapValueIntoAvro`, for a footer min/max in its physical type."""
+    if raw is None:
+        return None
+    original = _original_type(column_schema)
+    if original == "DECIMAL":
+        return _decimal(column, raw, int(column_schema.precision), int(column_schema.scale), file_name)
+    if original == "DATE":
+        return WrappedValue("DateWrapper", int(raw))
+    if physical == "BYTE_ARRAY":
+        data = bytes(raw)
+        if original == "UTF8":
+            return WrappedValue("StringWrapper", data.decode("utf-8"))
+        return WrappedValue("BytesWrapper", data)
+    if physical == "INT32":
+        return WrappedValue("IntWrapper", int(raw))
+    if physical == "INT64":
+        return WrappedValue("LongWrapper", int(raw))
+    if physical == "FLOAT":
+        return WrappedValue("FloatWrapper", float(raw))
+    if physical == "DOUBLE":
+        return WrappedValue("DoubleWrapper", float(raw))
+    if physical == "BOOLEAN":
+        return WrappedValue("BooleanWrapper", bool(raw))
+    # INT96 and FIXED_LEN_BYTE_ARRAY stay parquet Binary, which wrapValueIntoAvro rejects.
+    raise UnsupportedTableError(
+        f"{file_name}: Hudi cannot index column stats of {physical} column {column!r}"
+    )
+
+
+def _original_type(column_schema: Any) -> str | None:
+    """Java's `PrimitiveType.getOriginalType()`: the converted type, derived from the logical type."""
+    converted = str(column_schema.converted_type)
+    if converted in ("DECIMAL", "DATE", "UTF8"):
+        return converted
+    logical = column_schema.logical_type
+    kind = getattr(logical, "type", None) if logical is not None else None
+    return {"STRING": "UTF8", "DATE": "DATE", "DECIMAL": "DECIMAL"}.get(str(kind)) if kind else None
+
+
+def column_ranges(metadata: pq.FileMetaData, file_name: str, columns: Sequence[str]) -> list[ColumnStats]:
+    """One `ColumnStats` per column of `columns` that the file has as a leaf column, in `columns` order."""
+    wanted = set(columns)
+    schema = metadata.schema
+    found: dict[str, ColumnStats] = {}
+    for rg_index in range(metadata.num_row_groups):
+        row_group = metadata.row_group(rg_index)
+        for i in range(row_group.num_columns):
+            chunk = row_group.column(i)
+            column = chunk.path_in_schema
+            if column not in wanted:
+                continue
+            stats = chunk.statistics
+            if stats is None or not stats.has_null_count:
+                raise UnsupportedTableError(f"{file_name}: column {column!r} has no statistics in the footer")
+            physical = str(chunk.physical_type)
+            if stats.has_min_max:
+                raw_min, raw_max = stats.min_raw, stats.max_raw
+            else:
+                # A chunk with only nulls has no min/max in the footer. parquet-mr's statistics then
+                # return their field defaults: null for Binary, but 0 / 0.0 / false for the primitive
+                # types, which Hudi indexes as such (IntWrapper(0) for an all-null int column).
+                raw_min = raw_max = _UNSET_MIN_MAX.get(physical)
+            lo = _java_value(column, physical, schema.column(i), raw_min, file_name)
+            hi = _java_value(column, physical, schema.column(i), raw_max, file_name)
+            part = ColumnStats(
+                file_name=file_name,
+                column_name=column,
+                min_value=lo,
+                max_value=hi,
+                null_count=int(stats.null_count),
+                value_count=int(chunk.num_values),
+                total_size=int(chunk.total_compressed_size),
+                total_uncompressed_size=int(chunk.total_uncompressed_size),
+                is_deleted=False,
+            )
+            prev = found.get(column)
+            found[column] = part if prev is None else _merge(prev, part)
+    return [found[c] for c in columns if c in found]
+
+
+def _pick(a: WrappedValue | None, b: WrappedValue | None, want_max: bool) -> WrappedValue | None:
+    """One side of `HoodieColumnRangeMetadata.merge`: a null bound gives way to the other."""
+    if a is None or b is None:
+        return b if a is None else a
+    if want_max:
+        return b if _java_less(a, b) else a
+    return a if _java_less(a, b) else b
+
+
+def _merge(one: ColumnStats, other: ColumnStats) -> ColumnStats:
+    """`HoodieColumnRangeMetadata.merge` of two row groups' ranges of one column."""
+    return ColumnStats(
+        file_name=one.file_name,
+        column_name=one.column_name,
+        min_value=_pick(one.min_value, other.min_value, want_max=False),
+        max_value=_pick(one.max_value, other.max_value, want_max=True),
+        null_count=one.null_count + other.null_count,
+        value_count=one.value_count + other.value_count,
+        total_size=one.total_size + other.total_size,
+        total_uncompressed_size=one.total_uncompressed_size + other.total_uncompressed_size,
+        is_deleted=False,
+    )
