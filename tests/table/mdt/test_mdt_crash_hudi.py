@@ -22,7 +22,6 @@ from service.cli import main
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
 from tests.support.paths import REPO_ROOT
-from tests.table.mdt.test_mdt_listing_hudi import mdt_history_built  # noqa: F401  (session fixture)
 from tests.table.mdt.test_mdt_write_hudi import _rows, assert_mdt_agrees
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
@@ -39,17 +38,11 @@ KILL_POINTS = {
 }
 
 
-@pytest.fixture
-def mdt_table(mdt_history_built: Any, tmp_path: Path) -> HudiHistory:  # noqa: F811
-    history: HudiHistory = mdt_history_built.history.copy_to(tmp_path / "mdt_files")
-    return history
-
-
 @pytest.mark.parametrize("step", list(KILL_POINTS))
 def test_clean_killed_at_each_step_leaves_readers_unaffected_and_the_next_run_repairs(
-    spark: Any, mdt_table: HudiHistory, step: str, tmp_path: Path
+    spark: Any, mdt_history: HudiHistory, step: str, tmp_path: Path
 ) -> None:
-    base = mdt_table.base_path
+    base = mdt_history.base_path
     rows = _rows(spark, base, mdt=False)
     cleans_before = ht.instants_with_action(base, "clean")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}

@@ -29,22 +29,12 @@ from service.table.properties import load_table_config
 from service.table.storage import Storage
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
-from tests.support.mdt_histories import MdtHistory, build_mdt_history
+from tests.support.mdt_histories import MdtHistory
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
-
-
-@pytest.fixture(scope="session")
-def mdt_history_built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> MdtHistory:
-    return build_mdt_history(spark, tmp_path_factory.mktemp("mdt-history") / "mdt_files")
-
-
-@pytest.fixture
-def mdt_history(mdt_history_built: MdtHistory, tmp_path: Path) -> HudiHistory:
-    return mdt_history_built.history.copy_to(tmp_path / "mdt_files")
 
 
 def storage_listing(base_path: Path) -> dict[str, dict[str, int]]:

@@ -7,7 +7,6 @@ partitions it touches agrees with the MDT's (`service.table.listing_check`): a f
 the MDT's back, or a committed file the MDT lacks, stops the table with an error naming both sides.
 """
 
-# ruff: noqa: F811  (the session fixtures imported below are parameters of the tests)
 from __future__ import annotations
 
 import shutil
@@ -27,8 +26,7 @@ from service.table.mdt.timeline import MDT_BASE
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
-from tests.table.mdt.test_mdt_listing_hudi import (  # noqa: F401  (session fixtures, shared build)
-    mdt_history_built,
+from tests.table.mdt.test_mdt_listing_hudi import (
     storage_listing,
 )
 

@@ -28,10 +28,9 @@ from service.table.storage import Storage
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
-from tests.table.mdt.test_mdt_listing_hudi import (  # noqa: F401  (session fixture, shared build)
+from tests.table.mdt.test_mdt_listing_hudi import (
     hudi_mdt_listing,
     hudi_procedure_listing,
-    mdt_history_built,
     storage_listing,
 )
 
@@ -39,7 +38,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 
 @pytest.fixture
-def mdt_table(mdt_history_built: Any, tmp_path: Path) -> HudiHistory:  # noqa: F811
+def mdt_table(mdt_history_built: Any, tmp_path: Path) -> HudiHistory:
     history: HudiHistory = mdt_history_built.history.copy_to(tmp_path / "mdt_files")
     return history
 
