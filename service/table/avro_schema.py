@@ -71,6 +71,7 @@ _NO_AVRO_EQUIVALENT = (
     pa.types.is_large_list_view,
 )
 
+
 def normalize_arrow_type(dtype: pa.DataType, path: str = "") -> pa.DataType:
     """The Arrow type a column is written as, so that its Parquet type is what Hudi's writer uses.
 

@@ -194,9 +194,7 @@ class Heartbeat:
         if self._thread is not None:
             raise RuntimeError(f"heartbeat of {self.instant_time} already started")
         self._write()
-        self._thread = threading.Thread(
-            target=self._run, name=f"heartbeat-{self.instant_time}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{self.instant_time}", daemon=True)
         self._thread.start()
         return self
 
