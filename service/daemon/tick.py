@@ -213,6 +213,12 @@ class TableTicker:
             # Java's async compactor and `HoodieCompactor`'s execute mode run the earliest first.
             instant_time = pending[0].timestamp
         else:
+            if config.compaction.strategy_kind is None:
+                # A strategy whose plans are not reproduced: a refusal, not a failure (a failure would
+                # quarantine the table, and its cleaning and clustering with it); pending plans still run.
+                raise TableServicesRefusedError(
+                    config.compaction.strategy_refusal or f"table {name!r}: compaction strategy not supported"
+                )
             scheduled = schedule_compaction(table, config, lock, now=now, zone=zone)
             if scheduled.instant_time is None:
                 log.debug("table %s: no compaction scheduled: %s", name, scheduled.reason)

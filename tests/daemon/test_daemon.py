@@ -305,3 +305,28 @@ def test_daemon_compaction_disabled_adds_no_job(tmp_path: Path, registry: Collec
         assert daemon._scheduler.get_job("unc:cleaning") is not None
     finally:
         assert daemon.stop(grace_seconds=10)
+
+
+def test_daemon_compaction_strategy_not_reproduced_is_refused_not_failed(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """A writer's config pasted whole may name a compaction strategy the planner does not reproduce:
+    compaction is refused (no failure, no quarantine) and the table is still cleaned."""
+    t = FixtureTable(tmp_path / "t", name="t", table_type="MERGE_ON_READ")
+    _history(t)
+    strategy = "org.apache.hudi.table.action.compact.strategy.DayBasedCompactionStrategy"
+    text = _config_text({"t": t.base}, backoff=30).replace(
+        "hoodie.clustering.async.max.commits: 100",
+        f"hoodie.clustering.async.max.commits: 100\n  hoodie.compaction.strategy: {strategy}",
+    )
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    for n in range(3):
+        at = NOW + timedelta(seconds=n)
+        assert daemon.run_iteration(runtime, TableService.COMPACTION, at) is Outcome.REFUSED
+    assert runtime.refused_services == {TableService.COMPACTION}
+    assert not runtime.consecutive_failures and not runtime.quarantined
+    assert _value(registry, "table_refused", table="t") == 1
+    assert not list((t.base / ".hoodie").glob("*.compaction.*"))
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
+    assert _value(registry, "deleted_files_total", table="t") == 1
