@@ -113,6 +113,27 @@ class ServiceMetrics:
         self.table_refused = gauge(
             "table_refused", "1 while the services refuse the table (e.g. merge-on-read), else 0", table
         )
+        # The live base files (latest slices) as the last tick measured them; small: below Hudi's
+        # `hoodie.clustering.plan.strategy.small.file.limit`. What clustering buys shows here.
+        self.small_files = gauge("small_files", "Live base files below the small-file limit", table)
+        self.small_file_bytes = gauge(
+            "small_file_bytes", "Bytes of live base files below the small-file limit", table
+        )
+        self.mean_file_size_bytes = gauge("mean_file_size_bytes", "Mean size of the live base files", table)
+        # Replicas (`daemon.cluster`): which tables this replica holds, and how the division is going.
+        self.table_held = gauge(
+            "table_held", "1 while this replica holds the table (runs its services), else 0", table
+        )
+        self.cluster_members = gauge("cluster_members", "Live replicas registered in ZooKeeper")
+        self.cluster_rebalances = counter(
+            "cluster_rebalances", "Divisions of the tables among the replicas this replica completed"
+        )
+        self.cluster_seconds_since_last_rebalance = gauge(
+            "cluster_seconds_since_last_rebalance", "Seconds since this replica last completed a division"
+        )
+        self.table_list_mismatch = gauge(
+            "table_list_mismatch", "1 while a replica serves a different table list than this one, else 0"
+        )
         self.scheduler_lag_seconds = gauge(
             "scheduler_lag_seconds", "Delay between a job's scheduled time and its submission"
         )
@@ -124,8 +145,8 @@ class ServiceMetrics:
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
             self.rewritten_records, self.clustering_plans_purged,
             self.deleted_files, self.deleted_bytes, self.pending_clean_plans, self.pending_compactions,
-            self.lock_wait_seconds,
-            self.lock_hold_seconds, self.table_refused,
+            self.lock_wait_seconds, self.lock_hold_seconds, self.table_refused, self.table_held,
+            self.small_files, self.small_file_bytes, self.mean_file_size_bytes,
         ):  # fmt: skip
             with contextlib.suppress(KeyError):
                 metric.remove(table)
@@ -147,12 +168,25 @@ class _QuietHandler(WSGIRequestHandler):
         log.debug("http %s", format % args)
 
 
-class MetricsServer:
-    """`/metrics`, `/healthz` (the process answers) and `/readyz` (`ready()` is true) on host:port."""
+# An extra route: the request path → (status line, content type, body), None when it is not served.
+Route = Callable[[str], tuple[str, str, bytes] | None]
 
-    def __init__(self, registry: CollectorRegistry, host: str, port: int, ready: Callable[[], bool]) -> None:
+
+class MetricsServer:
+    """`/metrics`, `/healthz` (the process answers) and `/readyz` (`ready()` is true) on host:port,
+    then what `routes` serves (the daemon's status page and API)."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        host: str,
+        port: int,
+        ready: Callable[[], bool],
+        routes: Route | None = None,
+    ) -> None:
         self._metrics_app = make_wsgi_app(registry)
         self._ready = ready
+        self._routes = routes
         try:
             self._server = make_server(
                 host, port, self._app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
@@ -175,7 +209,7 @@ class MetricsServer:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="metrics-http", daemon=True
         )
         self._thread.start()
-        log.info("metrics and health on %s (/metrics, /healthz, /readyz)", self.url)
+        log.info("metrics, health, status on %s (/metrics, /healthz, /readyz, /, /api/v1/tables)", self.url)
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
@@ -195,6 +229,16 @@ class MetricsServer:
             if self._ready():
                 return _text(start_response, "200 OK", "ready\n")
             return _text(start_response, "503 Service Unavailable", "not ready\n")
+        if self._routes is not None and environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
+            try:
+                served = self._routes(path)
+            except Exception:
+                log.exception("http %s failed", path)
+                return _text(start_response, "500 Internal Server Error", "internal error\n")
+            if served is not None:
+                status, content_type, data = served
+                start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(data)))])
+                return [data]
         return _text(start_response, "404 Not Found", "not found\n")
 
 

@@ -20,9 +20,10 @@ from service.table.storage import Storage
 @dataclass(frozen=True)
 class SliceReport:
     file_id: str
-    base_file_path: str  # base-relative
+    base_file_path: str  # base-relative; "" for a log-only merge-on-read slice
     base_instant: str
-    bytes: int | None  # None: the base file is gone
+    bytes: int | None  # the base file's (0 without one); None: the base file is gone
+    log_files: tuple[str, ...] = ()  # base-relative, newest first (merge-on-read: read merged)
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,11 @@ def plan_report(
 
 
 def _slice(s: PlannedSlice, storage: Storage) -> SliceReport:
-    size = s.base_file_size_bytes
-    if size is None and s.base_file_path:
+    size = s.base_file_size_bytes if s.base_file_path else 0
+    if size is None:
         status = storage.status(s.base_file_path)
         size = status.size if status is not None else None
-    return SliceReport(s.file_id, s.base_file_path, s.base_instant_time, size)
+    return SliceReport(s.file_id, s.base_file_path, s.base_instant_time, size, s.log_file_paths)
 
 
 def render_plan(report: PlanReport) -> str:
@@ -119,7 +120,9 @@ def render_plan(report: PlanReport) -> str:
         )
         for s in g.slices:
             size = f"{s.bytes:,} bytes" if s.bytes is not None else "gone"
-            lines.append(f"    {s.base_file_path}  file {s.file_id}  base instant {s.base_instant}  {size}")
+            logs = f"  + {len(s.log_files)} log files" if s.log_files else ""
+            base = s.base_file_path or "(no base file)"
+            lines.append(f"    {base}  file {s.file_id}  base instant {s.base_instant}  {size}{logs}")
     return "\n".join(lines)
 
 
@@ -142,6 +145,7 @@ def plan_to_json(report: PlanReport) -> dict[str, Any]:
                         "base_file_path": s.base_file_path,
                         "base_instant": s.base_instant,
                         "bytes": s.bytes,
+                        "log_files": list(s.log_files),
                     }
                     for s in g.slices
                 ],

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
 from service.config.hoodie import HoodieConfig
-from service.config.hoodie_keys import LOCK_PREFIX
+from service.config.hoodie_keys import LOCK_PREFIX, LOCK_ZK_URL
 from service.config.locking import ZookeeperLockSettings
 from service.config.schedule import CleaningSchedule, ClusteringSchedule, CompactionSchedule
 from service.config.windows import MaintenanceWindow
@@ -79,6 +81,43 @@ class FailureSettings(_Model):
     history_size: int = Field(default=10, ge=1)
 
 
+DEFAULT_CLUSTER_PATH = "/hudi-table-service/members"
+
+
+class ClusterSettings(_Model):
+    """Replicas dividing the configured tables among themselves through ZooKeeper (off: one replica).
+
+    `zookeeper_url` defaults to the lock's `hoodie.write.lock.zookeeper.url`, `replica_id` to
+    `<hostname>-<pid>` (`replica_id()`); the session timeout is the lock's
+    (`hoodie.write.lock.zookeeper.session_timeout_ms`).
+    """
+
+    enabled: bool = False
+    zookeeper_url: str | None = None
+    path: str = DEFAULT_CLUSTER_PATH
+    replica_id: str = ""
+    # How long the member list must stay unchanged before the tables are divided again (kazoo's
+    # `SetPartitioner(time_boundary=...)`): a rolling restart rebalances once, not once per replica.
+    settle_seconds: float = Field(default=5.0, gt=0)
+
+    @field_validator("path")
+    @classmethod
+    def _znode_path(cls, value: str) -> str:
+        if not value.startswith("/") or value.endswith("/") or "//" in value:
+            raise ValueError("must be an absolute znode path without a trailing '/'")
+        return value
+
+    @field_validator("replica_id")
+    @classmethod
+    def _znode_name(cls, value: str) -> str:
+        if "/" in value or any(c.isspace() for c in value):
+            raise ValueError("must be a znode name: no '/' and no whitespace")
+        return value
+
+    def effective_replica_id(self) -> str:
+        return self.replica_id or f"{socket.gethostname()}-{os.getpid()}"
+
+
 class DaemonSettings(_Model):
     poll_interval_seconds: float = Field(default=60.0, gt=0)
     max_concurrent_clusterings: int = Field(default=1, ge=1)
@@ -94,9 +133,12 @@ class DaemonSettings(_Model):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     deletion: DeletionSettings = Field(default_factory=DeletionSettings)
     failures: FailureSettings = Field(default_factory=FailureSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     # Daemon-wide: no clustering execution starts outside these (a table's `clustering.windows`
     # overrides them). Empty: any time.
     maintenance_windows: tuple[MaintenanceWindow, ...] = ()
+    # Runs kept per table for the status page and `/api/v1/tables/{name}` (rebuilt at start).
+    run_history_size: int = Field(default=50, ge=1)
 
 
 class TableSettings(_Model):
@@ -132,6 +174,24 @@ class DaemonFile(_Model):
         _check_unique("base_path", [t.base_path.rstrip("/") for t in self.tables])
         return self
 
+    @model_validator(mode="after")
+    def _cluster_zookeeper(self) -> DaemonFile:
+        cluster = self.daemon.cluster
+        if (
+            cluster.enabled
+            and not cluster.zookeeper_url
+            and LOCK_ZK_URL not in self.cluster_lock_properties()
+        ):
+            raise ValueError(
+                f"daemon.cluster.zookeeper_url: needed when daemon.lock.properties has no {LOCK_ZK_URL}"
+            )
+        return self
+
+    def cluster_lock_properties(self) -> dict[str, HoodieValue]:
+        """Lock keys the replicas share (`daemon.lock.properties` under `defaults`): where they meet."""
+        merged = {**self.daemon.lock.properties, **self.defaults}
+        return {k: v for k, v in merged.items() if k.startswith(LOCK_KEY_PREFIX)}
+
 
 def _check_unique(what: str, values: list[str]) -> None:
     seen: set[str] = set()
@@ -161,6 +221,8 @@ class DaemonConfig:
     path: str
     daemon: DaemonSettings
     tables: tuple[TableEntry, ...]
+    # `daemon.lock.properties` under `defaults`, lock keys only: the cluster's ZooKeeper settings.
+    cluster_lock_properties: Mapping[str, HoodieValue] = field(default_factory=dict)
 
     def table(self, name: str) -> TableEntry:
         for entry in self.tables:
@@ -209,7 +271,7 @@ def parse_daemon_config(text: str, source: str = "<config>") -> DaemonConfig:
             json.dumps([table.model_dump(), mapping, lock.provider], sort_keys=True).encode()
         ).hexdigest()
         entries.append(TableEntry(table, hoodie, fingerprint))
-    return DaemonConfig(source, model.daemon, tuple(entries))
+    return DaemonConfig(source, model.daemon, tuple(entries), model.cluster_lock_properties())
 
 
 def _describe(exc: ValidationError, document: Mapping[str, object]) -> str:

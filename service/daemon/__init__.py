@@ -5,6 +5,7 @@
 - `tick`: `TableTicker.run_iteration`, one tick (`Cleaner.run()` / `Clusterer.run()` / compaction's
   execute-pending-else-schedule), its outcome, backoff and quarantine;
 - `slots`: `PrioritySlots`, the concurrency caps whose freed slots go to the best waiting table;
+- `membership`: `Membership`, the tables this replica holds when replicas share them (`daemon.cluster`);
 - `reload`: when the config file is re-read and what a new config changes;
 - `main`: `run_daemon`, the `run` command (signals, SIGHUP reload, bounded shutdown).
 """

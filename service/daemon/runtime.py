@@ -17,6 +17,7 @@ from datetime import datetime, tzinfo
 from enum import StrEnum
 
 from service.config.daemon import TableEntry
+from service.daemon.file_sizes import FileSizes
 from service.errors import TableServicesRefusedError
 from service.lock import create_lock
 from service.lock.base import TableLock
@@ -47,6 +48,16 @@ class Outcome(StrEnum):
     OUTSIDE_WINDOW = "outside_window"
     # The service does not apply to the table's type (compaction of a copy-on-write table).
     NOT_APPLICABLE = "not_applicable"
+    # Another replica holds the table (`daemon.cluster`): the table is not touched.
+    NOT_HELD = "not_held"
+
+
+class Phase(StrEnum):
+    """What a running tick is doing."""
+
+    PLANNING = "planning"
+    EXECUTING = "executing"
+    COMMITTING = "committing"
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,15 @@ class TableRuntime:
     # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
     kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
     guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # What the status page shows, as the last tick of each service left it (`service.daemon.status`).
+    phase: dict[TableService, Phase] = field(default_factory=dict)  # absent: no tick running
+    due: dict[TableService, bool] = field(default_factory=dict)
+    commits_since: dict[TableService, int] = field(default_factory=dict)
+    pending: dict[TableService, tuple[str, ...]] = field(default_factory=dict)  # instant times
+    file_sizes: FileSizes | None = None
+    file_sizes_measured_at: float = 0.0  # time.monotonic() of the measurement
+    history_loaded: bool = False  # the run history was rebuilt from the timeline
+    rollbacks_seen: str = ""  # the newest completed rollback instant recorded in the run history
 
     def __post_init__(self) -> None:
         self.errors = deque(maxlen=self.history_size)

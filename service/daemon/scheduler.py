@@ -12,6 +12,7 @@ import logging
 import threading
 import zlib
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_SUBMITTED, JobEvent, JobSubmissionEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
@@ -21,10 +22,14 @@ from prometheus_client import CollectorRegistry
 
 from service.clock import Clock, utc_now
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
+from service.daemon.history import RunHistory
+from service.daemon.membership import ClusterZookeeper, HeldListener, Membership
 from service.daemon.reload import RESTART_ONLY, ConfigWatch, table_changes
 from service.daemon.run_log import quiet_scheduler_logs
 from service.daemon.runtime import Outcome, TableRuntime, TableService
 from service.daemon.slots import PrioritySlots
+from service.daemon.status_api import StatusSource
+from service.daemon.status_page import serve
 from service.daemon.tick import TableTicker
 from service.errors import ConfigError
 from service.executor import SparkExecutor
@@ -43,6 +48,7 @@ class Daemon:
         clock: Clock = utc_now,
         executor: SparkExecutor | None = None,
         serve_http: bool = True,
+        on_held: HeldListener | None = None,
     ) -> None:
         self.config = config
         settings = config.daemon
@@ -72,14 +78,32 @@ class Daemon:
         self._scheduler.add_listener(self._on_skipped, EVENT_JOB_MAX_INSTANCES)
         self._active = 0
         self._idle = threading.Condition()
+        self.history = RunHistory(settings.run_history_size)
+        self.status = StatusSource(
+            lambda: self.runtimes, self.history, self._next_tick, clock,
+            holds=lambda name: self.membership is None or self.membership.holds(name),
+        )  # fmt: skip
+        metrics = settings.metrics
         self.http = (
-            MetricsServer(self.metrics.registry, settings.metrics.host, settings.metrics.port, self.is_ready)
+            MetricsServer(
+                self.metrics.registry, metrics.host, metrics.port, self.is_ready, partial(serve, self.status)
+            )
             if serve_http
             else None
         )
+        # With `daemon.cluster`, the replicas divide the tables: this one serves only those it holds.
+        self.membership = (
+            Membership(
+                settings.cluster, ClusterZookeeper.of(config), self.runtimes, self.metrics, on_held=on_held
+            )
+            if settings.cluster.enabled
+            else None
+        )
+        membership = self.membership
         self.ticker = TableTicker(
             self.metrics, self.executor, clock, lambda: self.config.daemon, self._slots, self.runtimes,
-            self._stopping,
+            self._stopping, self.history,
+            holds=membership.holds if membership is not None else lambda table: True,
         )  # fmt: skip
         self.metrics.config_reload_success.set(1)
         self._watch = ConfigWatch(config.path)
@@ -101,11 +125,15 @@ class Daemon:
             self._scheduler.add_job(
                 self._watch_config, "interval", seconds=watch, id="config-watch", name="config watch"
             )
+        if self.membership is not None:
+            self.membership.start()
         self._scheduler.start()
         log.info("daemon started: %d tables, poll every %gs", len(self.runtimes), self._poll_seconds)
 
     def is_ready(self) -> bool:
-        return bool(self._scheduler.running) and not self._stopping.is_set()
+        """Scheduling, and (with `daemon.cluster`) the division of the tables settled (ACQUIRED)."""
+        settled = self.membership is None or self.membership.ready
+        return bool(self._scheduler.running) and not self._stopping.is_set() and settled
 
     def stop(self, grace_seconds: float | None = None) -> bool:
         """Stop scheduling, wait for running ticks (up to the grace period), release resources.
@@ -121,6 +149,9 @@ class Daemon:
             finished = self._idle.wait_for(lambda: self._active == 0, timeout=grace)
         if not finished:
             log.warning("%d table-service runs still active after %gs; stopping anyway", self._active, grace)
+        if self.membership is not None:
+            # After our runs ended (or the grace period): the tables go to the other replicas.
+            self.membership.stop()
         for runtime in self.runtimes.values():
             if runtime.lock is not None:
                 runtime.lock.release()
@@ -166,6 +197,7 @@ class Daemon:
             self._remove_jobs(name)
             del self.runtimes[name]  # a tick still running finishes with its own runtime and lock
             self.metrics.forget_table(name)
+            self.history.forget(name)
             log.info("config reload: table %s removed", name)
         for entry in changes.fresh:
             name = entry.name
@@ -177,6 +209,8 @@ class Daemon:
                 self._add_jobs(self.runtimes[name])
             log.info("config reload: table %s %s", name, "added" if added else "updated")
         self.ticker.update_quarantine_gauge()
+        if self.membership is not None:
+            self.membership.set_tables(self.runtimes)  # a changed list is divided anew
 
     def _new_runtime(self, entry: TableEntry, config: DaemonConfig) -> TableRuntime:
         daemon = config.daemon
@@ -237,6 +271,11 @@ class Daemon:
             with self._idle:
                 self._active -= 1
                 self._idle.notify_all()
+
+    def _next_tick(self, table_name: str, service: TableService) -> datetime | None:
+        """When the scheduler runs the table's service next (None: not scheduled)."""
+        job = self._scheduler.get_job(f"{table_name}:{service}")
+        return None if job is None else getattr(job, "next_run_time", None)
 
     def _on_submitted(self, event: JobSubmissionEvent) -> None:
         if event.scheduled_run_times:

@@ -25,10 +25,11 @@ quarantined until its config entry or its timeline (the `.hoodie` listing) chang
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
@@ -36,12 +37,16 @@ from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
 from service.clock import Clock
 from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
+from service.clustering.orchestrator import ClusteringResult, ScheduleOutcome
 from service.compaction.executor import execute_compaction, pending_compactions
 from service.compaction.scheduler import schedule_compaction
 from service.config.daemon import DaemonSettings
 from service.config.windows import describe, inside_any
+from service.daemon import history
+from service.daemon.file_sizes import FileSizes
+from service.daemon.history import FileStats, RunHistory, RunRecord
 from service.daemon.run_log import cleaning_outcome, clustering_outcome, compaction_outcome
-from service.daemon.runtime import FailureRecord, Outcome, TableRuntime, TableService
+from service.daemon.runtime import FailureRecord, Outcome, Phase, TableRuntime, TableService
 from service.daemon.slots import PrioritySlots, SlotClaim
 from service.errors import (
     DeleteFailedError,
@@ -52,6 +57,8 @@ from service.errors import (
 from service.executor import SparkExecutor
 from service.lock.base import TableLock
 from service.metrics import ServiceMetrics
+from service.spark_group import GroupJob
+from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action
 from service.table.log_format.merge import MergeConfig
 from service.table.properties import TableServiceKind, TableType
@@ -60,6 +67,7 @@ from service.table.timeline import Timeline, parse_instant_time
 from strategies.cleaning.trigger import commits_since_last_clean
 from strategies.clustering.small_files import SmallFiles
 from strategies.clustering.trigger import (
+    ClusteringStep,
     TriggerDecision,
     TriggerMode,
     clustering_due,
@@ -67,6 +75,9 @@ from strategies.clustering.trigger import (
 )
 
 log = logging.getLogger(__name__)
+
+# How stale the measured file sizes (status page, small-file gauges) may get while writers commit.
+FILE_SIZES_MAX_AGE_SECONDS = 300.0
 
 
 @dataclass
@@ -81,11 +92,16 @@ class TableTicker:
     slots: Mapping[TableService, PrioritySlots]
     runtimes: Mapping[str, TableRuntime]
     stopping: threading.Event
+    history: RunHistory
+    # Whether this replica holds the table now (`Membership.holds`); always, without `daemon.cluster`.
+    holds: Callable[[str], bool] = lambda table: True
 
     def run_iteration(self, runtime: TableRuntime, service: TableService, now: datetime) -> Outcome:
         """One tick of one table service; never raises (failures are logged, counted and backed off)."""
         if self.stopping.is_set():
             return Outcome.STOPPING
+        if not self.holds(runtime.name):
+            return Outcome.NOT_HELD  # another replica serves it: not even a stat of hoodie.properties
         refusal = runtime.refusal
         if refusal is not None:
             if runtime.properties_stamp() == refusal.properties:
@@ -100,7 +116,9 @@ class TableTicker:
         retry_at = runtime.retry_at.get(service)
         if retry_at is not None and now < retry_at:
             return Outcome.BACKING_OFF
+        refused_before = runtime.refusal
         try:
+            self._load_history(runtime)
             if service is TableService.CLEANING:
                 outcome = self._clean(runtime, now)
             elif service is TableService.COMPACTION:
@@ -108,11 +126,24 @@ class TableTicker:
             else:
                 outcome = self._cluster(runtime, now)
         except TableServicesRefusedError as exc:
+            newly = False
             if runtime.refusal is None and service not in runtime.refused_services:  # one service only
                 runtime.refused_services.add(service)
                 log.warning("table %s: %s refused: %s", runtime.name, service, exc)
+                newly = True
+            elif runtime.refusal is not None and runtime.refusal is not refused_before:
+                newly = True
+            if newly:  # recorded once per refusal, not at every tick
+                self.history.record(
+                    RunRecord(runtime.name, str(service), "refused", started=now, ended=now, reason=str(exc))
+                )
             self.metrics.table_refused.labels(runtime.name).set(1)
             return Outcome.REFUSED
+        except _NotHeldError:
+            log.info(
+                "table %s: %s not started: this replica no longer holds the table", runtime.name, service
+            )
+            return Outcome.NOT_HELD
         except InstantOwnedError as exc:
             # Another executor runs that instant (its heartbeat is alive): not a failure of ours, so no
             # backoff and no quarantine; the next tick looks again.
@@ -130,6 +161,8 @@ class TableTicker:
                 return Outcome.STOPPING
             self._record_failure(runtime, service, now, exc)
             return Outcome.FAILED
+        finally:
+            runtime.phase.pop(service, None)
         if outcome is Outcome.NOT_APPLICABLE:
             return outcome  # nothing ran: no success, no series for a service the table does not have
         if not runtime.refused_services:  # the gauge stays 1 while any service refuses the table
@@ -158,6 +191,7 @@ class TableTicker:
         name = runtime.name
         try:
             with self._slot(TableService.CLEANING, SlotClaim(runtime.name)):
+                runtime.phase[TableService.CLEANING] = Phase.EXECUTING
                 result = Cleaner(table, runtime.entry.hoodie, lock, zone, options, now=self.clock).run()
         except (InstantOwnedError, DeleteFailedError):
             # The run stopped at a clean that stays pending (another executor's, or its deletes failed).
@@ -173,14 +207,36 @@ class TableTicker:
             ours = [c.instant_time for c in result.cleans if not c.completed_by_other_writer]
             if ours:
                 self._completed(name, TableService.CLEANING, max(ours), zone)
+            ended = self.clock()
+            for clean in result.cleans:
+                self.history.record(
+                    RunRecord(
+                        name, history.CLEANING, "completed", clean.instant_time,
+                        started=ended - timedelta(seconds=clean.duration_seconds), ended=ended,
+                        reason="completed by another writer" if clean.completed_by_other_writer else "",
+                        partitions=tuple(p.partition_path for p in clean.partitions),
+                        files_deleted=clean.files_deleted + clean.files_already_gone,
+                        bytes_deleted=clean.bytes_deleted,
+                        earliest_retained=clean.earliest_commit_to_retain or None,
+                    )
+                )  # fmt: skip
         since = result.commits_since_last_clean
         if since is None:  # the run cleaned (or looked at a pending clean): count on a fresh timeline
             timeline = table.load_timeline()
             since = commits_since_last_clean(timeline, read_last_clean(table, timeline))
             self._pending_cleans(name, timeline)
+            runtime.pending[TableService.CLEANING] = tuple(
+                i.timestamp for i in timeline.by_actions([Action.CLEAN]).pending()
+            )
         else:  # the run found no clean due, so none pending either (`Cleaner.run`)
+            timeline = table.recent_timeline()  # what the run read: an idle tick lists `.hoodie` once
             self.metrics.pending_clean_plans.labels(name).set(0)
+            runtime.pending[TableService.CLEANING] = ()
+        # Due while a clean plan is left pending (the next tick finishes it); a finished clean is not.
+        runtime.due[TableService.CLEANING] = bool(runtime.pending[TableService.CLEANING])
+        runtime.commits_since[TableService.CLEANING] = since
         self.metrics.commits_since_last_clean.labels(name).set(since)
+        self._after_tick(runtime, table, timeline, zone, worked=bool(result.cleans))
         return Outcome.DONE
 
     def _pending_cleans(self, name: str, timeline: Timeline) -> None:
@@ -207,8 +263,9 @@ class TableTicker:
             ) from exc
         self._observe_lock(name, lock)
         config = runtime.entry.hoodie
+        runtime.phase[TableService.COMPACTION] = Phase.PLANNING
         pending = pending_compactions(table.load_timeline())
-        self.metrics.pending_compactions.labels(name).set(len(pending))
+        self._pending_compactions(runtime, [i.timestamp for i in pending])
         if pending:
             # Java's async compactor and `HoodieCompactor`'s execute mode run the earliest first.
             instant_time = pending[0].timestamp
@@ -224,21 +281,38 @@ class TableTicker:
                 log.debug("table %s: no compaction scheduled: %s", name, scheduled.reason)
                 return Outcome.DONE
             instant_time = scheduled.instant_time
-            self.metrics.pending_compactions.labels(name).set(1)
+            self._pending_compactions(runtime, [instant_time])
         with self._slot(TableService.COMPACTION, SlotClaim(name)):
+            runtime.phase[TableService.COMPACTION] = Phase.EXECUTING
             result = execute_compaction(table, config, lock, instant_time, zone=zone)
         log.info("%s", compaction_outcome(name, result))
         self.metrics.run_duration_seconds.labels(name, TableService.COMPACTION).observe(
             result.duration_seconds
         )
         self._completed(name, TableService.COMPACTION, result.instant_time, zone)
-        self.metrics.pending_compactions.labels(name).set(len(pending_compactions(table.load_timeline())))
+        ended = self.clock()
+        self.history.record(
+            RunRecord(
+                name, str(TableService.COMPACTION), "committed", result.instant_time,
+                started=ended - timedelta(seconds=result.duration_seconds), ended=ended,
+                partitions=tuple(sorted({s.partition_path or "" for s in result.stats})),
+                after=FileStats(result.output_files, result.output_bytes),
+            )
+        )  # fmt: skip
+        timeline = table.load_timeline()
+        self._pending_compactions(runtime, [i.timestamp for i in pending_compactions(timeline)])
+        self._after_tick(runtime, table, timeline, zone, worked=True)
         return Outcome.DONE
+
+    def _pending_compactions(self, runtime: TableRuntime, instant_times: list[str]) -> None:
+        """Compaction instants requested or inflight: the gauge, and due while one is left pending."""
+        runtime.pending[TableService.COMPACTION] = tuple(instant_times)
+        runtime.due[TableService.COMPACTION] = bool(instant_times)
+        self.metrics.pending_compactions.labels(runtime.name).set(len(instant_times))
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> Outcome:
         table, lock, zone = runtime.open()
         table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR merge rules
-        self._observe_lock(runtime.name, lock)
         name = runtime.name
         settings = self.settings()
         section = runtime.entry.settings.clustering
@@ -252,14 +326,16 @@ class TableTicker:
             execute=inside,
             rank_slots=True,
         )
-        gauges = _ClusteringGauges(self, name, table, now, zone)
+        gauges = _ClusteringGauges(self, runtime, table, now, zone)
+        runner = _PhaseRunner(runtime, self.executor.run_group)
+        self._observe_lock(name, lock, runner.on_lock)
 
         def slot(small: SmallFiles | None) -> contextlib.AbstractContextManager[None]:
             claim = SlotClaim.of(name, section.priority, small, now.astimezone(zone))
             return self._slot(TableService.CLUSTERING, claim)
 
         passed = Clusterer(
-            table, runtime.entry.hoodie, lock, zone, self.executor.run_group, options, now=self.clock,
+            table, runtime.entry.hoodie, lock, zone, runner, options, now=self.clock,
             slot=slot, listener=gauges,
         ).run(scheduled_at=now)  # fmt: skip
         if passed.held:
@@ -273,8 +349,10 @@ class TableTicker:
             return Outcome.OUTSIDE_WINDOW
         result = passed.result
         if result is None:
+            self._after_tick(runtime, table, table.recent_timeline(), zone, worked=False)
             return Outcome.DONE
         log.info("%s", clustering_outcome(name, result))
+        self._record_clustering(runtime, table, result, zone)
         self.metrics.run_duration_seconds.labels(name, TableService.CLUSTERING).observe(
             result.duration_seconds
         )
@@ -287,13 +365,113 @@ class TableTicker:
         decision = clustering_due(
             timeline, runtime.entry.hoodie.clustering, TriggerMode.ASYNC, table.facts_reader
         )
-        self.clustering_gauges(name, table, timeline, decision.commits_since_last_clustering, now, zone)
+        self.clustering_gauges(runtime, table, timeline, decision.commits_since_last_clustering, now, zone)
+        runtime.due[TableService.CLUSTERING] = decision.due
+        self._after_tick(runtime, table, timeline, zone, worked=True)
         return Outcome.DONE
 
-    def clustering_gauges(
-        self, name: str, table: HudiTable, timeline: Timeline, commits: int, now: datetime, zone: tzinfo
+    def _record_clustering(
+        self, runtime: TableRuntime, table: HudiTable, result: ClusteringResult, zone: tzinfo
     ) -> None:
+        """The run's record: a committed one measured from its plan and write stats."""
+        ended = self.clock()
+        started = ended - timedelta(seconds=result.duration_seconds)
+        limit = runtime.entry.hoodie.clustering.small_file_limit_bytes
+        record: RunRecord | None = None
+        if result.committed:
+            instant = table.load_timeline().find(result.instant_time, Action.REPLACE_COMMIT)
+            try:
+                if instant is not None and instant.is_completed:
+                    record = history.clustering_record(table, runtime.name, instant, limit, zone)
+            except Exception as exc:  # the history must not fail a committed run
+                log.warning("table %s: clustering %s not measured: %s", runtime.name, instant, exc)
+            if record is not None:
+                record = dataclasses.replace(record, started=started, ended=ended, from_timeline=False)
+                record = self._partition_totals(table, record, limit)
+        if record is None:
+            outcome = "committed" if result.committed else "rolled_back" if result.rolled_back else "failed"
+            record = RunRecord(
+                runtime.name, history.CLUSTERING, outcome, result.instant_time, started=started, ended=ended,
+                reason=result.reason,
+                before=history.FileStats(result.input_files, result.input_bytes),
+                after=history.FileStats.of((w.file_size_bytes for w in result.written), limit),
+            )  # fmt: skip
+        self.history.record(record)
+
+    @staticmethod
+    def _partition_totals(table: HudiTable, record: RunRecord, limit: int) -> RunRecord:
+        """`record` with the touched partitions' live base files after the commit (one listing of
+        those partitions), and before it: the same less the files written, plus the inputs replaced."""
+        if record.before is None or record.after is None:
+            return record
+        try:
+            view = table.load_view(table.load_timeline(), record.partitions)
+        except Exception as exc:  # the history must not fail a committed run
+            log.warning("table %s: partitions of %s not measured: %s", table.name, record.instant, exc)
+            return record
+        slices = [s for p in record.partitions for s in view.latest_file_slices(p)]
+        after = FileStats.of((s.base_size_bytes for s in slices if s.base_file is not None), limit)
+        before = after.minus(record.after).plus(record.before)
+        return dataclasses.replace(record, partitions_before=before, partitions_after=after)
+
+    def _load_history(self, runtime: TableRuntime) -> None:
+        """Rebuild the table's recent runs from its timeline, once (the first tick that opens it)."""
+        if runtime.history_loaded:
+            return
+        table, _, zone = runtime.open()
+        runtime.history_loaded = True
+        limit = runtime.entry.hoodie.clustering.small_file_limit_bytes
+        size = self.settings().run_history_size
+        try:
+            runs = history.rebuild(table, runtime.name, limit, zone, size)
+        except Exception as exc:  # a history is worth less than the table's services
+            log.warning("table %s: run history not rebuilt: %s: %s", runtime.name, type(exc).__name__, exc)
+            return
+        self.history.seed(runtime.name, runs)
+        runtime.rollbacks_seen = max(
+            (r.instant or "" for r in runs if r.service == history.ROLLBACK), default=""
+        )
+
+    def _after_tick(
+        self, runtime: TableRuntime, table: HudiTable, timeline: Timeline, zone: tzinfo, *, worked: bool
+    ) -> None:
+        """Rollbacks completed since the last look go to the history; the file sizes are measured
+        again when a new instant completed and either this tick did work or the last measurement is
+        `FILE_SIZES_MAX_AGE_SECONDS` old (a listing of every partition, through the metadata table
+        when it has one: writers committing every few seconds must not cost one per tick)."""
+        name = runtime.name
+        for instant in timeline.by_actions([Action.ROLLBACK]).completed():
+            if instant.timestamp > runtime.rollbacks_seen:
+                with contextlib.suppress(Exception):
+                    self.history.record(history.rollback_record(table, name, instant, zone))
+                runtime.rollbacks_seen = instant.timestamp
+        last = timeline.completed().last
+        as_of = last.timestamp if last is not None else None
+        sizes = runtime.file_sizes
+        if sizes is not None:
+            age = time.monotonic() - runtime.file_sizes_measured_at
+            if sizes.as_of == as_of or (not worked and age < FILE_SIZES_MAX_AGE_SECONDS):
+                return
+        limit = runtime.entry.hoodie.clustering.small_file_limit_bytes
+        sizes = FileSizes.of(table.load_view(timeline), limit, as_of)
+        runtime.file_sizes, runtime.file_sizes_measured_at = sizes, time.monotonic()
+        self.metrics.small_files.labels(name).set(sizes.stats.small_files)
+        self.metrics.small_file_bytes.labels(name).set(sizes.stats.small_bytes)
+        self.metrics.mean_file_size_bytes.labels(name).set(sizes.stats.mean_file_bytes or 0.0)
+
+    def clustering_gauges(
+        self,
+        runtime: TableRuntime,
+        table: HudiTable,
+        timeline: Timeline,
+        commits: int,
+        now: datetime,
+        zone: tzinfo,
+    ) -> None:
+        name = runtime.name
         pending = pending_clustering_instants(timeline, table.facts_reader)
+        runtime.commits_since[TableService.CLUSTERING] = commits
+        runtime.pending[TableService.CLUSTERING] = tuple(i.timestamp for i in pending)
         self.metrics.commits_since_last_clustering.labels(name).set(commits)
         self.metrics.pending_clustering_plans.labels(name).set(len(pending))
         age = (now - parse_instant_time(pending[0].timestamp, zone)).total_seconds() if pending else 0.0
@@ -304,14 +482,28 @@ class TableTicker:
         at = parse_instant_time(instant_time, zone).timestamp()
         self.metrics.last_completed_instant_timestamp_seconds.labels(name, service).set(at)
 
-    def _slot(self, service: TableService, claim: SlotClaim) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def _slot(self, service: TableService, claim: SlotClaim) -> Iterator[None]:
         """A global concurrency slot for `service`, given to the best claim waiting; gives up when the
-        daemon stops (InterruptedError)."""
-        return self.slots[service].hold(claim, self.stopping)
+        daemon stops (InterruptedError), or when the table went to another replica meanwhile (a slot
+        may be waited for long: no work starts on a table we no longer hold)."""
+        with self.slots[service].hold(claim, self.stopping):
+            if not self.holds(claim.table):
+                raise _NotHeldError(claim.table)
+            yield
 
-    def _observe_lock(self, name: str, lock: TableLock) -> None:
+    def _observe_lock(self, name: str, lock: TableLock, acquired: Callable[[], None] | None = None) -> None:
         # Every acquisition is observed: a tick may lock several times (rollback, schedule, commit).
-        lock.on_wait = self.metrics.lock_wait_seconds.labels(name).observe
+        observe = self.metrics.lock_wait_seconds.labels(name).observe
+        if acquired is None:
+            lock.on_wait = observe
+        else:
+
+            def on_wait(seconds: float) -> None:
+                observe(seconds)
+                acquired()
+
+            lock.on_wait = on_wait
         lock.on_hold = self.metrics.lock_hold_seconds.labels(name).observe
 
     # ------------------------------------------------------------------ failure bookkeeping
@@ -322,6 +514,12 @@ class TableTicker:
         count = runtime.consecutive_failures.get(service, 0) + 1
         runtime.consecutive_failures[service] = count
         runtime.errors.append(FailureRecord(now, service, f"{type(exc).__name__}: {exc}"))
+        self.history.record(
+            RunRecord(
+                runtime.name, str(service), "failed", getattr(exc, "instant", None), started=now,
+                ended=self.clock(), reason=f"{type(exc).__name__}: {exc}",
+            )
+        )  # fmt: skip
         self.metrics.failures.labels(runtime.name, service, type(exc).__name__).inc()
         delay = min(failures.backoff_initial_seconds * 2 ** (count - 1), failures.backoff_max_seconds)
         runtime.retry_at[service] = now + timedelta(seconds=delay)
@@ -350,16 +548,54 @@ class TableTicker:
         self.metrics.tables_quarantined.set(sum(r.quarantined for r in self.runtimes.values()))
 
 
-class _ClusteringGauges(ClusteringPassListener):
-    """Sets the clustering gauges from the trigger's decision before a (long) execution starts."""
+class _NotHeldError(Exception):
+    """The table went to another replica before this tick's work started."""
 
-    def __init__(self, ticker: TableTicker, name: str, table: HudiTable, now: datetime, zone: tzinfo) -> None:
-        self._ticker, self._name, self._table, self._now, self._zone = ticker, name, table, now, zone
+
+class _ClusteringGauges(ClusteringPassListener):
+    """Sets the clustering gauges and the runtime's phase from the trigger's decision before a
+    (long) execution starts."""
+
+    def __init__(
+        self, ticker: TableTicker, runtime: TableRuntime, table: HudiTable, now: datetime, zone: tzinfo
+    ) -> None:
+        self._ticker, self._runtime, self._table, self._now, self._zone = ticker, runtime, table, now, zone
 
     def on_decision(self, timeline: Timeline, decision: TriggerDecision) -> None:
-        self._ticker.clustering_gauges(
-            self._name, self._table, timeline, decision.commits_since_last_clustering, self._now, self._zone
-        )
+        commits = decision.commits_since_last_clustering
+        self._ticker.clustering_gauges(self._runtime, self._table, timeline, commits, self._now, self._zone)
+        self._runtime.due[TableService.CLUSTERING] = decision.step is not ClusteringStep.WAIT
+        if decision.step is ClusteringStep.SCHEDULE:
+            self._runtime.phase[TableService.CLUSTERING] = Phase.PLANNING
+        elif decision.step is ClusteringStep.EXECUTE_PENDING:
+            self._runtime.phase[TableService.CLUSTERING] = Phase.EXECUTING
+
+    def on_scheduled(self, outcome: ScheduleOutcome) -> None:
+        if outcome.instant_time is not None:
+            self._runtime.phase[TableService.CLUSTERING] = Phase.EXECUTING
 
     def on_purged(self, instant_time: str) -> None:
-        self._ticker.metrics.clustering_plans_purged.labels(self._name).inc()
+        self._ticker.metrics.clustering_plans_purged.labels(self._runtime.name).inc()
+
+
+class _PhaseRunner:
+    """The group runner, counting groups done: a lock taken after one is the commit's
+    (`execute_clustering` locks to claim the plan before any group runs, and again to commit)."""
+
+    def __init__(
+        self, runtime: TableRuntime, run_group: Callable[[GroupJob], list[BaseFileWriteResult]]
+    ) -> None:
+        self._runtime, self._run_group = runtime, run_group
+        self._done = 0
+        self._guard = threading.Lock()
+
+    def __call__(self, job: GroupJob) -> list[BaseFileWriteResult]:
+        written = self._run_group(job)
+        with self._guard:
+            self._done += 1
+        return written
+
+    def on_lock(self) -> None:
+        phase = self._runtime.phase
+        if self._done and phase.get(TableService.CLUSTERING) is Phase.EXECUTING:
+            phase[TableService.CLUSTERING] = Phase.COMMITTING

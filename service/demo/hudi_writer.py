@@ -77,12 +77,18 @@ def demo_spark() -> SparkSession:
 
 
 def demo_writer_options(
-    table_name: str, zk_connect: str | None = None, lock_base_path: str = "/hudi/locks"
+    table_name: str,
+    zk_connect: str | None = None,
+    lock_base_path: str = "/hudi/locks",
+    table_type: str = "COPY_ON_WRITE",
 ) -> dict[str, str]:
-    """Hudi writer options of the demo table (partitioned by `city`, keyed by `order_id`)."""
+    """Hudi writer options of the demo table (partitioned by `city`, keyed by `order_id`).
+
+    MERGE_ON_READ: updates land in log files; the writer neither compacts nor schedules compaction
+    (the daemon's clustering rewrites the slices, logs merged)."""
     opts = {
         "hoodie.table.name": table_name,
-        "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+        "hoodie.datasource.write.table.type": table_type,
         "hoodie.datasource.write.recordkey.field": "order_id",
         "hoodie.datasource.write.precombine.field": "updated_at",
         "hoodie.datasource.write.partitionpath.field": "city",
@@ -95,6 +101,14 @@ def demo_writer_options(
         "hoodie.insert.shuffle.parallelism": "2",
         "hoodie.upsert.shuffle.parallelism": "2",
     }
+    if table_type == "MERGE_ON_READ":
+        opts.update(
+            {
+                "hoodie.compact.inline": "false",
+                "hoodie.compact.schedule.inline": "false",
+                "hoodie.datasource.compaction.async.enable": "false",
+            }
+        )
     if zk_connect:
         opts.update(
             {

@@ -2,8 +2,9 @@
 
 ZooKeeper on loopback; Hudi's Spark writer commits a batch every few seconds under optimistic
 concurrency with Hudi's ZookeeperBasedLockProvider; the daemon, locking the same znode, schedules and
-executes clustering and cleaning as the triggers fire, with its metrics page up. The writer keeps
-Hudi's default metadata table (`files` partition), which the daemon updates with every instant it
+executes clustering and cleaning as the triggers fire, with its metrics page up. With `--table-type
+MERGE_ON_READ` the writer's updates land in log files and the daemon's clustering merges them. The
+writer keeps Hudi's default metadata table (`files` partition), which the daemon updates with every instant it
 completes. At the end the table is read back through Hudi twice, listing files through the metadata
 table and through storage: every order exactly once with its latest value, the same rows from the same
 files both ways. Each run writes a fresh table under the work directory.
@@ -42,6 +43,12 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-interval", type=float, default=3.0, help="seconds between writer batches")
     parser.add_argument("--rows-per-batch", type=int, default=400)
     parser.add_argument("--metrics-port", type=int, default=9464)
+    parser.add_argument(
+        "--table-type",
+        choices=("COPY_ON_WRITE", "MERGE_ON_READ"),
+        default="COPY_ON_WRITE",
+        help="MERGE_ON_READ: the writer's updates land in log files, which clustering merges",
+    )
 
 
 def demo_config(base_path: str, zk: str, metrics_port: int) -> dict[str, object]:
@@ -70,8 +77,8 @@ def demo_config(base_path: str, zk: str, metrics_port: int) -> dict[str, object]
     }
 
 
-def _write_batch(spark: SparkSession, base: str, batch: int, rows: int, zk: str) -> None:
-    opts = demo_writer_options("demo", zk, LOCK_BASE_PATH)
+def _write_batch(spark: SparkSession, base: str, batch: int, rows: int, zk: str, table_type: str) -> None:
+    opts = demo_writer_options("demo", zk, LOCK_BASE_PATH, table_type)
     opts["hoodie.table.timeline.timezone"] = "UTC"
     operation = "insert" if batch == 0 else "upsert"
     df = demo_batch(spark, batch, rows)
@@ -81,14 +88,14 @@ def _write_batch(spark: SparkSession, base: str, batch: int, rows: int, zk: str)
 
 
 def _writer(
-    spark: SparkSession, base: str, rows: int, interval: float, zk: str, stop: threading.Event,
-    written: list[int],
+    spark: SparkSession, base: str, rows: int, interval: float, zk: str, table_type: str,
+    stop: threading.Event, written: list[int],
 ) -> None:  # fmt: skip
     batch = len(written)
     while not stop.is_set():
         for attempt in range(1, 6):
             try:
-                _write_batch(spark, base, batch, rows, zk)
+                _write_batch(spark, base, batch, rows, zk, table_type)
                 written.append(batch)
                 print(f"  writer: committed batch {batch} ({rows} orders, half of them updates)", flush=True)
                 break
@@ -161,11 +168,11 @@ def run_demo(args: argparse.Namespace) -> int:
     with LoopbackZookeeper() as zookeeper:
         zk = zookeeper.connect_string
         print(
-            f"demo table {base} (Hudi's defaults: metadata table on); ZooKeeper on {zk}; "
+            f"demo table {base} ({args.table_type}; Hudi's defaults: metadata table on); ZooKeeper on {zk}; "
             "Hudi's writer and the daemon share its lock",
             flush=True,
         )
-        _write_batch(spark, base, 0, args.rows_per_batch, zk)
+        _write_batch(spark, base, 0, args.rows_per_batch, zk, args.table_type)
         written = [0]
         config_path = Path(base + "-daemon.yaml")
         config_path.write_text(yaml.safe_dump(demo_config(base, zk, args.metrics_port), sort_keys=False))
@@ -173,12 +180,13 @@ def run_demo(args: argparse.Namespace) -> int:
         stop = threading.Event()
         writer = threading.Thread(
             target=_writer,
-            args=(spark, base, args.rows_per_batch, args.batch_interval, zk, stop, written),
+            args=(spark, base, args.rows_per_batch, args.batch_interval, zk, args.table_type, stop, written),
             name="demo-writer",
             daemon=True,
         )
         daemon.start()
-        print(f"daemon running (config {config_path}); metrics: http://127.0.0.1:{args.metrics_port}/metrics")
+        where = f"http://127.0.0.1:{args.metrics_port}"
+        print(f"daemon running (config {config_path}); status page: {where}/, metrics: {where}/metrics")
         writer.start()
         table = HudiTable.open(base)
         seen: set[str] = set()

@@ -74,6 +74,10 @@ class HudiTable:
         self._timeline = load_timeline(self.storage, self._timeline)
         return self._timeline
 
+    def recent_timeline(self) -> Timeline:
+        """The timeline as last loaded (no listing), or a fresh one when none was loaded yet."""
+        return self._timeline if self._timeline is not None else self.load_timeline()
+
     @property
     def lists_through_mdt(self) -> bool:
         """Whether listings come from the metadata table's `files` partition (see `list_partitions`)."""

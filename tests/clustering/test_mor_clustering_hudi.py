@@ -164,3 +164,33 @@ def test_deltacommit_appending_to_an_input_group_during_clustering_makes_it_roll
     assert {r["id"]: r for r in ht.normalise_rows(rows)} == expected  # the update survives
     rs = {r["id"]: r for r in ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist())}
     assert {i: rs[i] for i in updated} == {i: expected[i] for i in updated}
+
+
+def test_file_groups_in_a_pending_compaction_are_not_clustered(
+    spark: SparkSession, mor_histories: MorHistoryCache, tmp_path: Path
+) -> None:
+    """A compaction Hudi scheduled and left pending: its file groups are not planned
+    (`ClusteringPlanStrategy.getFileSlicesEligibleForClustering` drops them); whatever else is
+    eligible is clustered and Hudi's snapshot (which merges across the pending compaction) stays."""
+    history = mor_histories.get("mor_pending_compaction")
+    base = tmp_path / "pending-compaction"
+    shutil.copytree(history.base_path, base, symlinks=True)
+    before = _snapshot(spark, base)
+    table = HudiTable.open(str(base), check_supported=False)
+    view = table.load_view()
+    live = {fg.file_group_id for fg in view.live_file_groups}
+    compacting = {fg for fg in live if view.is_pending_compaction(fg)}
+    assert compacting
+    config = HoodieConfig.from_mapping({}, table.name)
+    lock = InProcessTableLock(table.name)
+    outcome = schedule_clustering(table, config, lock, now=datetime.now(UTC), zone=UTC)
+    planned = {s.file_group_id for g in (outcome.plan.groups if outcome.plan else ()) for s in g.slices}
+    assert not planned & compacting
+    assert planned == live - compacting
+    if outcome.instant_time is not None:
+        run_group = SparkExecutor(session=spark).run_group
+        result = execute_clustering(table, outcome.instant_time, config, run_group, lock, zone=UTC)
+        assert result.committed, result.reason
+    else:
+        assert outcome.plan is None and "pending compaction" in outcome.reason
+    assert _snapshot(spark, base) == before

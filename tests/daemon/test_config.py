@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from service.config.daemon import load_daemon_config, parse_daemon_config
 from service.config.schedule import ClusteringSchedule
+from service.daemon.membership import ClusterZookeeper
 from service.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -257,3 +258,37 @@ def test_config_compaction_section_and_slots() -> None:
     )
     assert on.table("users").settings.compaction.enabled is True
     assert on.table("users").fingerprint != config.table("users").fingerprint
+
+
+def test_config_cluster_is_off_by_default_and_defaults_to_the_locks_zookeeper() -> None:
+    assert parse_daemon_config(TWO_TABLES).daemon.cluster.enabled is False
+    config = parse_daemon_config(
+        """
+daemon:
+  cluster: {enabled: true}
+  lock:
+    provider: zookeeper
+    properties:
+      hoodie.write.lock.zookeeper.url: "zk1:2181,zk2:2181"
+      hoodie.write.lock.zookeeper.base_path: /hudi/locks
+      hoodie.write.lock.zookeeper.session_timeout_ms: 6000
+"""
+    )
+    cluster = config.daemon.cluster
+    assert cluster.path == "/hudi-table-service/members"
+    assert re.fullmatch(r".+-\d+", cluster.effective_replica_id())
+    zookeeper = ClusterZookeeper.of(config)
+    assert (zookeeper.connect_string, zookeeper.session_timeout_s) == ("zk1:2181,zk2:2181", 6.0)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "expected"),
+    [
+        ("{enabled: true}", "daemon.cluster.zookeeper_url: needed"),
+        ("{enabled: true, zookeeper_url: 'zk:2181', path: members}", "absolute znode path"),
+        ("{enabled: true, zookeeper_url: 'zk:2181', replica_id: 'a/b'}", "znode name"),
+    ],
+)
+def test_config_cluster_errors(cluster: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        parse_daemon_config(f"daemon:\n  cluster: {cluster}\n")

@@ -330,3 +330,21 @@ def test_daemon_compaction_strategy_not_reproduced_is_refused_not_failed(
     assert not list((t.base / ".hoodie").glob("*.compaction.*"))
     assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
     assert _value(registry, "deleted_files_total", table="t") == 1
+
+
+def test_a_table_lost_to_another_replica_while_waiting_for_a_slot_is_not_cleaned(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    table = FixtureTable(tmp_path / "t", name="t")
+    _history(table)
+    daemon = Daemon(parse_daemon_config(_config_text({"t": table.base})), registry=registry, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    answers = iter([True, False])  # held when the tick starts, gone once its slot is granted
+    daemon.ticker.holds = lambda name: next(answers)
+
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.NOT_HELD
+    assert _cleans(table.base) == [] and len(_a_files(table.base)) == 3 and not runtime.errors
+
+    daemon.ticker.holds = lambda name: True  # held again: a clean is due, and done
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
+    assert len(_cleans(table.base)) == 1

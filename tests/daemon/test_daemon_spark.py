@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon
+from service.daemon import history as run_history
 from service.executor import SparkExecutor
 from service.table.timeline import parse_instant_time
 from tests.support import hudi_tables as ht
@@ -101,3 +102,31 @@ tables:
         "hudi_table_service_last_completed_instant_timestamp_seconds",
         {"table": history.table_name, "service": "clustering"},
     ) == completed_at  # fmt: skip
+    # The run history: the live record of that clustering, measured from its plan and write stats,
+    # and the same numbers rebuilt from the timeline of this Hudi-written, daemon-clustered table.
+    recorded = daemon.history.last(history.table_name, "clustering")
+    assert recorded is not None and recorded.instant == clustering and not recorded.from_timeline
+    stats = [s for group in metadata["partitionToWriteStats"].values() for s in group]
+    assert recorded.after is not None and recorded.before is not None
+    assert (recorded.after.files, recorded.after.bytes) == (
+        len(stats),
+        sum(s["fileSizeInBytes"] for s in stats),
+    )
+    replaced = sum(len(ids) for ids in metadata["partitionToReplaceFileIds"].values())
+    assert recorded.before.files == replaced and recorded.before.bytes > 0
+    runtime = daemon.runtimes[history.table_name]
+    table, _, zone = runtime.open()
+    limit = runtime.entry.hoodie.clustering.small_file_limit_bytes
+    [rebuilt] = [
+        r for r in run_history.rebuild(table, history.table_name, limit, zone, 10) if r.instant == clustering
+    ]
+    assert (rebuilt.before, rebuilt.after, rebuilt.partitions) == (
+        recorded.before, recorded.after, recorded.partitions,
+    )  # fmt: skip
+    assert value("small_files") is not None and value("mean_file_size_bytes")
+    # The partitions touched, as observed live: every live base file there after the commit.
+    view = table.load_view()
+    live = [s for p in recorded.partitions for s in view.latest_file_slices(p) if s.base_file is not None]
+    assert recorded.partitions_after is not None and recorded.partitions_before is not None
+    assert recorded.partitions_after.files == len(live) and recorded.partitions_before.files > len(live)
+    assert rebuilt.partitions_after is None  # not rebuilt: the partitions have changed since

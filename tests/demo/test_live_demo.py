@@ -17,14 +17,20 @@ from tests.support.ports import free_port
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
 
 
+# Merge-on-read runs longer: the writer's updates wait (Hudi rejects updates to groups under a pending
+# clustering) while the clustering merges log files.
+_DURATION = {"COPY_ON_WRITE": "45", "MERGE_ON_READ": "75"}
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_live_demo_clusters_cleans_and_keeps_every_order(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], table_type: str
 ) -> None:
     parser = argparse.ArgumentParser()
     add_demo_arguments(parser)
     args = parser.parse_args(
-        ["--work-dir", str(tmp_path), "--duration", "45", "--batch-interval", "1",
-         "--rows-per-batch", "200", "--metrics-port", str(free_port())]
+        ["--work-dir", str(tmp_path), "--duration", _DURATION[table_type], "--batch-interval", "1",
+         "--rows-per-batch", "200", "--metrics-port", str(free_port()), "--table-type", table_type]
     )  # fmt: skip
     assert run_demo(args) == 0  # the demo's own check: Hudi reads every order once, latest value
     out = capsys.readouterr().out
@@ -35,12 +41,21 @@ def test_live_demo_clusters_cleans_and_keeps_every_order(
     assert "verify (metadata table vs storage listing): the same rows from the same files" in out
     [table_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
     table = HudiTable.open(str(table_dir))
+    assert table.config.table_type.name == table_type
     # Hudi's defaults: the writer built the metadata table with its files partition only.
     assert table.config.metadata_partitions == ["files"]
     timeline = table.load_timeline().completed()
     ours = [i for i in timeline if i.action in (Action.REPLACE_COMMIT, Action.CLEAN)]
     assert any(i.action is Action.REPLACE_COMMIT for i in ours), "the daemon clustered"
-    assert any(i.action is Action.CLEAN for i in ours), "the daemon cleaned"
+    if table_type == "COPY_ON_WRITE":
+        # On merge-on-read a clean needs 3 deltacommits after the first clustering, which a loaded
+        # machine does not always reach in the run; MOR cleaning is proven in tests/clean.
+        assert any(i.action is Action.CLEAN for i in ours), "the daemon cleaned"
+    if table_type == "MERGE_ON_READ":
+        assert any(i.action is Action.DELTA_COMMIT for i in timeline), "Hudi wrote deltacommits"
+        plans = [table.facts_reader.clustering_plan(i, file_names_only=True) for i in ours]
+        merged = [s for p in plans if p is not None for g in p.groups for s in g.slices if s.log_file_paths]
+        assert merged, "the daemon clustered slices with log files"
     # Every instant the daemon completed was mirrored into the MDT as a deltacommit of the same time.
     mdt_done = {i.timestamp for i in load_mdt_timeline(table.storage).completed()}
     assert {i.timestamp for i in ours} <= mdt_done

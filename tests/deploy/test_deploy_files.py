@@ -22,6 +22,15 @@ def test_example_configs_load() -> None:
     assert deploy.daemon.metrics.host == "0.0.0.0"
 
 
+def test_replicas_example_runs_two_daemons_on_one_clustered_config() -> None:
+    config = load_daemon_config(REPO / "deploy" / "config.replicas.yaml")
+    assert config.daemon.cluster.enabled and len(config.tables) >= 2
+    compose = yaml.safe_load((REPO / "deploy" / "compose.replicas.yaml").read_text())
+    daemons = [s for s in compose["services"].values() if "build" in s]
+    mounts = {volume.split(":")[0] for service in daemons for volume in service["volumes"]}
+    assert len(daemons) == 2 and "./config.replicas.yaml" in mounts
+
+
 def test_alert_rules_use_only_exported_metrics() -> None:
     registry = CollectorRegistry()
     ServiceMetrics(registry)

@@ -70,6 +70,8 @@ def test_cluster_serves_merge_on_read(history_merge_on_read: HudiHistory, spark:
     assert done.returncode == 0, done.stderr.decode()[-4000:]
     report = json.loads(done.stdout)
     assert report["result"]["committed"], report
+    slices = [s for g in report["plan"]["groups"] for s in g["slices"]]
+    assert any(s["log_files"] for s in slices) and all(s["bytes"] for s in slices)
     assert len(ht.instants_with_action(base, "replacecommit")) == 1
     assert _snapshot(spark, base) == before
     assert ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist()) == before

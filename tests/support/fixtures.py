@@ -240,6 +240,23 @@ class FixtureTable:
         if inflight:
             create_instant_file(self.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT))
 
+    def complete_clustering(
+        self, instant_time: str, outputs: Iterable[FileSpec], replaced: Mapping[str, Iterable[str]]
+    ) -> list[codecs.WriteStat]:
+        """Complete the clustering planned by `pending_clustering(instant_time, ..., inflight=True)`:
+        write `outputs` and the `replacecommit` replacing the file groups `replaced` per partition."""
+        stats = [self.write_base_file(f, instant_time) for f in outputs]
+        meta = codecs.ReplaceCommitMetadata(
+            partition_to_write_stats=self._stats_by_partition(stats),
+            extra_metadata={"schema": json.dumps(SCHEMA)},
+            operation_type=codecs.WriteOperationType.CLUSTER,
+            partition_to_replace_file_ids={p: tuple(ids) for p, ids in replaced.items()},
+        )
+        create_instant_file(
+            self.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED), codecs.encode(meta)
+        )
+        return stats
+
     def savepoint(self, instant_time: str, file_names_by_partition: Mapping[str, Iterable[str]]) -> None:
         meta = codecs.SavepointMetadata(
             savepointed_by="test",

@@ -1,0 +1,51 @@
+"""The live base files of a table by size: totals, small files and a size distribution.
+
+What the status page charts and the small-file gauges export. Live means the latest file slice of
+every file group not replaced (what Hudi's readers see); small means below
+`hoodie.clustering.plan.strategy.small.file.limit`, the limit the size-based planner uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.daemon.history import FileStats
+from service.daemon.run_log import size
+from service.table.fs_view import FileSystemView
+
+# Upper bounds of the distribution's buckets (powers of 4 from 4 KiB to 1 GiB), then the rest.
+BUCKET_BOUNDS = tuple(4**k * 1024 for k in range(1, 11))
+
+
+def bucket_label(index: int) -> str:
+    if index >= len(BUCKET_BOUNDS):
+        return f">= {size(BUCKET_BOUNDS[-1])}"
+    return f"< {size(BUCKET_BOUNDS[index])}"
+
+
+@dataclass(frozen=True)
+class FileSizes:
+    stats: FileStats
+    small_limit: int
+    buckets: tuple[int, ...]  # file counts per BUCKET_BOUNDS bucket, one more for the rest
+    as_of: str | None  # the latest completed instant the view was built from
+
+    @classmethod
+    def of(cls, view: FileSystemView, small_limit: int, as_of: str | None) -> FileSizes:
+        sizes = [s.base_size_bytes for s in view.latest_file_slices() if s.base_file is not None]
+        buckets = [0] * (len(BUCKET_BOUNDS) + 1)
+        for n in sizes:
+            buckets[next((i for i, b in enumerate(BUCKET_BOUNDS) if n < b), len(BUCKET_BOUNDS))] += 1
+        return cls(FileStats.of(sizes, small_limit), small_limit, tuple(buckets), as_of)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.stats.to_json(),
+            "small_file_limit_bytes": self.small_limit,
+            "as_of_instant": self.as_of,
+            "distribution": [
+                {"below_bytes": BUCKET_BOUNDS[i] if i < len(BUCKET_BOUNDS) else None, "files": n}
+                for i, n in enumerate(self.buckets)
+            ],
+        }

@@ -1,0 +1,134 @@
+"""What the status page and `/api/v1/tables` show: every table's state, services, small files, runs.
+
+Built on request from the daemon's runtimes (as their last ticks left them), its run history and its
+scheduler; nothing here reads a table. A table's state is the first that holds of: quarantined,
+refused, committing, executing, planning (a tick is at that step), backing off (a failed service
+waits for its retry), due (the last tick found work), idle. Config is shown with secrets redacted:
+values of keys naming a secret, password, token, credential, auth, access or API key, and
+credentials in URIs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from service.daemon.history import RunHistory
+from service.daemon.runtime import Phase, TableRuntime, TableService
+from service.table.timeline import parse_instant_time
+
+REDACTED = "***"
+_SECRET_KEY = re.compile(r"secret|passw|token|credential|(access|api)[._-]?key|private|auth", re.IGNORECASE)
+_URI_USERINFO = re.compile(r"(://)[^/@\s]+@")
+
+STATES = ("idle", "due", "planning", "executing", "committing", "refused", "quarantined", "backing off")
+_PHASE_ORDER = (Phase.COMMITTING, Phase.EXECUTING, Phase.PLANNING)
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """`value` with secrets replaced by `***` (recursively through mappings and lists)."""
+    if isinstance(value, Mapping):
+        return {str(k): redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v, key) for v in value]
+    if key and _SECRET_KEY.search(key) and value not in (None, ""):
+        return REDACTED
+    if isinstance(value, str):
+        return _URI_USERINFO.sub(rf"\1{REDACTED}@", value)
+    return value
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.astimezone(UTC).isoformat() if at is not None else None
+
+
+@dataclass(frozen=True)
+class StatusSource:
+    """What the daemon exposes to the status API."""
+
+    runtimes: Callable[[], Mapping[str, TableRuntime]]
+    history: RunHistory
+    next_tick: Callable[[str, TableService], datetime | None]  # the scheduler's next run of the job
+    now: Callable[[], datetime]
+    # Whether this replica serves the table (`daemon.cluster`); its state is then what it last saw.
+    holds: Callable[[str], bool] = lambda name: True
+
+    def table_state(self, runtime: TableRuntime, now: datetime) -> str:
+        if runtime.quarantined:
+            return "quarantined"
+        if runtime.refused or runtime.refused_services:
+            return "refused"
+        # Ticks update these dicts while a request reads them: read copies (a dict copy is atomic).
+        phases = set(runtime.phase.copy().values())
+        for phase in _PHASE_ORDER:
+            if phase in phases:
+                return str(phase)
+        if any(at > now for at in runtime.retry_at.copy().values()):
+            return "backing off"
+        if any(runtime.due.copy().values()):
+            return "due"
+        return "idle"
+
+    def _service(self, runtime: TableRuntime, service: TableService, now: datetime) -> dict[str, Any]:
+        section = getattr(runtime.entry.settings, str(service))  # the table's `clustering:`, `cleaning:`
+        zone = runtime.zone or UTC
+        pending = []
+        for instant in runtime.pending.get(service, ()):
+            try:
+                age: float | None = max((now - parse_instant_time(instant, zone)).total_seconds(), 0.0)
+            except Exception:
+                age = None
+            pending.append({"instant": instant, "age_seconds": age})
+        retry_at = runtime.retry_at.get(service)
+        waiting = retry_at is not None and retry_at > now
+        last = self.history.last(runtime.name, str(service))
+        phase = runtime.phase.get(service)
+        return {
+            "enabled": section.enabled,
+            "phase": str(phase) if phase is not None else None,
+            "due": runtime.due.get(service, False),
+            "commits_since_last": runtime.commits_since.get(service),
+            "pending": pending,
+            "consecutive_failures": runtime.consecutive_failures.get(service, 0),
+            "retry_at": _iso(retry_at) if waiting else None,
+            "next_due": _iso(retry_at if waiting else self.next_tick(runtime.name, service)),
+            "last_run": last.to_json() if last is not None else None,
+        }
+
+    def table(self, runtime: TableRuntime, now: datetime) -> dict[str, Any]:
+        sizes = runtime.file_sizes
+        return {
+            "name": runtime.name,
+            "base_path": redact(runtime.entry.settings.base_path),
+            "state": self.table_state(runtime, now),
+            "held": self.holds(runtime.name),
+            "refusal": runtime.refusal.reason if runtime.refusal is not None else None,
+            "refused_services": sorted(str(s) for s in runtime.refused_services),
+            "services": {str(s): self._service(runtime, s, now) for s in TableService},
+            "files": sizes.to_json() if sizes is not None else None,
+        }
+
+    def tables(self) -> dict[str, Any]:
+        now = self.now()
+        runtimes = self.runtimes()
+        return {"generated_at": _iso(now), "tables": [self.table(runtimes[n], now) for n in sorted(runtimes)]}
+
+    def table_detail(self, name: str) -> dict[str, Any] | None:
+        runtime = self.runtimes().get(name)
+        if runtime is None:
+            return None
+        now = self.now()
+        return {
+            **self.table(runtime, now),
+            "history": [r.to_json() for r in reversed(self.history.runs(name))],
+            "errors": [
+                {"at": _iso(e.at), "service": str(e.service), "error": e.error} for e in runtime.errors
+            ],
+            "config": {
+                "settings": redact(runtime.entry.settings.model_dump(mode="json")),
+                "hoodie": redact(dict(sorted(runtime.entry.hoodie.raw.items()))),  # as configured
+            },
+        }

@@ -1,0 +1,189 @@
+"""`GET /`: the status page, one server-rendered HTML document with no external assets.
+
+Rendered from the same JSON the API serves (`StatusSource.table_detail`), so page and API never
+disagree: one section per table with its state (coloured), its services, its live file sizes as an
+inline SVG bar chart, and its recent runs with their measured effect.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from service.daemon.file_sizes import bucket_label
+from service.daemon.run_log import size
+from service.daemon.status_api import StatusSource
+
+STATE_COLOURS = {
+    "idle": "#4caf50",
+    "due": "#2196f3",
+    "planning": "#00bcd4",
+    "executing": "#3f51b5",
+    "committing": "#9c27b0",
+    "refused": "#9e9e9e",
+    "quarantined": "#f44336",
+    "backing off": "#ff9800",
+}
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
+h1{font-size:1.4em} h2{font-size:1.15em;margin:0 0 .4em 0}
+section.table{background:#fff;border:1px solid #ddd;border-radius:6px;padding:1em;margin:0 0 1.2em 0}
+table{border-collapse:collapse;margin:.4em 0 .8em 0;font-size:.9em}
+th,td{border-bottom:1px solid #eee;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}
+.state{display:inline-block;color:#fff;border-radius:4px;padding:.1em .5em;font-weight:600}
+.muted{color:#777}
+"""
+
+
+def _bytes(n: float | None) -> str:
+    return "-" if n is None else size(n)
+
+
+def _text(value: Any) -> str:
+    return "-" if value is None or value == "" else escape(str(value))
+
+
+def _chart(files: dict[str, Any]) -> str:
+    """Files per size bucket as bars; the buckets below the small-file limit in orange."""
+    buckets = files["distribution"]
+    top = max((b["files"] for b in buckets), default=0) or 1
+    width, height, bar = 24 * len(buckets), 90, 20
+    parts = [
+        f'<svg class="sizes" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 40}" '
+        f'role="img" aria-label="file size distribution">'
+    ]
+    limit = files["small_file_limit_bytes"]
+    for i, b in enumerate(buckets):
+        h = round(height * b["files"] / top)
+        below = b["below_bytes"]
+        colour = "#ff9800" if below is not None and below <= limit else "#3f51b5"
+        x = i * 24 + 2
+        label = escape(bucket_label(i))
+        parts.append(
+            f'<rect x="{x}" y="{height - h}" width="{bar}" height="{h}" fill="{colour}">'
+            f"<title>{label}: {b['files']} files</title></rect>"
+            f'<text x="{x + bar / 2}" y="{height + 12}" font-size="9" text-anchor="middle">'
+            f"{b['files']}</text>"
+        )
+    parts.append(
+        f'<text x="0" y="{height + 30}" font-size="10">4 KiB to 1 GiB, 4x per bar; orange: small</text></svg>'
+    )
+    return "".join(parts)
+
+
+def _services(table: dict[str, Any]) -> str:
+    rows = []
+    for name, s in table["services"].items():
+        last = s["last_run"]
+        last_text = f"{last['outcome']} {last['instant'] or ''} {last['ended'] or ''}" if last else None
+        pending = ", ".join(
+            f"{p['instant']} ({p['age_seconds']:.0f}s)" if p["age_seconds"] is not None else p["instant"]
+            for p in s["pending"]
+        )
+        rows.append(
+            f"<tr><td>{escape(name)}</td><td>{'on' if s['enabled'] else 'off'}</td>"
+            f"<td>{_text(s['phase'])}</td><td>{'yes' if s['due'] else 'no'}</td>"
+            f"<td>{_text(s['commits_since_last'])}</td><td>{_text(pending)}</td>"
+            f"<td>{_text(last_text)}</td><td>{_text(s['next_due'])}</td></tr>"
+        )
+    head = (
+        "<tr><th>service</th><th>enabled</th><th>phase</th><th>due</th><th>commits since last</th>"
+        "<th>pending plans (age)</th><th>last run</th><th>next due</th></tr>"
+    )
+    return f"<table class='services'>{head}{''.join(rows)}</table>"
+
+
+def _history(runs: list[dict[str, Any]]) -> str:
+    if not runs:
+        return "<p class='muted'>no runs yet</p>"
+    rows = []
+    for r in runs:
+        before, after = r["before"], r["after"]
+        effect = ""
+        if before and after:
+            effect = (
+                f"{before['files']} files ({_bytes(before['bytes'])}, {before['small_files']} small) → "
+                f"{after['files']} files ({_bytes(after['bytes'])}, {after['small_files']} small); "
+                f"mean {_bytes(before['mean_file_bytes'])} → {_bytes(after['mean_file_bytes'])}"
+            )
+            p_before, p_after = r["partitions_before"], r["partitions_after"]
+            if p_before and p_after:
+                effect += (
+                    f"; partitions touched: {p_before['files']} files ({p_before['small_files']} small) → "
+                    f"{p_after['files']} files ({p_after['small_files']} small)"
+                )
+        elif r["files_deleted"] is not None:
+            effect = f"{r['files_deleted']} files deleted"
+            if r["bytes_deleted"] is not None:
+                effect += f" ({_bytes(r['bytes_deleted'])})"
+            if r["earliest_retained"]:
+                effect += f", earliest retained {r['earliest_retained']}"
+        rows.append(
+            f"<tr><td>{_text(r['ended'] or r['started'])}</td><td>{escape(r['service'])}</td>"
+            f"<td>{_text(r['instant'])}</td><td>{escape(r['outcome'])}</td><td>{_text(effect)}</td>"
+            f"<td>{_text(r['reason'])}</td></tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("at", "service", "instant", "outcome", "effect", "reason"))
+    head = f"<tr>{head}</tr>"
+    return f"<table class='history'>{head}{''.join(rows)}</table>"
+
+
+def _section(table: dict[str, Any]) -> str:
+    state = table["state"]
+    name = escape(table["name"])
+    files = table["files"]
+    if files is not None:
+        summary = (
+            f"<p>{files['files']} live base files, {_bytes(files['bytes'])}, mean "
+            f"{_bytes(files['mean_file_bytes'])}; <b>{files['small_files']} small</b> "
+            f"({_bytes(files['small_bytes'])}, below {_bytes(files['small_file_limit_bytes'])})</p>"
+            + _chart(files)
+        )
+    else:
+        summary = "<p class='muted'>file sizes not measured yet</p>"
+    refusal = f"<p class='muted'>refused: {escape(table['refusal'])}</p>" if table["refusal"] else ""
+    return (
+        f'<section class="table" id="table-{name}" data-state="{escape(state)}">'
+        f'<h2>{name} <span class="state" style="background:{STATE_COLOURS.get(state, "#607d8b")}">'
+        f"{escape(state)}</span></h2><p class='muted'>{escape(table['base_path'])}</p>{refusal}"
+        f"{_services(table)}{summary}<h3>recent runs</h3>{_history(table['history'][:20])}</section>"
+    )
+
+
+def render(source: StatusSource) -> str:
+    overview = source.tables()
+    details = [source.table_detail(t["name"]) for t in overview["tables"]]
+    sections = "".join(_section(d) for d in details if d is not None)
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta http-equiv='refresh' content='30'><title>hudi-table-service</title>"
+        f"<style>{_STYLE}</style></head><body><h1>hudi-table-service</h1>"
+        f"<p class='muted'>{len(details)} tables, as of {escape(overview['generated_at'] or '')}; "
+        "JSON at <a href='/api/v1/tables'>/api/v1/tables</a></p>"
+        f"{sections or '<p>no tables configured</p>'}</body></html>"
+    )
+
+
+API_PREFIX = "/api/v1/tables"
+
+
+def serve(source: StatusSource, path: str) -> tuple[str, str, bytes] | None:
+    """`/`, `/api/v1/tables` and `/api/v1/tables/{name}` (the `MetricsServer` route); None otherwise."""
+    if path in ("/", "/index.html"):
+        return "200 OK", "text/html; charset=utf-8", render(source).encode()
+    if path.rstrip("/") == API_PREFIX:
+        return _json("200 OK", source.tables())
+    if path.startswith(API_PREFIX + "/"):
+        name = path[len(API_PREFIX) + 1 :].rstrip("/")
+        detail = source.table_detail(name)
+        if detail is None:
+            return _json("404 Not Found", {"error": f"no table named {name!r}"})
+        return _json("200 OK", detail)
+    return None
+
+
+def _json(status: str, body: dict[str, Any]) -> tuple[str, str, bytes]:
+    return status, "application/json", json.dumps(body, indent=1).encode()
