@@ -137,6 +137,10 @@ def test_daemon_schedules_and_executes_compaction_when_hudis_trigger_fires(
         parse_instant_time(instant, UTC).timestamp()
     )
     assert (value("last_success_timestamp_seconds", table="mor", service="compaction") or 0) > 0
+    # The run history keeps the compaction with the files it wrote.
+    [run] = [r for r in daemon.history.runs("mor") if r.service == "compaction"]
+    assert (run.outcome, run.instant) == ("committed", instant)
+    assert run.after is not None and run.after.files == len(metadata.write_stats)
 
     # Right after a compaction the trigger counts no deltacommit: the next tick does nothing.
     assert daemon.run_iteration(daemon.runtimes["mor"], COMPACT, now + timedelta(seconds=1)) is Outcome.DONE
