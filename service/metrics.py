@@ -2,7 +2,8 @@
 
 Every metric is defined once, in `ServiceMetrics`, on a registry the caller passes (tests use their
 own). Names follow Prometheus conventions: prefix `hudi_table_service_`, base units in the name,
-`_total` on counters (prometheus-client appends it), labels `table` and `service` (clustering|cleaning).
+`_total` on counters (prometheus-client appends it), labels `table` and `service`
+(clustering|cleaning|compaction).
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ class ServiceMetrics:
         self.deleted_files = counter("deleted_files", "Files deleted by cleaning", table)
         self.deleted_bytes = counter("deleted_bytes", "Bytes deleted by cleaning", table)
         self.pending_clean_plans = gauge("pending_clean_plans", "Clean plans requested or inflight", table)
+        # Compaction instants requested or inflight (`CompactionUtils.getPendingCompactionInstantTimes`).
+        self.pending_compactions = gauge(
+            "pending_compactions", "Compaction plans requested or inflight", table
+        )
         # Hudi's `<action>.commitTime` (`HoodieMetrics.updateCommitTimingMetrics`): the instant time as
         # epoch time (Hudi: ms; here seconds), so `time() - ...` is the age of the last completed run.
         self.last_completed_instant_timestamp_seconds = gauge(
@@ -139,13 +144,13 @@ class ServiceMetrics:
             self.commits_since_last_clustering, self.commits_since_last_clean, self.pending_clustering_plans,
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
             self.rewritten_records, self.clustering_plans_purged,
-            self.deleted_files, self.deleted_bytes, self.pending_clean_plans, self.lock_wait_seconds,
-            self.lock_hold_seconds, self.table_refused, self.table_held, self.small_files,
-            self.small_file_bytes, self.mean_file_size_bytes,
+            self.deleted_files, self.deleted_bytes, self.pending_clean_plans, self.pending_compactions,
+            self.lock_wait_seconds, self.lock_hold_seconds, self.table_refused, self.table_held,
+            self.small_files, self.small_file_bytes, self.mean_file_size_bytes,
         ):  # fmt: skip
             with contextlib.suppress(KeyError):
                 metric.remove(table)
-        for service in ("clustering", "cleaning"):
+        for service in ("clustering", "cleaning", "compaction"):
             for per_service in (
                 self.run_duration_seconds, self.last_success_timestamp_seconds, self.instant_owned_elsewhere,
                 self.last_completed_instant_timestamp_seconds, self.outside_window,

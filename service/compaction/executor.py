@@ -291,7 +291,7 @@ def execute_compaction(
     result.records = sum(s.num_writes for s in stats)
     result.committed = True
     result.duration_seconds = time.monotonic() - started
-    log.info(
+    log.debug(  # the CLI prints the result, the daemon logs its run line (`run_log.compaction_outcome`)
         "table %s: compaction %s committed: %d operations -> %d files (%d bytes) in %.1fs",
         table.name, instant_time, result.operations, result.output_files, result.output_bytes,
         result.duration_seconds,

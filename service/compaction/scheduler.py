@@ -6,7 +6,8 @@ reload the timeline, choose the instant (after every instant on it: Java's
 schedule mode and `run_compaction` apply too), plan over the file-system view, and write
 `C.compaction.requested` only when the plan has operations. From that moment Java writers append to
 the new slice `C` of every planned file group, and any Java writer running pending compactions may
-execute it: the plan is complete when it is written.
+execute it: the plan is complete when it is written. Steps are logged at DEBUG: the CLI prints its
+outcome, the daemon logs one line per run (`service.daemon.run_log`).
 """
 
 from __future__ import annotations
@@ -78,12 +79,12 @@ def schedule_compaction(
             )
         trigger = compaction_due(timeline, config.compaction, instant_time, zone)
         if not trigger.due:
-            log.info("table %s: no compaction scheduled: %s", table.name, trigger.reason)
+            log.debug("table %s: no compaction scheduled: %s", table.name, trigger.reason)
             return CompactionScheduleOutcome(None, None, trigger.reason, trigger)
         view = table.load_view(timeline)
         outcome = plan_compaction(view, config.compaction, config.parquet.max_file_size_bytes)
         if outcome.plan is None:
-            log.info("table %s: no compaction scheduled: %s", table.name, outcome.reason)
+            log.debug("table %s: no compaction scheduled: %s", table.name, outcome.reason)
             return CompactionScheduleOutcome(None, None, outcome.reason, trigger)
         # Planned on the MDT's listing when the table has one: written only once storage agrees on
         # the plan's partitions (the plan names files an executor, Hudi's too, will read).
@@ -99,7 +100,7 @@ def schedule_compaction(
             Instant(instant_time, Action.COMPACTION, State.REQUESTED),
             codecs.encode(compaction_plan(outcome.plan)),
         )
-    log.info(
+    log.debug(
         "table %s: scheduled compaction %s: %d file slices (%s)",
         table.name, instant_time, len(outcome.plan.operations), trigger.reason,
     )  # fmt: skip

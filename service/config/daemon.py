@@ -26,7 +26,7 @@ from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import LOCK_PREFIX, LOCK_ZK_URL
 from service.config.locking import ZookeeperLockSettings
-from service.config.schedule import CleaningSchedule, ClusteringSchedule
+from service.config.schedule import CleaningSchedule, ClusteringSchedule, CompactionSchedule
 from service.config.windows import MaintenanceWindow
 from service.errors import ConfigError
 
@@ -122,6 +122,8 @@ class DaemonSettings(_Model):
     poll_interval_seconds: float = Field(default=60.0, gt=0)
     max_concurrent_clusterings: int = Field(default=1, ge=1)
     max_concurrent_cleans: int = Field(default=2, ge=1)
+    # Compactions across all tables (Spark work, like clustering; its own slots).
+    max_concurrent_compactions: int = Field(default=1, ge=1)
     shutdown_grace_seconds: float = Field(default=60.0, ge=0)
     # How often the config file is checked for changes (hot reload; SIGHUP reloads at once). 0: never.
     config_watch_seconds: float = Field(default=5.0, ge=0)
@@ -148,6 +150,7 @@ class TableSettings(_Model):
     hoodie: dict[str, HoodieValue] = Field(default_factory=dict)
     clustering: ClusteringSchedule = Field(default_factory=ClusteringSchedule)
     cleaning: CleaningSchedule = Field(default_factory=CleaningSchedule)
+    compaction: CompactionSchedule = Field(default_factory=CompactionSchedule)
 
     @field_validator("timezone")
     @classmethod

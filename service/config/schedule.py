@@ -1,4 +1,4 @@
-"""A served table's `clustering:` and `cleaning:` sections: when the daemon runs each service.
+"""A served table's `clustering:`, `cleaning:` and `compaction:` sections: when the daemon runs each service.
 
 These are the product's own settings, beside Hudi's `hoodie.*` triggers (which stay in force):
 - clustering is also due when a partition's small files reach a count or a byte total
@@ -7,7 +7,9 @@ These are the product's own settings, beside Hudi's `hoodie.*` triggers (which s
 - `max_bytes_per_run` caps the bytes one plan rewrites (whole groups, in plan order);
 - `priority` orders tables waiting for a clustering slot (higher first, then expected benefit);
 - `windows` hold execution outside maintenance windows (`service.config.windows`); clustering
-  inherits `daemon.maintenance_windows` unless the table sets its own (`[]`: no window, any time).
+  inherits `daemon.maintenance_windows` unless the table sets its own (`[]`: no window, any time);
+- compaction serves merge-on-read tables only: `compaction.enabled` defaults to on for them and a
+  copy-on-write table is never compacted (Java refuses too, `ScheduleCompactionActionExecutor`).
 """
 
 from __future__ import annotations
@@ -64,3 +66,16 @@ class ClusteringSchedule(_Section):
 class CleaningSchedule(_Section):
     def effective_windows(self) -> tuple[MaintenanceWindow, ...]:
         return self.windows or ()
+
+
+class CompactionSchedule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # None: on for a MERGE_ON_READ table (Hudi's trigger, `hoodie.compact.inline.*`, decides when),
+    # off for COPY_ON_WRITE. True on a copy-on-write table compacts nothing (said once, at INFO).
+    enabled: bool | None = None
+
+    @property
+    def disabled(self) -> bool:
+        """Explicitly turned off: the daemon adds no compaction job for the table."""
+        return self.enabled is False

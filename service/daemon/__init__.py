@@ -2,8 +2,8 @@
 
 - `scheduler`: `Daemon`, one APScheduler interval job per table and service, metrics, shutdown;
 - `runtime`: `TableRuntime`, a served table's opened table, lock, refusal and failure state;
-- `tick`: `TableTicker.run_iteration`, one tick (`Cleaner.run()` / `Clusterer.run()`), its outcome,
-  backoff and quarantine;
+- `tick`: `TableTicker.run_iteration`, one tick (`Cleaner.run()` / `Clusterer.run()` / compaction's
+  execute-pending-else-schedule), its outcome, backoff and quarantine;
 - `slots`: `PrioritySlots`, the concurrency caps whose freed slots go to the best waiting table;
 - `membership`: `Membership`, the tables this replica holds when replicas share them (`daemon.cluster`);
 - `reload`: when the config file is re-read and what a new config changes;

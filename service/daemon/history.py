@@ -92,7 +92,7 @@ class RunRecord:
     """One run of one service on one table and its measured effect."""
 
     table: str
-    service: str  # clustering | cleaning | rollback
+    service: str  # clustering | cleaning | compaction | rollback
     outcome: str  # committed | rolled_back | completed | failed | refused
     instant: str | None = None
     started: datetime | None = None

@@ -1,6 +1,7 @@
 """What the daemon logs: one INFO line per run with its outcome and benefit, library noise at DEBUG.
 
-A run is a tick that did work: a clustering executed (committed or rolled back) or cleans finished.
+A run is a tick that did work: a clustering executed (committed or rolled back), cleans finished, or a
+compaction committed.
 Its steps (scheduled, MDT deltacommit, committed) are logged at DEBUG where they happen; a tick with
 nothing to do logs nothing above DEBUG. Failures, refusals and quarantine are logged by the tick.
 
@@ -16,6 +17,7 @@ import logging
 
 from service.cleaning.results import CleanRunResult
 from service.clustering.orchestrator import ClusteringResult
+from service.compaction.executor import CompactionResult
 
 # The loggers APScheduler 3 writes to: the scheduler's, and the executor's of the alias "default".
 SCHEDULER_LOGGERS = ("apscheduler.scheduler", "apscheduler.executors.default")
@@ -84,3 +86,12 @@ def cleaning_outcome(table: str, result: CleanRunResult) -> str:
         f"retained {retained}, in {result.duration_seconds:.1f}s"
     )
     return line + (f" ({', '.join(others)} completed by another writer)" if others else "")
+
+
+def compaction_outcome(table: str, result: CompactionResult) -> str:
+    """One line: the compaction committed, file slices merged, files, bytes and records written."""
+    return (
+        f"table {table}: compaction {result.instant_time} committed: {result.operations} file slices -> "
+        f"{result.output_files} files ({size(result.output_bytes)}), {result.records} records, "
+        f"in {result.duration_seconds:.1f}s"
+    )

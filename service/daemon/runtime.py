@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 class TableService(StrEnum):
     CLUSTERING = "clustering"
     CLEANING = "cleaning"
+    COMPACTION = "compaction"
 
 
 class Outcome(StrEnum):
@@ -45,6 +46,8 @@ class Outcome(StrEnum):
     OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
     # No execution starts until a maintenance window opens (a new plan may have been written).
     OUTSIDE_WINDOW = "outside_window"
+    # The service does not apply to the table's type (compaction of a copy-on-write table).
+    NOT_APPLICABLE = "not_applicable"
     # Another replica holds the table (`daemon.cluster`): the table is not touched.
     NOT_HELD = "not_held"
 
@@ -93,6 +96,8 @@ class TableRuntime:
     refused_services: set[TableService] = field(default_factory=set)
     # The instant another executor owns, per service, once logged: later ticks skipping it log at DEBUG.
     owned_elsewhere: dict[TableService, str] = field(default_factory=dict)
+    # A copy-on-write table with `compaction.enabled: true` is said once, not at every tick.
+    compaction_not_applicable_logged: bool = False
     # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
     kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
     guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -59,14 +59,15 @@ class Daemon:
         self._slots = {
             TableService.CLUSTERING: PrioritySlots(settings.max_concurrent_clusterings),
             TableService.CLEANING: PrioritySlots(settings.max_concurrent_cleans),
+            TableService.COMPACTION: PrioritySlots(settings.max_concurrent_compactions),
         }
         self._kazoo_pool = KazooClientPool()
         self.runtimes: dict[str, TableRuntime] = {
             entry.name: self._new_runtime(entry, config) for entry in config.tables
         }
-        # Threads start lazily; room for every table's two services plus tables added by reloads, so
-        # a long clustering never holds up another table's tick.
-        workers = max(16, 2 * len(self.runtimes) + 4)
+        # Threads start lazily; room for every table's three services plus tables added by reloads, so
+        # a long clustering or compaction never holds up another table's tick.
+        workers = max(16, len(TableService) * len(self.runtimes) + 4)
         quiet_scheduler_logs()  # its "skipped: maximum number of running instances" is by design
         self._scheduler = BackgroundScheduler(
             timezone=UTC,
@@ -190,6 +191,7 @@ class Daemon:
         # Holders release into the same pool, so a smaller cap takes effect as runs finish.
         self._slots[TableService.CLUSTERING].resize(new.daemon.max_concurrent_clusterings)
         self._slots[TableService.CLEANING].resize(new.daemon.max_concurrent_cleans)
+        self._slots[TableService.COMPACTION].resize(new.daemon.max_concurrent_compactions)
         changes = table_changes({n: r.entry for n, r in self.runtimes.items()}, old_daemon, new)
         for name in changes.removed:
             self._remove_jobs(name)
@@ -236,6 +238,8 @@ class Daemon:
         toggles = {
             TableService.CLUSTERING: runtime.entry.settings.clustering.enabled,
             TableService.CLEANING: runtime.entry.settings.cleaning.enabled,
+            # Unless turned off: a copy-on-write table's first tick finds it not applicable.
+            TableService.COMPACTION: not runtime.entry.settings.compaction.disabled,
         }
         for service, enabled in toggles.items():
             if enabled:

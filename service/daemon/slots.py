@@ -1,6 +1,8 @@
 """Concurrency slots of one table service, handed to the waiting table that gains most.
 
-`daemon.max_concurrent_clusterings` caps clusterings across tables. When more tables are due than
+`daemon.max_concurrent_clusterings` caps clusterings across tables (`max_concurrent_cleans` and
+`max_concurrent_compactions` cap the other services, whose claims carry no benefit: served in the
+order they asked). When more tables are due than
 there are slots, a freed slot goes to the best waiting claim (`SlotClaim.sort_key`): the table's
 `clustering.priority` first (higher first), then the expected benefit, the bytes in small files
 (more first), then the age of the oldest small file (older first); equal claims are served in the

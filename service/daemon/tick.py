@@ -3,7 +3,13 @@
 - cleaning: `Cleaner.run()` (checks Hudi's trigger itself and finishes pending clean plans first);
 - clustering: `Clusterer.run()` with Hudi's ASYNC trigger and the table's `clustering:` section
   (data triggers, budget): a pending plan (ours or a Java writer's) is executed before a new one is
-  scheduled, and a newly scheduled plan is executed in the same tick.
+  scheduled, and a newly scheduled plan is executed in the same tick;
+- compaction (merge-on-read tables only): the earliest pending compaction (ours or a Java writer's)
+  is executed (`execute_compaction`: an inflight attempt whose heartbeat lives is another executor's,
+  `OWNED_ELSEWHERE`); with none pending, Hudi's trigger (`hoodie.compact.inline.trigger.strategy`)
+  decides whether one is scheduled, and a scheduled plan is executed in the same tick. Scheduling
+  plans under the table lock, as clustering does, so neither planner sees the other's plan half-written
+  (each leaves out file groups in the other's pending plans). A copy-on-write table is `NOT_APPLICABLE`.
 Outside the table's maintenance windows no execution starts: the tick is `OUTSIDE_WINDOW`, after
 writing a new plan if `clustering.plan_outside_windows` (cleaning, with `cleaning.windows`, does
 nothing). Slots (`PrioritySlots`) cap concurrent clusterings and cleans across tables, so a slow
@@ -32,22 +38,30 @@ from service.cleaning.snapshot import read_last_clean
 from service.clock import Clock
 from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
 from service.clustering.orchestrator import ClusteringResult, ScheduleOutcome
+from service.compaction.executor import execute_compaction, pending_compactions
+from service.compaction.scheduler import schedule_compaction
 from service.config.daemon import DaemonSettings
 from service.config.windows import describe, inside_any
 from service.daemon import history
 from service.daemon.file_sizes import FileSizes
 from service.daemon.history import FileStats, RunHistory, RunRecord
-from service.daemon.run_log import cleaning_outcome, clustering_outcome
+from service.daemon.run_log import cleaning_outcome, clustering_outcome, compaction_outcome
 from service.daemon.runtime import FailureRecord, Outcome, Phase, TableRuntime, TableService
 from service.daemon.slots import PrioritySlots, SlotClaim
-from service.errors import DeleteFailedError, InstantOwnedError, TableServicesRefusedError
+from service.errors import (
+    DeleteFailedError,
+    InstantOwnedError,
+    TableServicesRefusedError,
+    UnsupportedMergeError,
+)
 from service.executor import SparkExecutor
 from service.lock.base import TableLock
 from service.metrics import ServiceMetrics
 from service.spark_group import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action
-from service.table.properties import TableServiceKind
+from service.table.log_format.merge import MergeConfig
+from service.table.properties import TableServiceKind, TableType
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, parse_instant_time
 from strategies.cleaning.trigger import commits_since_last_clean
@@ -107,6 +121,8 @@ class TableTicker:
             self._load_history(runtime)
             if service is TableService.CLEANING:
                 outcome = self._clean(runtime, now)
+            elif service is TableService.COMPACTION:
+                outcome = self._compact(runtime, now)
             else:
                 outcome = self._cluster(runtime, now)
         except TableServicesRefusedError as exc:
@@ -147,6 +163,8 @@ class TableTicker:
             return Outcome.FAILED
         finally:
             runtime.phase.pop(service, None)
+        if outcome is Outcome.NOT_APPLICABLE:
+            return outcome  # nothing ran: no success, no series for a service the table does not have
         if not runtime.refused_services:  # the gauge stays 1 while any service refuses the table
             self.metrics.table_refused.labels(runtime.name).set(0)
         runtime.consecutive_failures.pop(service, None)
@@ -224,6 +242,73 @@ class TableTicker:
     def _pending_cleans(self, name: str, timeline: Timeline) -> None:
         """Hudi's `clean.pendingCleanInstantCount` (after 0.15): clean instants requested or inflight."""
         self.metrics.pending_clean_plans.labels(name).set(len(timeline.by_actions([Action.CLEAN]).pending()))
+
+    def _compact(self, runtime: TableRuntime, now: datetime) -> Outcome:
+        table, lock, zone = runtime.open()
+        name = runtime.name
+        if table.config.table_type is not TableType.MERGE_ON_READ:
+            # Only merge-on-read tables have log files to compact (`check_service_supported`).
+            level = logging.DEBUG
+            if runtime.entry.settings.compaction.enabled and not runtime.compaction_not_applicable_logged:
+                runtime.compaction_not_applicable_logged, level = True, logging.INFO
+            log.log(level, "table %s: %s; it is not compacted", name, table.config.table_type.value)
+            return Outcome.NOT_APPLICABLE
+        try:
+            # The executor merges each slice as Hudi's readers do; a merge it does not reproduce is
+            # refused before a plan is written (a Java writer would execute it, we could not).
+            MergeConfig.from_table_properties(table.config.raw, table.name)
+        except UnsupportedMergeError as exc:
+            raise TableServicesRefusedError(
+                f"table {name!r} at {table.base_uri}: compaction merges file slices and refuses it ({exc})"
+            ) from exc
+        self._observe_lock(name, lock)
+        config = runtime.entry.hoodie
+        runtime.phase[TableService.COMPACTION] = Phase.PLANNING
+        pending = pending_compactions(table.load_timeline())
+        self._pending_compactions(runtime, [i.timestamp for i in pending])
+        if pending:
+            # Java's async compactor and `HoodieCompactor`'s execute mode run the earliest first.
+            instant_time = pending[0].timestamp
+        else:
+            if config.compaction.strategy_kind is None:
+                # A strategy whose plans are not reproduced: a refusal, not a failure (a failure would
+                # quarantine the table, and its cleaning and clustering with it); pending plans still run.
+                raise TableServicesRefusedError(
+                    config.compaction.strategy_refusal or f"table {name!r}: compaction strategy not supported"
+                )
+            scheduled = schedule_compaction(table, config, lock, now=now, zone=zone)
+            if scheduled.instant_time is None:
+                log.debug("table %s: no compaction scheduled: %s", name, scheduled.reason)
+                return Outcome.DONE
+            instant_time = scheduled.instant_time
+            self._pending_compactions(runtime, [instant_time])
+        with self._slot(TableService.COMPACTION, SlotClaim(name)):
+            runtime.phase[TableService.COMPACTION] = Phase.EXECUTING
+            result = execute_compaction(table, config, lock, instant_time, zone=zone)
+        log.info("%s", compaction_outcome(name, result))
+        self.metrics.run_duration_seconds.labels(name, TableService.COMPACTION).observe(
+            result.duration_seconds
+        )
+        self._completed(name, TableService.COMPACTION, result.instant_time, zone)
+        ended = self.clock()
+        self.history.record(
+            RunRecord(
+                name, str(TableService.COMPACTION), "committed", result.instant_time,
+                started=ended - timedelta(seconds=result.duration_seconds), ended=ended,
+                partitions=tuple(sorted({s.partition_path or "" for s in result.stats})),
+                after=FileStats(result.output_files, result.output_bytes),
+            )
+        )  # fmt: skip
+        timeline = table.load_timeline()
+        self._pending_compactions(runtime, [i.timestamp for i in pending_compactions(timeline)])
+        self._after_tick(runtime, table, timeline, zone, worked=True)
+        return Outcome.DONE
+
+    def _pending_compactions(self, runtime: TableRuntime, instant_times: list[str]) -> None:
+        """Compaction instants requested or inflight: the gauge, and due while one is left pending."""
+        runtime.pending[TableService.COMPACTION] = tuple(instant_times)
+        runtime.due[TableService.COMPACTION] = bool(instant_times)
+        self.metrics.pending_compactions.labels(runtime.name).set(len(instant_times))
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> Outcome:
         table, lock, zone = runtime.open()

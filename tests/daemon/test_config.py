@@ -37,6 +37,7 @@ tables:
     base_path: s3a://bucket/users/
     storage_options: {endpoint_override: "localhost:9000"}
     clustering: {enabled: false}
+    compaction: {enabled: false}
 """
 
 
@@ -111,6 +112,15 @@ def test_config_yaml_error_names_file_and_line(tmp_path: Path) -> None:
     ("edit", "expected"),
     [
         (("poll_interval_seconds: 5", "poll_interval_secs: 5"), r"daemon.poll_interval_secs: Extra inputs"),
+        (("poll_interval_seconds: 5", "max_concurrent_compactions: 0"), r"daemon.max_concurrent_compactions"),
+        (
+            ("compaction: {enabled: false}", "compaction: {enabled: maybe}"),
+            r"table 'users': compaction.enabled",
+        ),
+        (
+            ("compaction: {enabled: false}", "compaction: {every: 5}"),
+            r"table 'users': compaction.every: Extra",
+        ),
         (("poll_interval_seconds: 5", "poll_interval_seconds: -1"), r"daemon.poll_interval_seconds.*-1"),
         (("provider: in-process", "provider: etcd"), r"daemon.lock.provider.*'etcd'"),
         (("timezone: Europe/Berlin", "timezone: Mars/Olympus"), r"table 'orders': timezone.*Mars/Olympus"),
@@ -216,7 +226,7 @@ def test_config_schedule_change_changes_the_fingerprint() -> None:
 def test_config_repo_example_commented_schedule_settings_parse() -> None:
     """The commented examples of config.yaml's scheduling settings are valid when uncommented."""
     text = (REPO_ROOT / "config.yaml").read_text()
-    keys = "|".join(ClusteringSchedule.model_fields)
+    keys = "|".join([*ClusteringSchedule.model_fields, "compaction"])
     uncommented = re.sub(rf"^(\s*)# ({keys}):", r"\1\2:", text, flags=re.M)
     uncommented = uncommented.replace("  maintenance_windows: []\n  #  - ", "  maintenance_windows:\n    - ")
     uncommented = uncommented.replace('\n  #  - {cron: "0 0', '\n    - {cron: "0 0')
@@ -226,8 +236,28 @@ def test_config_repo_example_commented_schedule_settings_parse() -> None:
     assert demo.settings.clustering.small_file_count_trigger == 50
     assert demo.settings.clustering.effective_windows(config.daemon.maintenance_windows) == ()
     assert demo.settings.cleaning.max_interval_hours == 12 and demo.settings.cleaning.effective_windows()
+    assert demo.settings.compaction.enabled is True
     # As shipped, the demo is served at any time.
     assert load_daemon_config(REPO_ROOT / "config.yaml").daemon.maintenance_windows == ()
+
+
+def test_config_compaction_section_and_slots() -> None:
+    """`compaction.enabled` unset: left to the table's type (on for merge-on-read); `false` turns it
+    off; `daemon.max_concurrent_compactions` defaults to one slot, like clustering."""
+    config = parse_daemon_config(TWO_TABLES)
+    orders, users = (t.settings.compaction for t in config.tables)
+    assert orders.enabled is None and not orders.disabled
+    assert users.enabled is False and users.disabled
+    assert config.daemon.max_concurrent_compactions == 1
+    text = TWO_TABLES.replace(
+        "poll_interval_seconds: 5", "poll_interval_seconds: 5\n  max_concurrent_compactions: 3"
+    )
+    assert parse_daemon_config(text).daemon.max_concurrent_compactions == 3
+    on = parse_daemon_config(
+        TWO_TABLES.replace("compaction: {enabled: false}", "compaction: {enabled: true}")
+    )
+    assert on.table("users").settings.compaction.enabled is True
+    assert on.table("users").fingerprint != config.table("users").fingerprint
 
 
 def test_config_cluster_is_off_by_default_and_defaults_to_the_locks_zookeeper() -> None:

@@ -259,6 +259,79 @@ def test_daemon_cleaning_tick_reports_pending_cleans_and_the_last_completed_inst
     assert _value(registry, "deleted_files_total", table="t") == 1
 
 
+@pytest.mark.parametrize("enabled", [None, True])
+def test_daemon_compaction_tick_leaves_a_copy_on_write_table_alone(
+    tmp_path: Path, registry: CollectorRegistry, caplog: pytest.LogCaptureFixture, enabled: bool | None
+) -> None:
+    """Only merge-on-read tables are compacted: a copy-on-write table's compaction tick writes and
+    counts nothing, and `compaction.enabled: true` on it is said once at INFO (unset: not at all)."""
+    caplog.set_level(logging.INFO, logger="service.daemon.tick")
+    t = FixtureTable(tmp_path / "t", name="t")
+    _history(t)
+    text = _config_text({"t": t.base})
+    if enabled is not None:
+        text = text.replace(
+            "clustering: {enabled: false}", "clustering: {enabled: false}\n    compaction: {enabled: true}"
+        )
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    before = sorted(p.name for p in t.base.rglob("*"))
+    for n in range(3):
+        assert daemon.run_iteration(runtime, TableService.COMPACTION, NOW + timedelta(seconds=n)) is (
+            Outcome.NOT_APPLICABLE
+        )
+    assert sorted(p.name for p in t.base.rglob("*")) == before
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO and r.name.endswith(".tick")]
+    assert said == (["table t: COPY_ON_WRITE; it is not compacted"] if enabled else [])
+    assert registry.get_sample_value(
+        "hudi_table_service_last_success_timestamp_seconds", {"table": "t", "service": "compaction"}
+    ) is None  # fmt: skip
+    assert registry.get_sample_value("hudi_table_service_pending_compactions", {"table": "t"}) is None
+    assert not runtime.consecutive_failures and not runtime.refused_services
+
+
+def test_daemon_compaction_disabled_adds_no_job(tmp_path: Path, registry: CollectorRegistry) -> None:
+    served, off = FixtureTable(tmp_path / "served", name="served"), FixtureTable(tmp_path / "unc", name="unc")
+    text = _config_text({"served": served.base, "unc": off.base}, poll=60)
+    text = text.replace(
+        f"base_path: {off.base}\n    clustering: {{enabled: false}}",
+        f"base_path: {off.base}\n    clustering: {{enabled: false}}\n    compaction: {{enabled: false}}",
+    )
+    daemon = Daemon(parse_daemon_config(text), registry=registry, serve_http=False)
+    daemon.start()
+    try:
+        assert daemon._scheduler.get_job("served:compaction") is not None
+        assert daemon._scheduler.get_job("unc:compaction") is None
+        assert daemon._scheduler.get_job("unc:cleaning") is not None
+    finally:
+        assert daemon.stop(grace_seconds=10)
+
+
+def test_daemon_compaction_strategy_not_reproduced_is_refused_not_failed(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """A writer's config pasted whole may name a compaction strategy the planner does not reproduce:
+    compaction is refused (no failure, no quarantine) and the table is still cleaned."""
+    t = FixtureTable(tmp_path / "t", name="t", table_type="MERGE_ON_READ")
+    _history(t)
+    strategy = "org.apache.hudi.table.action.compact.strategy.DayBasedCompactionStrategy"
+    text = _config_text({"t": t.base}, backoff=30).replace(
+        "hoodie.clustering.async.max.commits: 100",
+        f"hoodie.clustering.async.max.commits: 100\n  hoodie.compaction.strategy: {strategy}",
+    )
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    for n in range(3):
+        at = NOW + timedelta(seconds=n)
+        assert daemon.run_iteration(runtime, TableService.COMPACTION, at) is Outcome.REFUSED
+    assert runtime.refused_services == {TableService.COMPACTION}
+    assert not runtime.consecutive_failures and not runtime.quarantined
+    assert _value(registry, "table_refused", table="t") == 1
+    assert not list((t.base / ".hoodie").glob("*.compaction.*"))
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
+    assert _value(registry, "deleted_files_total", table="t") == 1
+
+
 def test_a_table_lost_to_another_replica_while_waiting_for_a_slot_is_not_cleaned(
     tmp_path: Path, registry: CollectorRegistry
 ) -> None:

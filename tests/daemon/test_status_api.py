@@ -217,7 +217,8 @@ def test_api_lists_every_table_with_its_state_small_files_and_last_runs(
     assert cleaning["pending"] == [] and cleaning["next_due"] is not None
     clustering = healthy["services"]["clustering"]
     assert clustering["commits_since_last"] == 3 and clustering["last_run"]["instant"] == ts(2)
-    assert tables["mor"]["refused_services"] == ["clustering"]
+    # Compaction merges slices as clustering does: refused for the same payload class.
+    assert tables["mor"]["refused_services"] == ["clustering", "compaction"]
     assert tables["broken"]["services"]["cleaning"]["consecutive_failures"] == 2
     assert registry.get_sample_value("hudi_table_service_small_files", {"table": "healthy"}) == 1
     assert registry.get_sample_value(
