@@ -60,7 +60,7 @@ def test_bench_daemon_quick_run_reports_every_figure(tmp_path: Path) -> None:
         for key in ("per_table_cpu_ms", "per_table_wall_ms"):
             assert set(figures[key]) == {"mean", "p50", "p99", "max"}
             assert figures[key]["p50"] > 0
-        assert set(figures["services"]) == {"clustering", "cleaning"}
+        assert set(figures["services"]) == {"clustering", "cleaning", "compaction"}
     assert document["cold"]["table_ticks"] == TOY.tables
     steady = document["steady"]
     assert steady["table_ticks"] >= TOY.tables  # at least one full round in the window
@@ -69,6 +69,10 @@ def test_bench_daemon_quick_run_reports_every_figure(tmp_path: Path) -> None:
     for service in ("clustering", "cleaning"):
         assert steady["services"][service]["hoodie_listings_per_tick"] == 1
         assert steady["services"][service]["outcomes"] == ["done"]
+    # Copy-on-write tables have nothing to compact: the tick touches no storage at all.
+    compaction = steady["services"]["compaction"]
+    assert compaction["outcomes"] == ["not_applicable"]
+    assert compaction["hoodie_listings_per_tick"] == compaction["reads_per_tick"] == 0
     assert steady["partition_listings"] == 0
     assert steady["decodes"] == 0
     assert document["memory"]["peak_rss_mb"] > 0
