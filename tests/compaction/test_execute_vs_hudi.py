@@ -28,12 +28,7 @@ __all__ = ["mor_histories"]
 
 
 def _read(spark: SparkSession, base: Path, query_type: str = "snapshot") -> list[dict[str, Any]]:
-    reader = (
-        spark.read.format("hudi")
-        .option("hoodie.metadata.enable", "false")
-        .option("hoodie.datasource.query.type", query_type)
-    )
-    return ht.normalise_rows(row.asDict() for row in reader.load(str(base)).collect())
+    return ht.normalise_rows(ht.read_snapshot(spark, base, query_type))
 
 
 def _commit(base: Path, instant: str) -> codecs.CommitMetadata:

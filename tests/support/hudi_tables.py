@@ -254,10 +254,17 @@ def _epoch_micros(value: datetime) -> int:
 # -- reads -----------------------------------------------------------------------------------------
 
 
-def read_snapshot(spark: SparkSession, base_path: str | Path) -> list[dict[str, Any]]:
-    """Snapshot rows through Hudi's Spark reader (meta columns included), as dicts."""
-    df = spark.read.format("hudi").option("hoodie.metadata.enable", "false").load(str(base_path))
-    return [row.asDict() for row in df.collect()]
+def read_snapshot(
+    spark: SparkSession, base_path: str | Path, query_type: str = "snapshot"
+) -> list[dict[str, Any]]:
+    """Rows through Hudi's Spark reader (meta columns included), as dicts: a snapshot query, or
+    `query_type` (`read_optimized`: base files only on merge-on-read)."""
+    reader = (
+        spark.read.format("hudi")
+        .option("hoodie.metadata.enable", "false")
+        .option("hoodie.datasource.query.type", query_type)
+    )
+    return [row.asDict() for row in reader.load(str(base_path)).collect()]
 
 
 def hudi_rs_table(base_path: str | Path) -> Any:

@@ -27,7 +27,11 @@ import fastavro
 from service.errors import CorruptTableError
 from service.table.avro_schema import HOODIE_META_FIELDS
 from service.table.mdt.index_keys import bloom_filter_key, column_stats_key
-from service.table.mdt.records import log_block_schema_text, parsed_writer_schema, reader_schema
+from service.table.mdt.records import (
+    log_block_schema_text,
+    parsed_writer_schema,
+    read_metadata_record,
+)
 
 RECORD_TYPE_COLUMN_STATS = 3  # HoodieMetadataPayload.METADATA_TYPE_COLUMN_STATS
 RECORD_TYPE_BLOOM_FILTER = 4  # HoodieMetadataPayload.METADATA_TYPE_BLOOM_FILTER
@@ -213,17 +217,8 @@ def _wrapped_from_avro(raw: Any, where: str) -> WrappedValue | None:
 def decode_index_record(row_key: str, value: bytes, writer_schema: str, source: str) -> IndexRecord:
     """One record of `column_stats` or `bloom_filters`; CorruptTableError names `source` and the key."""
     where = f"{source}: MDT record {row_key!r}"
-    try:
-        record = fastavro.schemaless_reader(
-            io.BytesIO(value), parsed_writer_schema(writer_schema), reader_schema(), return_record_name=True
-        )
-    except Exception as e:  # fastavro raises many kinds (ValueError, EOFError, SchemaResolutionError, ...)
-        raise CorruptTableError(f"{where}: not a readable HoodieMetadataRecord: {e}") from e
-    if not isinstance(record, dict):
-        raise CorruptTableError(f"{where}: not a HoodieMetadataRecord")
-    key = record.get("key") or row_key
-    if key != row_key:
-        raise CorruptTableError(f"{where}: record says key {key!r}")
+    record = read_metadata_record(row_key, value, writer_schema, where, record_names=True)
+    key = row_key  # read_metadata_record checked the record agrees
     kind = record.get("type")
     payload: ColumnStats | BloomFilterMetadata
     if kind == RECORD_TYPE_BLOOM_FILTER:

@@ -84,12 +84,18 @@ def parsed_writer_schema(text: str) -> Any:
     return fastavro.parse_schema(json.loads(text), named_schemas={})
 
 
-def decode_files_record(row_key: str, value: bytes, writer_schema: str, source: str) -> FilesRecord:
-    """One record of the `files` partition; raises CorruptTableError naming `source` and the key."""
-    where = f"{source}: MDT record {row_key!r}"
+def read_metadata_record(
+    row_key: str, value: bytes, writer_schema: str, where: str, *, record_names: bool = False
+) -> dict[str, Any]:
+    """The HoodieMetadataRecord of one log-block or HFile entry, checked to carry `row_key`
+    (a record without a key takes the entry's); CorruptTableError starts with `where`.
+    `record_names`: union branches of records come as (name, value), to tell wrappers apart."""
     try:
         record = fastavro.schemaless_reader(
-            io.BytesIO(value), parsed_writer_schema(writer_schema), reader_schema()
+            io.BytesIO(value),
+            parsed_writer_schema(writer_schema),
+            reader_schema(),
+            return_record_name=record_names,
         )
     except Exception as e:  # fastavro raises many kinds (ValueError, EOFError, SchemaResolutionError, ...)
         raise CorruptTableError(f"{where}: not a readable HoodieMetadataRecord: {e}") from e
@@ -98,6 +104,14 @@ def decode_files_record(row_key: str, value: bytes, writer_schema: str, source: 
     key = record.get("key") or row_key
     if key != row_key:
         raise CorruptTableError(f"{where}: record says key {key!r}")
+    return record
+
+
+def decode_files_record(row_key: str, value: bytes, writer_schema: str, source: str) -> FilesRecord:
+    """One record of the `files` partition; raises CorruptTableError naming `source` and the key."""
+    where = f"{source}: MDT record {row_key!r}"
+    record = read_metadata_record(row_key, value, writer_schema, where)
+    key = row_key  # read_metadata_record checked the record agrees
     kind = record.get("type")
     if kind not in (RECORD_TYPE_PARTITION_LIST, RECORD_TYPE_FILE_LIST):
         raise CorruptTableError(f"{where}: type {kind} does not belong in the files partition")
