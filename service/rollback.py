@@ -4,9 +4,12 @@ Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`):
 
 1. Plan: a `HoodieRollbackPlan` naming the files the instant wrote. From its markers (one request
    per marker: partition, file id, base instant, the file), as `MarkerBasedRollbackStrategy`; when
-   the instant left no markers, from a listing of the base files carrying its instant time in the
-   partitions it touched (one request per partition, as `ListingBasedRollbackStrategy`). An instant
-   still in REQUESTED state wrote nothing: its plan has no requests, as in Java.
+   the instant left no markers (a writer that crashed before its timeline-server markers were
+   flushed, or markers deleted), as `ListingBasedRollbackStrategy`: a listing of the partitions it
+   touched for base files carrying its instant time and log files whose base instant it is (one
+   delete request per partition), and for a deltacommit a rollback command block in each file
+   group its workload profile says it appended to. An instant still in REQUESTED state wrote
+   nothing: its plan has no requests, as in Java.
 2. Under the table lock (on object stores "create if absent" is exclusive only under it): reload
    the timeline, refuse a T whose heartbeat is alive (unless the caller owns it), write
    `R.rollback.requested` (the Avro plan), start R's heartbeat (`.hoodie/.heartbeat/R`, kept until
@@ -81,7 +84,8 @@ log = logging.getLogger(__name__)
 ROLLBACK_PLAN_VERSION = 1
 ROLLBACK_METADATA_VERSION = 1
 # Write actions whose pending instants the product rolls back. A deltacommit (merge-on-read) is
-# rolled back from its markers only: its base files are deleted, and each log file group it appended
+# rolled back from its markers, or without them from a listing and its workload profile: its base
+# files (and log files of slices it began) are deleted, and each file group it appended log blocks
 # to gets a rollback command block (`service.table.log_format.rollback_block`).
 ROLLBACK_ACTIONS = frozenset({Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT})
 # A compaction completes as a commit; a failed attempt is rolled back from its MERGE/CREATE markers
@@ -150,16 +154,10 @@ def plan_rollback(table: HudiTable, instant: Instant) -> codecs.RollbackPlan:
         markers = list_markers(table.storage, instant.timestamp)
         if markers:
             requests = _merge_log_requests([_marker_request(table, instant, m) for m in markers])
-        elif instant.action is Action.DELTA_COMMIT:
-            # ListingBasedRollbackStrategy on MOR must tell which log files hold X's blocks from the
-            # listing alone; not reproduced: the deltacommit stays pending (it holds cleaning back,
-            # it never loses data). Hudi's Spark writers leave markers, so this is the rare case.
-            raise UnsupportedTableError(
-                f"{table.base_uri}: {instant} left no markers; a listing-based rollback of a "
-                "deltacommit is not supported"
-            )
         else:
             requests = _listing_requests(table, instant)
+            if instant.action is Action.DELTA_COMMIT:
+                requests += _listing_append_requests(table, instant)
     return codecs.RollbackPlan(
         instant_to_rollback=codecs.InstantInfo(commit_time=instant.timestamp, action=instant.action.value),
         rollback_requests=tuple(requests),
@@ -260,19 +258,13 @@ def _listing_requests(table: HudiTable, instant: Instant) -> list[codecs.Rollbac
     partitions = affected_partitions(table, instant)
     # Storage, never the MDT: a failed write's files are in no metadata table listing.
     listing = table.list_storage_partitions(partitions)
-    extension = table.config.base_file_extension
     requests = []
     for partition in sorted(listing):
-        files = []
-        for status in listing[partition]:
-            if status.is_dir or status.name.startswith(".") or not status.name.endswith(extension):
-                continue
-            try:
-                base = parse_base_file(partition, status.name)
-            except CorruptTableError:
-                continue  # not a Hudi base file name: certainly not written by this instant
-            if base.instant_time == instant.timestamp:
-                files.append(table.storage.qualify(base.path))
+        files = [
+            table.storage.qualify(posixpath.join(partition, status.name) if partition else status.name)
+            for status in listing[partition]
+            if not status.is_dir and _written_by(table, partition, status.name, instant.timestamp)
+        ]
         if files:
             requests.append(
                 codecs.RollbackRequest(
@@ -281,6 +273,64 @@ def _listing_requests(table: HudiTable, instant: Instant) -> list[codecs.Rollbac
                     latest_base_instant="",
                     files_to_be_deleted=tuple(sorted(files)),
                     log_blocks_to_be_deleted={},
+                )
+            )
+    return requests
+
+
+def _written_by(table: HudiTable, partition: str, name: str, instant_time: str) -> bool:
+    """ListingBasedRollbackStrategy.getSerializablePathFilter: a base file of the instant, or a log
+    file whose base instant is the instant (a file group the instant created with log files: an
+    index that logs inserts, or a slice only it wrote to)."""
+    if name.endswith(table.config.base_file_extension) and not name.startswith("."):
+        try:
+            return parse_base_file(partition, name).instant_time == instant_time
+        except CorruptTableError:
+            return False  # not a Hudi base file name: certainly not written by this instant
+    log_name = parse_log_file_name(name)
+    return log_name is not None and log_name.base_instant_time == instant_time
+
+
+def _listing_append_requests(table: HudiTable, instant: Instant) -> list[codecs.RollbackRequest]:
+    """ListingBasedRollbackStrategy.getRollbackRequestToAppend for a deltacommit without markers:
+    which file groups it appended log blocks to comes from its workload profile
+    (`X.deltacommit.inflight`: per partition, a write stat per file group with the base instant
+    the write found, `prevCommit`; "null" for a new file group). A group whose latest slice up to X
+    (`getLatestFileSlicesBeforeOrOn(partition, X, true)`: a pending compaction's new slice counts,
+    groups replaced by X's time do not) began before X gets a rollback command block in that slice;
+    a slice X began was deleted whole by the listing.
+
+    Java keys `logBlocksToBeDeleted` by the write stat's path, which a workload profile leaves
+    empty (the key becomes the table's base path); here it names the slice's newest log file,
+    where X's blocks went unless X died before appending. A slice without log files holds no block
+    of X: no command block (Java would write one that voids nothing).
+    """
+    if instant.state is not State.INFLIGHT:
+        return []
+    profile = table.facts_reader.commit_metadata(instant)
+    if not profile.partition_to_write_stats:
+        return []
+    partitions = affected_partitions(table, instant) or []  # the profile's, confined
+    timeline = table.load_timeline()
+    view = table.load_view(timeline, partitions, from_storage=True)
+    requests = []
+    for partition in partitions:
+        for stat in profile.partition_to_write_stats.get(partition, ()):
+            if not stat.file_id or stat.prev_commit in (None, codecs.NULL_COMMIT):
+                continue
+            group = view.file_groups.get((partition, stat.file_id))
+            if group is None or (group.replaced_by is not None and group.replaced_by <= instant.timestamp):
+                continue
+            latest = next((s for s in group.slices if s.base_instant_time <= instant.timestamp), None)
+            if latest is None or latest.base_instant_time == instant.timestamp or not latest.log_files:
+                continue
+            requests.append(
+                codecs.RollbackRequest(
+                    partition_path=partition,
+                    file_id=stat.file_id,
+                    latest_base_instant=latest.base_instant_time,
+                    files_to_be_deleted=(),
+                    log_blocks_to_be_deleted={latest.log_files[-1].file_name: 1},
                 )
             )
     return requests

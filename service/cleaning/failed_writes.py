@@ -71,8 +71,9 @@ def rollback_failed_writes(
         except UnsupportedTableError as exc:
             if instant.action is not Action.DELTA_COMMIT:
                 raise
-            # A deltacommit this service cannot roll back as Hudi would (no markers): left pending,
-            # it holds the earliest commit to retain back, which never loses data.
+            # A deltacommit this service cannot roll back as Hudi would (APPEND markers of a writer
+            # before 0.14): left pending, it holds the earliest commit to retain back, which never
+            # loses data.
             log.warning("table %s: failed write %s left pending: %s", table.name, instant, exc)
             continue
         rolled_back.append(instant.timestamp)

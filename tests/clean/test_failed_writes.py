@@ -7,6 +7,8 @@ import posixpath
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from service.table import codecs
 from service.table.instant import Action, State
 from service.table.markers import IOType, create_marker
@@ -96,6 +98,7 @@ def _mor_table(tmp_path: Path, markers: bool) -> tuple[FixtureTable, str, str]:
         action=Action.DELTA_COMMIT,
         state=State.INFLIGHT,
         logs=[LogSpec("a", fid(1), ts(1), version=2)],
+        workload_profile=True,
     )
     if markers:
         create_marker(t.storage, ts(3), base.path or "", IOType.CREATE)
@@ -103,8 +106,12 @@ def _mor_table(tmp_path: Path, markers: bool) -> tuple[FixtureTable, str, str]:
     return t, log.path or "", base.path or ""
 
 
-def test_failed_deltacommit_is_rolled_back_with_a_command_block(tmp_path: Path) -> None:
-    t, log, base = _mor_table(tmp_path, markers=True)
+@pytest.mark.parametrize("markers", [True, False])
+def test_failed_deltacommit_is_rolled_back_with_a_command_block(tmp_path: Path, markers: bool) -> None:
+    """With its markers (MarkerBasedRollbackStrategy) or without them (ListingBasedRollbackStrategy:
+    the base file found by listing, the appended file group named by the workload profile), the
+    rollback is the same."""
+    t, log, base = _mor_table(tmp_path, markers=markers)
     table = _run(t, LAZY)
     timeline = table.load_timeline()
     assert [i for i in timeline if i.timestamp == ts(3)] == []
@@ -118,12 +125,3 @@ def test_failed_deltacommit_is_rolled_back_with_a_command_block(tmp_path: Path) 
     assert [posixpath.basename(p) for p in pm.success_delete_files] == [posixpath.basename(base)]
     assert {posixpath.basename(p) for p in pm.rollback_log_files or {}} == {posixpath.basename(block_file)}
     assert dict(pm.log_files_from_failed_commit or {}) == {posixpath.basename(log): 1}  # as Hudi 0.15
-
-
-def test_failed_deltacommit_without_markers_is_left_pending(tmp_path: Path) -> None:
-    """Hudi's listing-based rollback of a deltacommit is not reproduced: the write stays pending
-    (it holds cleaning back) and the clean still runs."""
-    t, log, base = _mor_table(tmp_path, markers=False)
-    table = _run(t, LAZY)
-    assert [i.timestamp for i in table.load_timeline().pending()] == [ts(3)]
-    assert (t.base / base).exists() and (t.base / log).exists()

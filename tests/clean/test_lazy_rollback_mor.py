@@ -176,3 +176,76 @@ def test_lazy_clean_rolls_back_a_failed_deltacommit_as_hudi_does(
     assert all(after[i]["name"].endswith("b3") for i in range(20, 24))
     assert {after[i]["name"].rsplit("-", 1)[-1] for i in range(12, 18)} == {"b0"}
     assert {after[i]["name"].rsplit("-", 1)[-1] for i in range(6, 12)} == {"b1"}
+
+
+LISTING = {**LAZY, "hoodie.rollback.using.markers": "false"}
+
+
+def _clean_with(spark: SparkSession, base: Path, props: dict[str, str]) -> None:
+    opts = ",".join(f"{k}={v}" for k, v in props.items())
+    _call(spark, base, "run_clean", f"retain_commits => 10, options => '{opts}'")
+
+
+def test_a_failed_deltacommit_without_markers_is_rolled_back_as_hudis_listing_rollback(
+    spark: SparkSession, failed: MorHistory, tmp_path: Path
+) -> None:
+    """The failed deltacommit's markers are gone (its writer crashed before Hudi's timeline server
+    flushed them, or they were deleted). Hudi's `ListingBasedRollbackStrategy`
+    (`hoodie.rollback.using.markers=false`) rolls it back from a listing and the inflight workload
+    profile; ours, with no markers to read, does the same: the same files deleted, the same command
+    block files, the same reads afterwards, and Hudi's writer goes on."""
+    copies = {name: tmp_path / name for name in ("hudi", "ours", "hudi_markers")}
+    for copy in copies.values():
+        shutil.copytree(failed.base_path, copy, symlinks=True)
+        markers = copy / ".hoodie" / ".temp" / failed.failed_instant
+        assert markers.is_dir(), "Hudi's failed write left markers"
+        shutil.rmtree(markers)
+    before = _data_files(failed.base_path)
+    snapshot = _read(spark, failed.base_path)
+
+    _clean_with(spark, copies["hudi"], LISTING)
+    make_cleaner(
+        copies["ours"], {"hoodie.cleaner.commits.retained": 10, **LAZY}, CleanOptions(), now=None
+    ).run()
+
+    _, hudi_meta = _rollback(copies["hudi"], failed.failed_instant)
+    _, our_meta = _rollback(copies["ours"], failed.failed_instant)
+    hudi_essentials, our_essentials = _essentials(hudi_meta), _essentials(our_meta)
+    for essentials in (hudi_essentials, our_essentials):
+        for partition, (deleted, not_deleted, appended, _) in essentials["partitions"].items():
+            # Java keys logFilesFromFailedCommit by the workload profile's empty stat path (the
+            # base path); ours names the slice's newest log file: compared apart, below.
+            essentials["partitions"][partition] = (deleted, not_deleted, appended)
+    assert our_essentials == hudi_essentials
+    assert any(pm.rollback_log_files for pm in our_meta.partition_metadata.values()), "a command block"
+    assert any(pm.success_delete_files for pm in our_meta.partition_metadata.values()), "a base file"
+    assert before - _data_files(copies["ours"]) == before - _data_files(copies["hudi"]) != set()
+    added = _data_files(copies["ours"]) - before
+    assert added == _data_files(copies["hudi"]) - before != set()
+
+    # Reads afterwards: as before the failed write, for Hudi (storage and MDT listings), us, hudi-rs.
+    ours = copies["ours"]
+    assert _read(spark, ours) == _read(spark, ours, mdt=True) == _read(spark, copies["hudi"]) == snapshot
+    assert {r["id"] for r in ht.normalise_rows(ht.hudi_rs_snapshot(ours).to_pylist())} == {
+        r["id"] for r in snapshot
+    }
+    assert {
+        k: {c: v for c, v in r.items() if c != "_hoodie_record_key"}
+        for k, r in _our_merged_read(ours).items()
+    } == {str(r["id"]): r for r in snapshot}
+
+    # Hudi's writer goes on over our rollback.
+    writer = _MorBuilder(spark, failed.name, ours, failed.partitioned, LAZY)
+    writer.write("upsert", range(100, 104), tag=4, ts=60)
+    after = {r["id"]: r for r in _read(spark, ours, mdt=True)}
+    assert {i for i in after if i >= 100} == set(range(100, 104))
+    assert {after[i]["name"].rsplit("-", 1)[-1] for i in range(6, 12)} == {"b1"}
+
+    # For the record: Hudi's default marker-based rollback finds no markers and deletes nothing; the
+    # failed write's base file stays behind as an orphan.
+    _clean_with(spark, copies["hudi_markers"], LAZY)
+    _, marker_meta = _rollback(copies["hudi_markers"], failed.failed_instant)
+    assert not any(
+        pm.success_delete_files or pm.rollback_log_files for pm in marker_meta.partition_metadata.values()
+    )
+    assert _data_files(copies["hudi_markers"]) == before

@@ -168,14 +168,33 @@ class FixtureTable:
         operation: codecs.WriteOperationType = codecs.WriteOperationType.UPSERT,
         action: Action = Action.COMMIT,
         logs: Iterable[LogSpec] = (),
+        workload_profile: bool = False,
     ) -> list[codecs.WriteStat]:
-        """A write instant; `logs` adds MOR log files (use `action=Action.DELTA_COMMIT` with them)."""
+        """A write instant; `logs` adds MOR log files (use `action=Action.DELTA_COMMIT` with them).
+        `workload_profile`: the inflight file holds what a Spark writer puts there
+        (`BaseCommitActionExecutor.saveWorkloadProfileMetadataToInflight`): per file group written,
+        its file id and the base instant it found (`prevCommit`, "null" for a new group)."""
+        logs = list(logs)
         stats = [self.write_base_file(f, instant_time) for f in files]
         stats += [self.write_log_file(spec, instant_time) for spec in logs]
         create_instant_file(self.storage, Instant(instant_time, action, State.REQUESTED))
         if state is State.REQUESTED:
             return stats
-        create_instant_file(self.storage, Instant(instant_time, action, State.INFLIGHT))
+        profile = b""
+        if workload_profile:
+            found = {(spec.partition, spec.file_id): spec.base_instant for spec in logs}
+            written = [
+                codecs.WriteStat(
+                    file_id=s.file_id,
+                    partition_path=s.partition_path,
+                    prev_commit=found.get((s.partition_path or "", s.file_id or ""), codecs.NULL_COMMIT),
+                )
+                for s in stats
+            ]
+            profile = codecs.encode(
+                codecs.CommitMetadata(partition_to_write_stats=self._stats_by_partition(written))
+            )
+        create_instant_file(self.storage, Instant(instant_time, action, State.INFLIGHT), profile)
         if state is State.INFLIGHT:
             return stats
         meta = codecs.CommitMetadata(
