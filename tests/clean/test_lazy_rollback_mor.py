@@ -186,6 +186,41 @@ def _clean_with(spark: SparkSession, base: Path, props: dict[str, str]) -> None:
     _call(spark, base, "run_clean", f"retain_commits => 10, options => '{opts}'")
 
 
+def rolled_back_without_markers(
+    spark: SparkSession, source: Path, failed_instant: str, tmp_path: Path, copies: tuple[str, ...] = ()
+) -> tuple[Path, Path, codecs.RollbackMetadata, set[str]]:
+    """Copies of `source` with the failed deltacommit's markers removed, rolled back by Hudi's
+    `ListingBasedRollbackStrategy` (`hoodie.rollback.using.markers=false`, LAZY `run_clean`) and by
+    our LAZY clean: both delete the same files and write the same command-block files and rollback
+    metadata essentials. Returns (ours, Hudi's, our rollback metadata, the files deleted);
+    `copies` names further untouched copies (markers removed) under `tmp_path`."""
+    for name in ("hudi", "ours", *copies):
+        shutil.copytree(source, tmp_path / name, symlinks=True)
+        markers = tmp_path / name / ".hoodie" / ".temp" / failed_instant
+        assert markers.is_dir(), "Hudi's failed write left markers"
+        shutil.rmtree(markers)
+    hudi, ours = tmp_path / "hudi", tmp_path / "ours"
+    before = _data_files(source)
+    _clean_with(spark, hudi, LISTING)
+    make_cleaner(ours, {"hoodie.cleaner.commits.retained": 10, **LAZY}, CleanOptions(), now=None).run()
+
+    _, hudi_meta = _rollback(hudi, failed_instant)
+    _, our_meta = _rollback(ours, failed_instant)
+    hudi_essentials, our_essentials = _essentials(hudi_meta), _essentials(our_meta)
+    for essentials in (hudi_essentials, our_essentials):
+        for partition, (deleted, not_deleted, appended, _) in essentials["partitions"].items():
+            # Java keys logFilesFromFailedCommit by the workload profile's empty stat path (the
+            # base path); ours names the slice's newest log file: not compared.
+            essentials["partitions"][partition] = (deleted, not_deleted, appended)
+    assert our_essentials == hudi_essentials
+    assert any(pm.rollback_log_files for pm in our_meta.partition_metadata.values()), "a command block"
+    deleted = before - _data_files(ours)
+    assert deleted == before - _data_files(hudi) != set()
+    added = _data_files(ours) - before
+    assert added == _data_files(hudi) - before != set()
+    return ours, hudi, our_meta, deleted
+
+
 def test_a_failed_deltacommit_without_markers_is_rolled_back_as_hudis_listing_rollback(
     spark: SparkSession, failed: MorHistory, tmp_path: Path
 ) -> None:
@@ -194,38 +229,15 @@ def test_a_failed_deltacommit_without_markers_is_rolled_back_as_hudis_listing_ro
     (`hoodie.rollback.using.markers=false`) rolls it back from a listing and the inflight workload
     profile; ours, with no markers to read, does the same: the same files deleted, the same command
     block files, the same reads afterwards, and Hudi's writer goes on."""
-    copies = {name: tmp_path / name for name in ("hudi", "ours", "hudi_markers")}
-    for copy in copies.values():
-        shutil.copytree(failed.base_path, copy, symlinks=True)
-        markers = copy / ".hoodie" / ".temp" / failed.failed_instant
-        assert markers.is_dir(), "Hudi's failed write left markers"
-        shutil.rmtree(markers)
     before = _data_files(failed.base_path)
     snapshot = _read(spark, failed.base_path)
-
-    _clean_with(spark, copies["hudi"], LISTING)
-    make_cleaner(
-        copies["ours"], {"hoodie.cleaner.commits.retained": 10, **LAZY}, CleanOptions(), now=None
-    ).run()
-
-    _, hudi_meta = _rollback(copies["hudi"], failed.failed_instant)
-    _, our_meta = _rollback(copies["ours"], failed.failed_instant)
-    hudi_essentials, our_essentials = _essentials(hudi_meta), _essentials(our_meta)
-    for essentials in (hudi_essentials, our_essentials):
-        for partition, (deleted, not_deleted, appended, _) in essentials["partitions"].items():
-            # Java keys logFilesFromFailedCommit by the workload profile's empty stat path (the
-            # base path); ours names the slice's newest log file: compared apart, below.
-            essentials["partitions"][partition] = (deleted, not_deleted, appended)
-    assert our_essentials == hudi_essentials
-    assert any(pm.rollback_log_files for pm in our_meta.partition_metadata.values()), "a command block"
+    ours, hudi, our_meta, _ = rolled_back_without_markers(
+        spark, failed.base_path, failed.failed_instant, tmp_path, ("hudi_markers",)
+    )
     assert any(pm.success_delete_files for pm in our_meta.partition_metadata.values()), "a base file"
-    assert before - _data_files(copies["ours"]) == before - _data_files(copies["hudi"]) != set()
-    added = _data_files(copies["ours"]) - before
-    assert added == _data_files(copies["hudi"]) - before != set()
 
     # Reads afterwards: as before the failed write, for Hudi (storage and MDT listings), us, hudi-rs.
-    ours = copies["ours"]
-    assert _read(spark, ours) == _read(spark, ours, mdt=True) == _read(spark, copies["hudi"]) == snapshot
+    assert _read(spark, ours) == _read(spark, ours, mdt=True) == _read(spark, hudi) == snapshot
     assert {r["id"] for r in ht.normalise_rows(ht.hudi_rs_snapshot(ours).to_pylist())} == {
         r["id"] for r in snapshot
     }
@@ -243,9 +255,9 @@ def test_a_failed_deltacommit_without_markers_is_rolled_back_as_hudis_listing_ro
 
     # For the record: Hudi's default marker-based rollback finds no markers and deletes nothing; the
     # failed write's base file stays behind as an orphan.
-    _clean_with(spark, copies["hudi_markers"], LAZY)
-    _, marker_meta = _rollback(copies["hudi_markers"], failed.failed_instant)
+    _clean_with(spark, tmp_path / "hudi_markers", LAZY)
+    _, marker_meta = _rollback(tmp_path / "hudi_markers", failed.failed_instant)
     assert not any(
         pm.success_delete_files or pm.rollback_log_files for pm in marker_meta.partition_metadata.values()
     )
-    assert _data_files(copies["hudi_markers"]) == before
+    assert _data_files(tmp_path / "hudi_markers") == before
