@@ -27,12 +27,29 @@ from service.table.log_format.merge import MergeConfig
 from service.table.table import HudiTable
 from strategies.layout.rank import is_supported
 
+INDEX_TYPE = "hoodie.index.type"
+# Writers' indexes a clustering must update, which this service cannot (Hudi's own clustering calls
+# `HoodieIndex.updateLocation` with its write statuses, or keeps bucket file ids): left stale, the
+# writer would append updates to replaced file groups (lost) or find no file group for a bucket.
+INDEXES_CLUSTERING_MUST_UPDATE: dict[str, str] = {
+    "HBASE": "record locations are kept in HBase (SparkHoodieHBaseIndex)",
+    "INMEMORY": "record locations are kept in the writer's memory (HoodieInMemoryHashIndex)",
+    "BUCKET": "file ids encode the bucket a record hashes to (HoodieBucketIndex)",
+}
+
 
 def check_plan_executable(
     table: HudiTable, config: HoodieConfig, plan: PlannedClustering, table_schema: str | None
 ) -> None:
-    """Raise PlanRefusedError (naming table, key and value) if executing `plan` is bound to fail."""
+    """Raise PlanRefusedError (naming table, key and value) if executing `plan` is bound to fail,
+    or would leave the writers' index (`hoodie.index.type`, as the writers are configured) stale."""
     where = f"table {table.name!r} at {table.base_uri}"
+    index = config.raw.get(INDEX_TYPE, "").strip().upper()
+    if index in INDEXES_CLUSTERING_MUST_UPDATE:
+        raise PlanRefusedError(
+            f"{where}: {INDEX_TYPE}={index}: {INDEXES_CLUSTERING_MUST_UPDATE[index]}; a clustering must "
+            "update that index, which this service cannot"
+        )
     if any(s.log_file_paths for g in plan.groups for s in g.slices):
         try:
             MergeConfig.from_table_properties(table.config.raw, table.name)

@@ -162,6 +162,18 @@ def test_parquet_codec_the_writer_cannot_produce(tmp_path: Path) -> None:
     _refused(_table(tmp_path), "lz4 is not supported", **{"hoodie.parquet.compression.codec": "lz4"})
 
 
+@pytest.mark.parametrize("index", ["HBASE", "INMEMORY", "BUCKET", "bucket"])
+def test_an_index_clustering_must_update_is_refused(tmp_path: Path, index: str) -> None:
+    """The writers' index keeps record locations (HBase, in memory) or encodes buckets in file ids:
+    after a clustering that does not update it, updates would go to replaced file groups."""
+    _refused(_table(tmp_path), f"hoodie.index.type={index.upper()}", **{"hoodie.index.type": index})
+
+
+@pytest.mark.parametrize("index", ["SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM"])
+def test_indexes_that_read_the_table_are_fine(tmp_path: Path, index: str) -> None:
+    assert _schedule(_table(tmp_path), **{"hoodie.index.type": index}) is not None
+
+
 def test_dry_run_is_refused_too(tmp_path: Path) -> None:
     t = _table(tmp_path)
     table = HudiTable.open(str(t.base))
