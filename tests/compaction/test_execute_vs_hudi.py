@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.cli import main
-from service.compaction import executor
+from service.compaction.spark_job import CompactionJob
+from service.executor import SparkExecutor
 from service.table import codecs
 from service.table.codecs.commit import WriteOperationType
 from tests.support import hudi_tables as ht
@@ -97,21 +98,19 @@ def test_a_failed_attempt_leaves_nothing_visible_and_is_recovered_by_us_or_hudi(
     shutil.copytree(ours, theirs, symlinks=True)
     before = _read(spark, ours)
 
-    calls = []
-    original = executor._compact_one
+    written: list[codecs.WriteStat] = []
+    original = SparkExecutor.run_compaction
 
-    def failing(*args: Any) -> Any:
-        stat = original(*args)
-        calls.append(stat)
-        if len(calls) == 2:
-            raise OSError("disk full (injected)")
-        return stat
+    def failing(self: SparkExecutor, job: CompactionJob) -> list[codecs.WriteStat]:
+        # The operations' Spark tasks wrote their files; then the driver fails before committing.
+        written.extend(original(self, job))
+        raise OSError("disk full (injected)")
 
-    monkeypatch.setattr(executor, "_compact_one", failing)
+    monkeypatch.setattr(SparkExecutor, "run_compaction", failing)
     with pytest.raises(OSError, match="injected"):
         main(["compact", "--base-path", str(ours), "--mode", "execute"])
     monkeypatch.undo()
-    assert len(calls) >= 2
+    assert len(written) >= 2
     assert (ours / ".hoodie" / f"{instant}.compaction.inflight").exists()
     assert not (ours / ".hoodie" / f"{instant}.commit").exists()
     assert not list(ours.rglob(f"*_{instant}.parquet")), "this attempt's base files are deleted"
