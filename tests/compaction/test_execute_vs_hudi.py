@@ -18,7 +18,14 @@ from service.executor import SparkExecutor
 from service.table import codecs
 from service.table.codecs.commit import WriteOperationType
 from tests.support import hudi_tables as ht
-from tests.support.mor_tables import MorHistory, MorHistoryCache, _MorBuilder, hudi_compaction, mor_histories
+from tests.support.mor_tables import (
+    MorHistory,
+    MorHistoryCache,
+    _MorBuilder,
+    compacted_snapshot,
+    hudi_compaction,
+    mor_histories,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -192,3 +199,57 @@ def test_schedule_and_execute_equals_hudis_compaction(
     compacted = _read(spark, theirs)
     assert _read(spark, ours) == compacted
     assert _read(spark, ours, "read_optimized") == compacted
+
+
+def test_writers_appending_during_our_compaction_write_into_the_new_slice(
+    spark: SparkSession,
+    history: MorHistory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hudi's writer upserts into the file groups under compaction while we execute: once after our
+    claim (`C.compaction.inflight`) before the operations' tasks run, once after they wrote the new
+    base files but before `C.commit`, and inserts new keys. Its log files are the new slice's (base
+    instant C, `HoodieAppendHandle.init` on a pending compaction); after our commit Hudi's snapshot
+    (and hudi-rs) holds exactly what the writes imply, and the read-optimized read the compacted
+    rows without the upserts."""
+    base = tmp_path / "table"
+    shutil.copytree(history.base_path, base, symlinks=True)
+    assert main(["compact", "--base-path", str(base), "--mode", "schedule", "--json"]) == 0
+    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    compacted = compacted_snapshot(
+        history, _read(spark, base), ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist())
+    )
+    writer = _MorBuilder(spark, history.name, base, history.partitioned, {})
+    writes = {40: range(0, 48, 4), 41: range(1, 48, 6), 42: range(200, 210)}
+    original = SparkExecutor.run_compaction
+
+    def with_writers(self: SparkExecutor, job: CompactionJob) -> list[codecs.WriteStat]:
+        assert (base / ".hoodie" / f"{instant}.compaction.inflight").exists()
+        writer.write("upsert", writes[40], tag=40, ts=600)
+        stats = original(self, job)
+        writer.write("upsert", writes[41], tag=41, ts=700)
+        writer.write("upsert", writes[42], tag=42, ts=700)
+        assert not (base / ".hoodie" / f"{instant}.commit").exists()
+        return stats
+
+    monkeypatch.setattr(SparkExecutor, "run_compaction", with_writers)
+    assert main(["compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant]) == 0
+    monkeypatch.undo()
+    assert list(base.rglob(f".*_{instant}.log.*")), "the writer appended to the new slice"
+    assert _commit(base, instant).compacted
+
+    expected = {r["id"]: r for r in compacted}
+    after = {r["id"]: r for r in _read(spark, base)}
+    written = {i: tag for tag, ids in writes.items() for i in ids}
+    assert set(after) == set(expected) | set(written)
+    assert {i: after[i]["name"] for i in written} == {i: f"name-{i}-b{tag}" for i, tag in written.items()}
+    assert {i: r for i, r in after.items() if i not in written} == {
+        i: r for i, r in expected.items() if i not in written
+    }
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist()) == list(after.values())
+    # The new keys went to new file groups' base files (the writer's own instant), which the
+    # read-optimized read shows; of the groups under compaction it shows the compacted base files.
+    read_optimized = _read(spark, base, "read_optimized")
+    assert [r for r in read_optimized if r["id"] not in writes[42]] == compacted
