@@ -136,7 +136,7 @@ def build_table(spark: SparkSession, base: Path, shape: TableShape) -> None:
 
 def _input_files(base: Path) -> tuple[int, int, int]:
     files = [p for p in base.rglob("*") if p.is_file() and ".hoodie" not in p.relative_to(base).parts]
-    data = [p for p in files if ".parquet" in p.name or ".log." in p.name]
+    data = [p for p in files if not p.name.endswith(".crc") and (".parquet" in p.name or ".log." in p.name)]
     return len(data), sum(p.stat().st_size for p in data), sum(1 for p in data if ".log." in p.name)
 
 
