@@ -92,24 +92,6 @@ class Run:
     rows: int
 
 
-def _rows(spark: SparkSession, start: int, end: int, batch: int) -> DataFrame:
-    """`tests.support.hudi_tables.generate`'s rows from `spark.range` (no driver-side key list)."""
-    from pyspark.sql import functions as F
-
-    from tests.support.hudi_tables import EVENT_EPOCH_SECONDS, PARTITIONS
-
-    regions = F.array(*[F.lit(p) for p in PARTITIONS])
-    return spark.range(start, end).select(
-        F.col("id"),
-        F.element_at(regions, (F.col("id") % len(PARTITIONS) + 1).cast("int")).alias("region"),
-        ((F.col("id") * 7 + batch) % 100).cast("int").alias("qty"),
-        (F.col("id") * 1.25 + batch).cast("double").alias("price"),
-        F.concat(F.lit("name-"), F.col("id").cast("string"), F.lit(f"-b{batch}")).alias("name"),
-        F.timestamp_seconds(F.col("id") + F.lit(EVENT_EPOCH_SECONDS + batch * 3600)).alias("event_time"),
-        F.lit(batch).cast("long").alias("ts"),
-    )
-
-
 def build_table(spark: SparkSession, base: Path, shape: TableShape) -> None:
     """The merge-on-read input, written by Hudi (see the module docstring)."""
     from pyspark.sql import functions as F
@@ -120,15 +102,18 @@ def build_table(spark: SparkSession, base: Path, shape: TableShape) -> None:
     options = ht.writer_options(TABLE, ht.RECORD_KEY, ht.PRECOMBINE, (ht.PARTITION_FIELD,))
     options.update(mor_options({"hoodie.parquet.small.file.limit": "0"}))
 
+    def rows(start: int, end: int, batch: int) -> DataFrame:
+        return ht.rows_for_ids(spark.range(start, end), batch)
+
     def write(df: DataFrame, operation: str) -> None:
         opts = {**options, "hoodie.datasource.write.operation": operation}
         df.write.format("hudi").options(**opts).mode("append").save(str(base))
 
     per_batch = -(-shape.rows // shape.insert_batches)
     for batch in range(shape.insert_batches):
-        write(_rows(spark, batch * per_batch, min(shape.rows, (batch + 1) * per_batch), 0), "insert")
+        write(rows(batch * per_batch, min(shape.rows, (batch + 1) * per_batch), 0), "insert")
     for round_ in range(shape.upserts):
-        updated = _rows(spark, 0, shape.rows, round_ + 1).where(
+        updated = rows(0, shape.rows, round_ + 1).where(
             F.col("id") % shape.upsert_every == round_ % shape.upsert_every
         )
         write(updated, "upsert")
