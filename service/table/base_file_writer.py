@@ -391,6 +391,11 @@ class RollOverPolicy:
     """Before any ratio is known, a row group holds at most this fraction of the target in Arrow bytes."""
     max_buffer_bytes: int = 256 * 1024 * 1024
     """At most this many Arrow bytes are buffered for one row group (bounds memory)."""
+    cut_file_row_groups: int = 2
+    """A file cut by the caller (`write_file`) that would fit one row group is written as this many
+    equal row groups instead, each of at least a page: readers that prune by footer statistics
+    (Spark's and parquet-mr's row-group filters) then skip half a file where its min/max allow,
+    for a few hundred footer bytes. Larger files are already cut at `hoodie.parquet.block.size`."""
 
 
 class RollingBaseFileWriter:
@@ -551,6 +556,21 @@ class RollingBaseFileWriter:
 
     def _plan_rows(self, final: bool) -> int | None:
         """Rows for the next row group of the current file; 0 closes the file, None waits for input."""
+        rows = self._plan_rows_by_size(final)
+        current = self._current
+        assert current is not None
+        groups_left = self._policy.cut_file_row_groups - current.row_groups
+        if not self._ending or not rows or rows < self._pending_rows or groups_left < 2:
+            return rows
+        # The rest of a cut file fits one row group: split it evenly into the groups left.
+        candidate = self._peek(rows)
+        ratio = self._ratio() or self._sample_ratio(candidate)
+        if ratio * candidate.nbytes < groups_left * self._target.config.page_size_bytes:
+            return rows
+        return -(-rows // groups_left)
+
+    def _plan_rows_by_size(self, final: bool) -> int | None:
+        """Rows for the next row group that fit the file's remaining size (see `_plan_rows`)."""
         current = self._current
         assert current is not None
         policy = self._policy

@@ -374,3 +374,29 @@ def test_base_file_write_file_gives_the_rows_one_file_unless_they_exceed_the_tar
         k for r in results for k in pq.read_table(tmp_path / r.path).column("_hoodie_record_key").to_pylist()
     ]
     assert keys == rows.column("_hoodie_record_key").to_pylist()
+
+
+def test_base_file_a_cut_file_of_two_pages_or_more_is_written_as_two_even_row_groups(tmp_path: Path) -> None:
+    # Footer min/max per half file lets a pruning reader skip half a file; a file under two pages
+    # stays one row group (a row group smaller than a page only adds footer bytes).
+    rng = np.random.default_rng(11)
+    rows = random_table(60_000, "random", rng)
+    storage = Storage.for_base_uri(str(tmp_path))
+    config = small_bloom_config(**{"hoodie.parquet.page.size": "65536"})
+    with RollingBaseFileWriter(
+        storage,
+        BaseFileSchema.create(rows.schema, table_name="t"),
+        config,
+        partition_path="p",
+        instant_time=INSTANT,
+        target_file_size_bytes=50_000_000,
+        file_id_prefix="f",
+    ) as writer:
+        writer.write_file(rows.slice(0, 50_001))
+        writer.write_file(rows.slice(50_001, 100))  # far below two pages
+        results = writer.close()
+    groups = [
+        [md.row_group(g).num_rows for g in range(md.num_row_groups)]
+        for md in (pq.ParquetFile(tmp_path / r.path).metadata for r in results)
+    ]
+    assert groups == [[25_001, 25_000], [100]]
