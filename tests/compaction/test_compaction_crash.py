@@ -8,7 +8,8 @@ Hudi's snapshot and read-optimized reads, and hudi-rs, show the table as before 
 after `C.commit`) as compacted (`compacted_snapshot`: the same rows, as Hudi reads them). The next
 execution (once the dead one's heartbeat expired) rolls the attempt back by its markers and
 completes the plan: afterwards the only files of `C` on storage are the commit's, and every reader
-sees the compacted snapshot, the read-optimized read included.
+sees the compacted snapshot, the read-optimized read included. (A rollback that kept the dead
+attempt's files fails it: two base files of `C` in a group.)
 """
 
 from __future__ import annotations

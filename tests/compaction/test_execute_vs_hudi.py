@@ -213,7 +213,8 @@ def test_writers_appending_during_our_compaction_write_into_the_new_slice(
     base files but before `C.commit`, and inserts new keys. Its log files are the new slice's (base
     instant C, `HoodieAppendHandle.init` on a pending compaction); after our commit Hudi's snapshot
     (and hudi-rs) holds exactly what the writes imply, and the read-optimized read the compacted
-    rows without the upserts."""
+    rows without the upserts. (A finalize that deleted the instant's files by name instead of by
+    markers fails it: the writer's `.<fileId>_C.log.*` go.)"""
     base = tmp_path / "table"
     shutil.copytree(history.base_path, base, symlinks=True)
     assert main(["compact", "--base-path", str(base), "--mode", "schedule", "--json"]) == 0
