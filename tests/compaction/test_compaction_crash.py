@@ -14,9 +14,7 @@ attempt's files fails it: two base files of `C` in a group.)
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -28,7 +26,12 @@ import pytest
 from service.cli import main
 from service.table import codecs
 from tests.support import hudi_tables as ht
-from tests.support.mor_tables import MorHistoryCache, compacted_snapshot, mor_histories
+from tests.support.mor_tables import (
+    MorHistoryCache,
+    compacted_snapshot,
+    copy_and_schedule_ours,
+    mor_histories,
+)
 from tests.support.paths import REPO_ROOT
 
 if TYPE_CHECKING:
@@ -67,9 +70,7 @@ def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
 ) -> None:
     base = tmp_path / "table"
     history = mor_histories.get("mor_partitioned_avro")
-    shutil.copytree(history.base_path, base, symlinks=True)
-    assert main(["compact", "--base-path", str(base), "--mode", "schedule", "--json"]) == 0
-    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    instant = copy_and_schedule_ours(history, base, capsys)
     before = _reads(spark, base)
     compacted = compacted_snapshot(history, before[0], before[2])
 

@@ -23,6 +23,7 @@ from tests.support.mor_tables import (
     MorHistoryCache,
     _MorBuilder,
     compacted_snapshot,
+    copy_and_schedule_ours,
     hudi_compaction,
     mor_histories,
 )
@@ -99,9 +100,7 @@ def test_a_failed_attempt_leaves_nothing_visible_and_is_recovered_by_us_or_hudi(
     kept) and completes it: ours, or Hudi's `run_compaction` on a copy; both give the rows Hudi's
     own execution of the plan gives."""
     ours, theirs, recovered_by_hudi = tmp_path / "ours", tmp_path / "hudi", tmp_path / "recovered"
-    shutil.copytree(history.base_path, ours, symlinks=True)
-    assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
-    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    instant = copy_and_schedule_ours(history, ours, capsys)
     shutil.copytree(ours, theirs, symlinks=True)
     before = _read(spark, ours)
 
@@ -151,9 +150,7 @@ def test_writes_between_schedule_and_execute_land_in_the_new_slice(
     before we execute: the plan's input stays frozen, the upsert is read over the new base files,
     nothing is lost; Hudi executing the same plan on a copy gives the same rows."""
     ours, theirs = tmp_path / "ours", tmp_path / "hudi"
-    shutil.copytree(history.base_path, ours, symlinks=True)
-    assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
-    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    instant = copy_and_schedule_ours(history, ours, capsys)
     writer = _MorBuilder(spark, history.name, ours, history.partitioned, {})
     writer.write("upsert", range(0, 48, 4), tag=40, ts=600)
     assert list(ours.rglob(f".*_{instant}.log.*")), "the upsert appended to slice C"
@@ -216,9 +213,7 @@ def test_writers_appending_during_our_compaction_write_into_the_new_slice(
     rows without the upserts. (A finalize that deleted the instant's files by name instead of by
     markers fails it: the writer's `.<fileId>_C.log.*` go.)"""
     base = tmp_path / "table"
-    shutil.copytree(history.base_path, base, symlinks=True)
-    assert main(["compact", "--base-path", str(base), "--mode", "schedule", "--json"]) == 0
-    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    instant = copy_and_schedule_ours(history, base, capsys)
     compacted = compacted_snapshot(
         history, _read(spark, base), ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist())
     )

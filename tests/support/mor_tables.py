@@ -360,3 +360,15 @@ def compacted_snapshot(
     keys = {int(k) for k in history.cases.get("after_rollback", ())}
     later = {r["id"]: r for r in hudi_rs if r["id"] in keys}
     return [later.get(r["id"], r) for r in snapshot]
+
+
+def copy_and_schedule_ours(history: MorHistory, base_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """A copy of `history` at `base_path` with a compaction scheduled by our CLI; returns its instant."""
+    import json
+
+    from service.cli import main
+
+    shutil.copytree(history.base_path, base_path, symlinks=True)
+    assert main(["compact", "--base-path", str(base_path), "--mode", "schedule", "--json"]) == 0
+    instant: str = json.loads(capsys.readouterr().out)["instant_time"]
+    return instant
