@@ -218,7 +218,8 @@ class Sequence:
             ).instant_time
         if instant is None:
             return "compact: nothing"
-        result = execute_compaction(table, config, self.lock, instant, zone=UTC)
+        run = SparkExecutor(session=self.spark).run_compaction
+        result = execute_compaction(table, config, self.lock, instant, run, zone=UTC)
         assert result.committed, f"compaction {instant} did not commit"
         return f"compact {instant}"
 
