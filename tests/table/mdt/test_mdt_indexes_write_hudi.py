@@ -20,7 +20,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from service.cli import main
 from service.clustering import execute_clustering, schedule_clustering
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
@@ -31,12 +30,12 @@ from service.table.mdt.index_records import ColumnStats, WrappedValue
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
-from tests.table.mdt.test_mdt_listing_hudi import storage_listing
 from tests.table.mdt.test_mdt_write_hudi import (
     _our_mdt_deltacommit,
     _rows,
     assert_mdt_agrees,
     hudi_keeps_writing,
+    our_clean,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
@@ -188,16 +187,7 @@ def test_our_clustering_and_clean_keep_hudis_column_stats_and_bloom_filters(
     )
     assert_data_skipping_reads_less(spark, base)
 
-    before = storage_listing(base)
-    argv = [
-        "clean", "--base-path", str(base), "--timezone", "UTC", "--force",
-        "--hoodie-conf", "hoodie.cleaner.commits.retained=1",
-    ]  # fmt: skip
-    assert main(argv) == 0
-    after = storage_listing(base)
-    deleted = sorted((p, n) for p, files in before.items() for n in files if n not in after.get(p, {}))
-    assert deleted, "the clean deleted nothing; the test proves nothing"
-    clean = ht.instants_with_action(base, "clean")[-1]
+    clean, deleted = our_clean(base)
     clean_commit = json.loads(_our_mdt_deltacommit(base, clean).read_text())
     assert {"column_stats", "bloom_filters"} <= set(clean_commit["partitionToWriteStats"])
     assert_hudi_reads_footer_stats(spark, base, deleted)
