@@ -42,14 +42,17 @@ from service.config.hoodie import HoodieConfig
 from service.errors import CorruptTableError, DeleteFailedError, InstantExistsError, InstantOwnedError
 from service.lock.base import TableLock
 from service.table import codecs
+from service.table.codecs.clean import CleanMetadata
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.listing_check import check_mdt_listing, verified_storage_view
 from service.table.mdt.commit import clean_records, sync_files_partition
-from service.table.mdt.records import FilesRecord
+from service.table.mdt.index_sync import IndexRecords, clean_index_records
 from service.table.paths import PathGuard
+from service.table.properties import TableConfig
 from service.table.table import HudiTable
+from service.table.table_schema import latest_table_schema
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, LastClean, clean_due, plan_clean
 from strategies.cleaning.trigger import commits_since_last_clean
@@ -277,7 +280,7 @@ class Cleaner:
                 )
             self._delete_empty_partitions(deletable_partitions)
             metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))
-            completed_by_other = self._complete(instant, codecs.encode(metadata), clean_records(metadata))
+            completed_by_other = self._complete(instant, metadata)
         finally:
             self._owned = None
             heartbeat.stop()
@@ -320,9 +323,11 @@ class Cleaner:
                 raise
         return heartbeat
 
-    def _complete(self, instant: Instant, content: bytes, mdt_records: Sequence[FilesRecord]) -> bool:
-        """Write `T.clean` under the lock, after the MDT deltacommit T (its tombstones) when the table
-        has the metadata table; True when another writer had completed it already."""
+    def _complete(self, instant: Instant, metadata: CleanMetadata) -> bool:
+        """Write `T.clean` under the lock, after the MDT deltacommit T (its tombstones: `files`, and the
+        index partitions' against the table's latest schema) when the table has the metadata table;
+        True when another writer had completed it already."""
+        content = codecs.encode(metadata)
         completed = Instant(instant.timestamp, Action.CLEAN, State.COMPLETED)
         with self.lock:
             if self.table.storage.exists(instant_path(completed)):
@@ -334,7 +339,13 @@ class Cleaner:
             if self._owned is not None:
                 self._owned.check_owned()  # Java's HeartbeatUtils.abortIfHeartbeatExpired before a commit
             storage = self.table.storage
-            sync_files_partition(storage, self.table.load_timeline(), instant.timestamp, mdt_records)
+            timeline = self.table.load_timeline()
+
+            def indexes(config: TableConfig) -> IndexRecords:
+                schema = latest_table_schema(self.table, timeline)
+                return clean_index_records(config, metadata, instant.timestamp, schema, storage.base_uri)
+
+            sync_files_partition(storage, timeline, instant.timestamp, clean_records(metadata), indexes)
             try:
                 create_instant_file(storage, completed, content)
             except InstantExistsError:

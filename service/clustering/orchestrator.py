@@ -11,6 +11,7 @@ file groups; the failed attempt is rolled back by markers.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -46,8 +47,10 @@ from service.table.log_format.merge import InstantFilter, MergeConfig
 from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.mdt.commit import commit_records, sync_files_partition
+from service.table.mdt.index_sync import commit_index_records
 from service.table.properties import TableType
 from service.table.table import HudiTable
+from service.table.table_schema import latest_table_schema
 from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
 from strategies.clustering.size_based import plan_clustering
 from strategies.clustering.small_files import SmallFiles, small_files
@@ -61,14 +64,6 @@ from strategies.clustering.trigger import (
 from strategies.execution.sort_and_size import OrderSpec
 
 log = logging.getLogger(__name__)
-
-# Operations whose commits do not carry the writer's schema (Java's getLastCommitMetadataWithValidSchema).
-_SCHEMALESS_OPERATIONS = {
-    codecs.WriteOperationType.CLUSTER,
-    codecs.WriteOperationType.COMPACT,
-    codecs.WriteOperationType.INDEX,
-    codecs.WriteOperationType.LOG_COMPACT,
-}
 
 GroupRunner = Callable[[GroupJob], list[BaseFileWriteResult]]
 
@@ -91,17 +86,6 @@ class ClusteringResult:
     def output_records(self) -> int:
         """Records in the files written: the commit's `totalRecordsWritten` (sum of its write stats)."""
         return sum(w.record_count for w in self.written)
-
-
-def latest_table_schema(table: HudiTable, timeline: Timeline) -> str | None:
-    """The table's Avro schema from the newest completed write that carries one (as Java reads it)."""
-    for instant in reversed(timeline.completed().commits().instants):
-        meta = table.facts_reader.commit_metadata(instant)
-        if meta.operation_type in _SCHEMALESS_OPERATIONS:
-            continue
-        if meta.table_schema:
-            return meta.table_schema
-    return None
 
 
 def _readable_schema(table: HudiTable, timeline: Timeline) -> str | None:
@@ -309,7 +293,12 @@ def commit_clustering(
         if heartbeat is not None:
             heartbeat.check_owned()  # finalizing may have taken a while
         records = commit_records(metadata, table.storage.qualify(instant_time))
-        sync_files_partition(table.storage, table.load_timeline(), instant_time, records)  # MDT first
+        indexes = functools.partial(
+            commit_index_records, table.storage, metadata=metadata, instant_time=instant_time
+        )
+        sync_files_partition(
+            table.storage, table.load_timeline(), instant_time, records, indexes
+        )  # MDT first
         create_instant_file(
             table.storage,
             Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),

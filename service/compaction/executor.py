@@ -24,13 +24,13 @@ execution (ours or Java's) rolls it back by its markers and re-executes the plan
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
-from service.clustering.orchestrator import latest_table_schema
 from service.compaction.spark_job import CompactionJob
 from service.config.hoodie import HoodieConfig
 from service.errors import HudiTableServiceError
@@ -45,7 +45,9 @@ from service.table.log_format.merge import MergeConfig
 from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.mdt.commit import commit_records, sync_files_partition
+from service.table.mdt.index_sync import commit_index_records
 from service.table.table import HudiTable
+from service.table.table_schema import latest_table_schema
 from service.table.timeline import Timeline, create_instant_file, instant_path
 
 log = logging.getLogger(__name__)
@@ -272,7 +274,10 @@ def _commit(
                 table.storage.delete_file(marker.data_file_path)
         lock.check_held()
         records = commit_records(metadata, table.storage.qualify(instant_time))
-        sync_files_partition(table.storage, timeline, instant_time, records)  # MDT first
+        indexes = functools.partial(
+            commit_index_records, table.storage, metadata=metadata, instant_time=instant_time
+        )
+        sync_files_partition(table.storage, timeline, instant_time, records, indexes)  # MDT first
         create_instant_file(
             table.storage, Instant(instant_time, Action.COMMIT, State.COMPLETED), codecs.encode(metadata)
         )

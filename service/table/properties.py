@@ -27,6 +27,10 @@ PROPERTIES_BACKUP = ".hoodie/hoodie.properties.backup"
 SUPPORTED_TABLE_VERSION = 6
 
 
+# MetadataPartitionType partition paths the service writes (service/table/mdt/commit.py).
+_SYNCED_MDT_PARTITIONS = ("files", "column_stats", "bloom_filters")
+
+
 class TableServiceKind(StrEnum):
     """The table services `TableConfig.check_service_supported` decides for."""
 
@@ -170,19 +174,18 @@ class TableConfig:
                 f"(hoodie.table.metadata.partitions.inflight={parts}): an async indexer or a writer is "
                 "building them. Retry once a Hudi writer has finished them (the key is empty again)."
             )
-        # The service keeps the MDT `files` partition in sync (service/table/mdt/commit.py); other
-        # partitions need records it does not produce yet.
-        others = [p for p in self.metadata_partitions if p != "files"]
+        # The service keeps the MDT `files`, `column_stats` and `bloom_filters` partitions in sync
+        # (service/table/mdt/commit.py, index_sync.py); other partitions need records it does not produce.
+        others = [p for p in self.metadata_partitions if p not in _SYNCED_MDT_PARTITIONS]
         if others:
             raise UnsupportedTableError(
-                f"table {self.name!r} at {base_uri} has the metadata table partitions {','.join(others)} "
+                f"table {self.name!r} at {base_uri} has the metadata table partition(s) {','.join(others)} "
                 f"(hoodie.table.metadata.partitions={','.join(self.metadata_partitions)}); this service "
-                "keeps only the files partition in sync, so its clustering or clean would leave those "
-                "indexes stale (column stats and bloom filters missing for new files, kept for deleted "
-                "ones). Drop them: run a Hudi writer once with hoodie.metadata.index.column.stats.enable="
-                "false, hoodie.metadata.index.bloom.filter.enable=false and hoodie.metadata.record.index."
-                "enable=false (HoodieTable.deleteMetadataIndexIfNecessary deletes a disabled index's "
-                "partition), or disable the metadata table with hoodie.metadata.enable=false."
+                f"keeps only {', '.join(_SYNCED_MDT_PARTITIONS)} in sync, so its clustering or clean would "
+                f"leave {','.join(others)} stale. Drop them: run a Hudi writer once with that index disabled "
+                "(e.g. hoodie.metadata.record.index.enable=false; HoodieTable.deleteMetadataIndexIfNecessary "
+                "deletes a disabled index's partition), or disable the metadata table with "
+                "hoodie.metadata.enable=false."
             )
 
     def check_service_supported(self, service: TableServiceKind, base_uri: str) -> None:

@@ -41,7 +41,7 @@ def test_cli_status_json_lists_live_file_groups(tmp_path: Path, capsys: pytest.C
     [
         ("not_a_table", r"is not a Hudi table"),
         ("version", r"hoodie.table.version=8.*only version 6"),
-        ("metadata_table", r"partitions record_index .*keeps only the files partition"),
+        ("metadata_table", r"partition\(s\) record_index .*keeps only files, column_stats, bloom_filters"),
         ("metadata_inflight", r"metadata.partitions.inflight=files"),
         ("garbage_instant", r"20240101000100000\.commit"),
         ("garbage_name", r"20240101000200000\.comit"),

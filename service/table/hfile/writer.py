@@ -1,4 +1,4 @@
-"""Write an HFile v3 the way Hudi 0.14/0.15 writes MDT log data blocks (one data block, GZ, CRC32C).
+"""Write an HFile v3 the way Hudi 0.14/0.15 writes MDT log data blocks (GZ, CRC32C).
 
 Hudi serialises an MDT log block's records through HBase 2.4's `HFile.getWriterFactory` with
 `HFileContextBuilder().withBlockSize(1 MiB).withCompression(GZ).withCellComparator(
@@ -18,8 +18,15 @@ zero memstore timestamp (the context includes MVCC). HBase's reader (the default
 comparator class named in the trailer and reads `hfile.LASTKEY`, the average lengths and the
 memstore entries from the file info, so all of them are written.
 
-One data block only: an instant's `files` records stay far below the 1 MiB block size; a larger
-payload is refused rather than split (`HFileWriterImpl.checkBlockBoundary` would split it).
+Data blocks split as `HFileWriterImpl.checkBlockBoundary` splits them: before a cell is appended, a
+block holding 1 MiB or more of cell bytes is finished and a new one started (an instant's `files`
+records stay in one block; `bloom_filters` records, a few hundred KiB each, need several). The root
+index has one entry per data block (HBase keeps a single-level index until the root chunk exceeds
+128 KiB, thousands of blocks); each entry's key is the block's first key, where HBase writes a
+shorter key between the previous block's last row and this block's first
+(`HFileWriterImpl.getMidpoint`): readers only need a key that no earlier block's cell exceeds and no
+cell of this block precedes, which the first key is, and the first block's entry is its first key in
+both.
 """
 
 from __future__ import annotations
@@ -95,29 +102,33 @@ def write_hfile(
         if len(cell.row) > 0x7FFF:  # KeyValue's int16 row length
             raise CorruptTableError(f"{source}: row key of {len(cell.row)} bytes is too long")
     out = bytearray()
-    payload = bytearray()
+    payloads: list[bytearray] = []
+    first_keys: list[bytes] = []
     key_bytes = value_bytes = 0
     for cell in cells:
         key = cell_key(cell.row)
-        payload += _I32.pack(len(key)) + _I32.pack(len(cell.value)) + key + cell.value
-        payload += b"\x00"  # WritableUtils.writeVLong(memstoreTS = 0)
+        if not payloads or len(payloads[-1]) >= BLOCK_SIZE:
+            payloads.append(bytearray())
+            first_keys.append(key)
+        payloads[-1] += _I32.pack(len(key)) + _I32.pack(len(cell.value)) + key + cell.value
+        payloads[-1] += b"\x00"  # WritableUtils.writeVLong(memstoreTS = 0)
         key_bytes += len(key)
         value_bytes += len(cell.value)
-    if len(payload) > BLOCK_SIZE:
-        raise CorruptTableError(
-            f"{source}: {len(payload)} bytes of cells exceed one {BLOCK_SIZE}-byte HFile data block"
-        )
     total_uncompressed = 0
-    data_offset = len(out)
-    data_block = _block(DATA_MAGIC, bytes(payload), prev_offset=-1)
-    out += data_block
-    total_uncompressed += BLOCK_HEADER_SIZE + len(payload)
+    root_index = b""
+    data_offsets: list[int] = []
+    for payload, first_key in zip(payloads, first_keys, strict=True):
+        offset = len(out)
+        # prevBlockOffset links data blocks to each other (HFileBlock.Writer.prevOffsetByType).
+        data_block = _block(DATA_MAGIC, bytes(payload), prev_offset=data_offsets[-1] if data_offsets else -1)
+        data_offsets.append(offset)
+        out += data_block
+        total_uncompressed += BLOCK_HEADER_SIZE + len(payload)
+        # BlockIndexChunk.writeRoot: int64 offset, int32 on-disk size, Bytes.writeByteArray(key).
+        root_index += (
+            _I64.pack(offset) + _I32.pack(len(data_block)) + _hadoop_vint(len(first_key)) + first_key
+        )
 
-    first_key = cell_key(cells[0].row)
-    # BlockIndexChunk.writeRoot: int64 offset, int32 on-disk size, Bytes.writeByteArray(first key).
-    root_index = (
-        _I64.pack(data_offset) + _I32.pack(len(data_block)) + _hadoop_vint(len(first_key)) + first_key
-    )
     root_offset = len(out)
     out += _block(ROOT_INDEX_MAGIC, root_index, prev_offset=-1)
     # HFileWriterImpl counts the data, meta index and file-info blocks and the trailer in
@@ -150,7 +161,7 @@ def write_hfile(
         uncompressed_data_index_size=len(root_index),
         total_uncompressed_bytes=total_uncompressed,
         entry_count=len(cells),
-        data_block_offset=data_offset,
+        data_block_offsets=data_offsets,
     )
     tail = TRAILER_MAGIC + _delimited(trailer)
     if len(tail) > TRAILER_SIZE - 4:
@@ -232,21 +243,21 @@ def _trailer_proto(
     uncompressed_data_index_size: int,
     total_uncompressed_bytes: int,
     entry_count: int,
-    data_block_offset: int,
+    data_block_offsets: Sequence[int],
 ) -> bytes:
-    """HFileTrailerProto as FixedFileTrailer.toProtobuf fills it for a one-block, single-level file."""
+    """HFileTrailerProto as FixedFileTrailer.toProtobuf fills it for a single-level file."""
     return b"".join(
         [
             _field_varint(1, file_info_offset),
             _field_varint(2, load_on_open_offset),
             _field_varint(3, uncompressed_data_index_size),
             _field_varint(4, total_uncompressed_bytes),
-            _field_varint(5, 1),  # data_index_count
+            _field_varint(5, len(data_block_offsets)),  # data_index_count: root entries
             _field_varint(6, 0),  # meta_index_count
             _field_varint(7, entry_count),
             _field_varint(8, 1),  # num_data_index_levels
-            _field_varint(9, data_block_offset),  # first_data_block_offset
-            _field_varint(10, data_block_offset),  # last_data_block_offset: the offset OF the last block
+            _field_varint(9, data_block_offsets[0]),  # first_data_block_offset
+            _field_varint(10, data_block_offsets[-1]),  # last_data_block_offset: the offset OF the last block
             _field_bytes(11, HUDI_COMPARATOR.encode()),
             _field_varint(12, CODEC_GZ),
         ]

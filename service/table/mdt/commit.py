@@ -1,4 +1,5 @@
-"""Mirror an instant the service completes into the metadata table's `files` partition.
+"""Mirror an instant the service completes into the metadata table: `files`, and the `column_stats` and
+`bloom_filters` index partitions when the table has them (`index_sync.py`).
 
 Hudi completes every data instant T in this order, under the table lock
 (`BaseHoodieTableServiceClient.completeClustering`, `CleanActionExecutor.runClean`,
@@ -8,14 +9,15 @@ the data table. MDT readers only trust a block whose MDT deltacommit completed A
 completed (`HoodieTableMetadataUtil.getValidInstantTimestamps`), so a crash between the two leaves
 readers unaffected; the retry finds MDT T completed and goes straight to the data commit.
 
-`sync_files_partition` is the one hook: the cleaner, clustering and rollback call it with T's
-records while holding the lock, right before they write T's completed file.
+`sync_files_partition` is the one hook: the cleaner, clustering, compaction and rollback call it with
+T's records while holding the lock, right before they write T's completed file. All partitions' blocks
+of T belong to the one MDT deltacommit T, as Java's `commitInternal` writes them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from service.errors import (
@@ -32,7 +34,15 @@ from service.table.mdt.files_listing import (
     FilesSlice,
     files_partition_served,
     latest_files_slice,
+    latest_slice,
     parse_log_file_name,
+)
+from service.table.mdt.index_keys import mdt_file_group_ids
+from service.table.mdt.index_sync import (
+    INDEX_PARTITIONS,
+    IndexRecords,
+    served_index_partitions,
+    write_index_partitions,
 )
 from service.table.mdt.log_blocks import BlockType, HeaderKey, read_log_blocks
 from service.table.mdt.log_writer import LogAppend, merge_by_key, write_files_log
@@ -126,10 +136,16 @@ def commit_records(metadata: CommitMetadata, source: str) -> list[FilesRecord]:
 
 @dataclass(frozen=True)
 class MdtState:
-    """The MDT as read under the lock: its timeline and the `files` slice that receives new blocks."""
+    """The MDT as read under the lock: its timeline and the slices that receive new blocks: `files`'s
+    and, per served index partition, every file group's in index order."""
 
     timeline: Timeline
     file_slice: FilesSlice
+    index_slices: Mapping[str, tuple[FilesSlice, ...]]
+
+    @property
+    def slices(self) -> tuple[FilesSlice, ...]:
+        return (self.file_slice, *(s for group in self.index_slices.values() for s in group))
 
 
 def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) -> MdtState:
@@ -137,7 +153,7 @@ def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) ->
     UnsupportedTableError for what the service does not serve, MetadataTableBusyError for pending
     work Hudi's writers finish (skip the run)."""
     where = f"table {config.name!r} at {storage.base_uri}"
-    extra = [p for p in config.metadata_partitions if p != FILES_PARTITION]
+    extra = [p for p in config.metadata_partitions if p not in (FILES_PARTITION, *INDEX_PARTITIONS)]
     if config.metadata_partitions_inflight or extra:
         config.check_supported(storage.base_uri)  # raises, naming the partitions and the way out
     pending_data = data_timeline.pending().by_actions((Action.INDEXING, Action.RESTORE)).last
@@ -159,7 +175,13 @@ def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) ->
         )
     if timeline.completed().last is None:
         raise UnsupportedTableError(f"{where}: the metadata table has no completed instant (not initialised)")
-    return MdtState(timeline, latest_files_slice(storage, timeline))
+    index_slices = {
+        partition: tuple(
+            latest_slice(storage, timeline, partition, fid) for fid in mdt_file_group_ids(storage, partition)
+        )
+        for partition in served_index_partitions(config)
+    }
+    return MdtState(timeline, latest_files_slice(storage, timeline), index_slices)
 
 
 def _check_mdt_properties(storage: Storage, where: str) -> None:
@@ -199,23 +221,31 @@ def _check_mdt_properties(storage: Storage, where: str) -> None:
 # ---------------------------------------------------------------- the MDT deltacommit
 
 
+IndexSource = Callable[[TableConfig], IndexRecords]  # T's index records, for the config read under the lock
+
+
 def sync_files_partition(
-    storage: Storage, data_timeline: Timeline, instant_time: str, records: Iterable[FilesRecord]
-) -> LogAppend | None:
+    storage: Storage,
+    data_timeline: Timeline,
+    instant_time: str,
+    records: Iterable[FilesRecord],
+    index_records: IndexSource | None = None,
+) -> list[LogAppend]:
     """Write and complete MDT deltacommit `instant_time` with `records` (none: an empty deltacommit,
-    as Java writes for a copy-on-write rollback). The caller holds the table lock and completes the
+    as Java writes for a copy-on-write rollback) and, for the index partitions the table has, what
+    `index_records` gives (none for a rollback). The caller holds the table lock and completes the
     data instant next. No-op for a table without the MDT, and when MDT T is already completed (a
-    retry after a crash before the data commit). Returns the log file written, if any."""
+    retry after a crash before the data commit). Returns the log files written."""
     config = load_table_config(storage)  # re-read under the lock: a writer may have changed the MDT
     if not mdt_sync_required(config):
-        return None
+        return []
     state = check_mdt(storage, config, data_timeline)
     records = merge_by_key(records, storage.qualify(MDT_BASE))
     existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)
     if existing is not None and existing.is_completed:
         if _records_of(storage, state, instant_time) == records:
             log.info("table %s: MDT deltacommit %s already completed", config.name, instant_time)
-            return None
+            return []
         # A retry that wrote other files (BaseHoodieWriteClient re-attempts roll MDT T back first).
         log.info(
             "table %s: MDT deltacommit %s differs from this attempt; replacing it", config.name, instant_time
@@ -224,14 +254,16 @@ def sync_files_partition(
     _delete_instant_files(storage, instant_time, (State.COMPLETED, State.INFLIGHT, State.REQUESTED))
     _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED), b"")
     _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), b"")
-    append = write_files_log(storage, state.file_slice, instant_time, records) if records else None
-    metadata = deltacommit_metadata(state.file_slice, append)
+    appends = [write_files_log(storage, state.file_slice, instant_time, records)] if records else []
+    if index_records is not None:
+        appends += write_index_partitions(storage, state.index_slices, instant_time, index_records(config))
+    metadata = deltacommit_metadata(state.slices, appends)
     _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.COMPLETED), encode_commit(metadata))
     log.debug(
         "table %s: MDT deltacommit %s completed (%s)",
-        config.name, instant_time, append.log_file if append else "no records",
+        config.name, instant_time, ", ".join(a.path for a in appends) or "no records",
     )  # fmt: skip
-    return append
+    return appends
 
 
 def forget_rolled_back_instant(storage: Storage, data_timeline: Timeline, instant_time: str) -> None:
@@ -280,27 +312,33 @@ def _records_of(storage: Storage, state: MdtState, instant_time: str) -> list[Fi
 
 
 def _remove_blocks_of(storage: Storage, state: MdtState, instant_time: str) -> None:
-    """Delete the log files of the current `files` slice holding blocks of MDT `instant_time`: an
-    attempt that never completed (Java's eager rollback, `rollbackFailedWrites`, may already have
-    removed its instant files and left the blocks), or one being rolled back. Completing T again
-    would otherwise make the old blocks valid too. Refuses a file mixing T's blocks with others."""
-    directory = f"{MDT_BASE}/{FILES_PARTITION}"
-    for name in storage.list_file_names(directory):
-        parsed = parse_log_file_name(name)
-        if parsed is None or parsed.base_instant != state.file_slice.base_instant:
-            continue
-        rel = f"{directory}/{name}"
-        blocks = read_log_blocks(storage.read_bytes(rel), storage.qualify(rel))
-        matching = [b for b in blocks if b.instant_time == instant_time]
-        if not matching:
-            continue
-        if len(matching) != len(blocks):
-            raise UnsupportedTableError(
-                f"{storage.qualify(rel)}: holds blocks of MDT instant {instant_time} beside other blocks "
-                "(a writer appended to it); leave its rollback to Hudi's writers"
-            )
-        log.info("removing %s: blocks of MDT instant %s", storage.qualify(rel), instant_time)
-        storage.delete_file(rel)
+    """Delete the log files of the current slices (`files`, and every file group of the served index
+    partitions) holding blocks of MDT `instant_time`: an attempt that never completed (Java's eager
+    rollback, `rollbackFailedWrites`, may already have removed its instant files and left the
+    blocks), or one being rolled back. Completing T again would otherwise make the old blocks valid
+    too. Refuses a file mixing T's blocks with others."""
+    for file_slice in state.slices:
+        directory = f"{MDT_BASE}/{file_slice.partition}"
+        for name in storage.list_file_names(directory):
+            parsed = parse_log_file_name(name)
+            if (
+                parsed is None
+                or parsed.file_id != file_slice.file_id
+                or parsed.base_instant != file_slice.base_instant
+            ):
+                continue
+            rel = f"{directory}/{name}"
+            blocks = read_log_blocks(storage.read_bytes(rel), storage.qualify(rel))
+            matching = [b for b in blocks if b.instant_time == instant_time]
+            if not matching:
+                continue
+            if len(matching) != len(blocks):
+                raise UnsupportedTableError(
+                    f"{storage.qualify(rel)}: holds blocks of MDT instant {instant_time} beside other "
+                    "blocks (a writer appended to it); leave its rollback to Hudi's writers"
+                )
+            log.info("removing %s: blocks of MDT instant %s", storage.qualify(rel), instant_time)
+            storage.delete_file(rel)
 
 
 def _delete_instant_files(storage: Storage, instant_time: str, states: Sequence[State]) -> None:
@@ -308,12 +346,14 @@ def _delete_instant_files(storage: Storage, instant_time: str, states: Sequence[
         storage.delete_file(f"{MDT_METAFOLDER}/{Instant(instant_time, Action.DELTA_COMMIT, state).file_name}")
 
 
-def deltacommit_metadata(file_slice: FilesSlice, append: LogAppend | None) -> CommitMetadata:
+def deltacommit_metadata(file_slices: Sequence[FilesSlice], appends: Sequence[LogAppend]) -> CommitMetadata:
     """The MDT deltacommit's HoodieCommitMetadata as the MDT write client writes it: one
-    HoodieDeltaWriteStat per file group appended to (fields as `HoodieAppendHandle` fills them), the
-    metadata record schema, operation UPSERT_PREPPED."""
-    stats: Mapping[str, Sequence[WriteStat]] = {}
-    if append is not None:
+    HoodieDeltaWriteStat per file group appended to (fields as `HoodieAppendHandle` fills them), per
+    MDT partition, the metadata record schema, operation UPSERT_PREPPED. `file_slices` are the slices
+    the appends went to, as they were before."""
+    slices = {(s.partition, s.file_id): s for s in file_slices}
+    stats: dict[str, list[WriteStat]] = {}
+    for append in appends:
         stat = WriteStat(
             file_id=append.file_id,
             path=append.path,
@@ -326,12 +366,12 @@ def deltacommit_metadata(file_slice: FilesSlice, append: LogAppend | None) -> Co
             other_fields={
                 "logVersion": append.version,
                 "logOffset": 0,
-                "baseFile": file_slice.base_file or "",
-                "logFiles": [*file_slice.log_files, append.log_file],
+                "baseFile": slices[append.partition, append.file_id].base_file or "",
+                "logFiles": [*slices[append.partition, append.file_id].log_files, append.log_file],
                 "recordsStats": {"val": None},
             },
         )
-        stats = {append.partition: (stat,)}
+        stats.setdefault(append.partition, []).append(stat)
     return CommitMetadata(
         partition_to_write_stats={k: tuple(v) for k, v in stats.items()},
         compacted=False,

@@ -72,20 +72,29 @@ def files_partition_served(config: TableConfig) -> bool:
 
 @dataclass(frozen=True)
 class FilesSlice:
-    """The latest file slice of `files-0000-0`: base instant, base HFile (MDT-relative) and logs in order."""
+    """The latest file slice of an MDT file group (`files-0000-0` unless named): base instant, base
+    HFile and logs in order (names within the MDT partition directory)."""
 
     base_instant: str
     base_file: str | None
     log_files: tuple[str, ...]
+    partition: str = FILES_PARTITION
+    file_id: str = FILES_FILE_ID
 
 
 def latest_files_slice(storage: Storage, mdt_timeline: Timeline) -> FilesSlice:
-    """The slice HoodieTableFileSystemView.getLatestMergedFileSlicesBeforeOrOn would serve for `files`.
+    """The slice HoodieTableFileSystemView.getLatestMergedFileSlicesBeforeOrOn would serve for `files`."""
+    return latest_slice(storage, mdt_timeline, FILES_PARTITION, FILES_FILE_ID)
+
+
+def latest_slice(storage: Storage, mdt_timeline: Timeline, mdt_partition: str, file_id: str) -> FilesSlice:
+    """The latest file slice of MDT file group `file_id` in `mdt_partition`.
 
     A base file counts once its instant completed (or precedes the active MDT timeline, i.e. was
-    archived). A pending MDT compaction is refused: Hudi's writers complete it inline.
+    archived). A pending MDT compaction is refused: Hudi's writers complete it inline. In `files`,
+    a file of another file group is corrupt (it has one); other partitions hold several.
     """
-    source = storage.qualify(f"{MDT_BASE}/{FILES_PARTITION}")
+    source = storage.qualify(f"{MDT_BASE}/{mdt_partition}")
     pending = [i for i in mdt_timeline.pending() if i.action.value in ("compaction", "logcompaction")]
     if pending:
         raise UnsupportedTableError(
@@ -101,23 +110,27 @@ def latest_files_slice(storage: Storage, mdt_timeline: Timeline) -> FilesSlice:
 
     bases: dict[str, str] = {}
     logs: dict[str, list[tuple[int, str, str]]] = {}
-    for name in storage.list_file_names(f"{MDT_BASE}/{FILES_PARTITION}"):
+    for name in storage.list_file_names(f"{MDT_BASE}/{mdt_partition}"):
         if (m := _BASE_FILE.match(name)) is not None:
-            _check_file_id(m["file_id"], source, name)
-            if committed(m["instant"]):
+            if mdt_partition == FILES_PARTITION:
+                _check_file_id(m["file_id"], source, name)
+            if m["file_id"] == file_id and committed(m["instant"]):
                 bases[m["instant"]] = name
         elif (log := parse_log_file_name(name)) is not None:
-            _check_file_id(log.file_id, source, name)
-            logs.setdefault(log.base_instant, []).append((log.version, log.write_token, name))
+            if mdt_partition == FILES_PARTITION:
+                _check_file_id(log.file_id, source, name)
+            if log.file_id == file_id:
+                logs.setdefault(log.base_instant, []).append((log.version, log.write_token, name))
     candidates = set(bases) | {t for t in logs if committed(t)}
     if not candidates:
         raise UnsupportedTableError(
-            f"{source}: no committed file slice; the MDT files partition is not initialised"
+            f"{source}: no committed file slice of {file_id}; the MDT partition {mdt_partition} is not "
+            "initialised"
         )
     base_instant = max(candidates)
     # HoodieLogFile.getLogFileComparator: base instant, then version, then write token.
     ordered = tuple(name for _, _, name in sorted(logs.get(base_instant, [])))
-    return FilesSlice(base_instant, bases.get(base_instant), ordered)
+    return FilesSlice(base_instant, bases.get(base_instant), ordered, mdt_partition, file_id)
 
 
 def _check_file_id(file_id: str, source: str, name: str) -> None:

@@ -1,4 +1,4 @@
-"""Write one instant's `files` records into a new log file of the MDT's `files-0000-0` slice.
+"""Write one instant's records into a new log file of an MDT file group's latest slice.
 
 Java's `HoodieAppendHandle` writes all records of one MDT deltacommit for a file group as one
 HFILE_DATA_BLOCK (`HoodieAppendHandle.pickLogDataBlockFormat` maps the MDT's HFILE base format to
@@ -12,13 +12,14 @@ create-if-absent write, and a crashed attempt is removed by deleting that one fi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from service.errors import CorruptTableError
 from service.table.hfile.writer import HFileCell, write_hfile
 from service.table.log_format.blocks import HeaderKey, LogBlockType, encode_log_block
-from service.table.mdt.files_listing import FILES_FILE_ID, FILES_PARTITION, FilesSlice, parse_log_file_name
+from service.table.mdt.files_listing import FILES_PARTITION, FilesSlice, parse_log_file_name
 from service.table.mdt.records import FilesRecord, encode_files_record, log_block_schema_text
 from service.table.mdt.timeline import MDT_BASE
 from service.table.storage import Storage
@@ -32,7 +33,7 @@ WRITE_TOKEN = "0-0-0"
 class LogAppend:
     """The log file written for one MDT deltacommit: what its `HoodieDeltaWriteStat` reports."""
 
-    partition: str  # MDT partition, "files"
+    partition: str  # MDT partition: files, column_stats, bloom_filters
     file_id: str
     base_instant: str
     log_file: str  # name within the MDT partition directory
@@ -60,22 +61,36 @@ def merge_by_key(records: Iterable[FilesRecord], source: str) -> list[FilesRecor
 def files_data_block(records: Iterable[FilesRecord], instant_time: str, source: str) -> tuple[bytes, int]:
     """The HFILE_DATA_BLOCK bytes of `records` at `instant_time` and its record count."""
     ordered = merge_by_key(records, source)
+    return hfile_data_block([(r.key, encode_files_record(r)) for r in ordered], instant_time, source)
+
+
+def hfile_data_block(cells: Sequence[tuple[str, bytes]], instant_time: str, source: str) -> tuple[bytes, int]:
+    """The HFILE_DATA_BLOCK of already-encoded (key, value) cells in HBase row order (UTF-8 bytes),
+    for any MDT partition; refuses a key twice (0.14.1's `HoodieHFileDataBlock` does too)."""
+    ordered = sorted(cells, key=lambda c: c[0].encode("utf-8"))
+    for (a, _), (b, _) in itertools.pairwise(ordered):
+        if a == b:
+            raise CorruptTableError(f"{source}: MDT key {a!r} twice in one block of instant {instant_time}")
     schema = log_block_schema_text()
-    cells = [HFileCell(r.key.encode("utf-8"), encode_files_record(r)) for r in ordered]
-    content = write_hfile(cells, {b"schema": schema.encode("utf-8")}, source=source)
+    hfile_cells = [HFileCell(k.encode("utf-8"), v) for k, v in ordered]
+    content = write_hfile(hfile_cells, {b"schema": schema.encode("utf-8")}, source=source)
     # Header order as Java's HashMap iterates it (SCHEMA, then INSTANT_TIME), seen in Hudi's blocks.
     header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: instant_time}
     return encode_log_block(LogBlockType.HFILE_DATA_BLOCK, header, content), len(ordered)
 
 
 def next_log_version(storage: Storage, file_slice: FilesSlice) -> int:
-    """One more than the highest log version of (files-0000-0, base instant) on storage, any token, and
+    """One more than the highest log version of (file group, base instant) on storage, any token, and
     1 for a slice without logs (`HoodieLogFile.LOGFILE_BASE_VERSION`). Listed again rather than taken
     from `file_slice`, which holds only committed files."""
     highest = 0
-    for name in storage.list_file_names(f"{MDT_BASE}/{FILES_PARTITION}"):
+    for name in storage.list_file_names(f"{MDT_BASE}/{file_slice.partition}"):
         parsed = parse_log_file_name(name)
-        if parsed is not None and parsed.base_instant == file_slice.base_instant:
+        if (
+            parsed is not None
+            and parsed.file_id == file_slice.file_id
+            and parsed.base_instant == file_slice.base_instant
+        ):
             highest = max(highest, parsed.version)
     return highest + 1
 
@@ -83,12 +98,23 @@ def next_log_version(storage: Storage, file_slice: FilesSlice) -> int:
 def write_files_log(
     storage: Storage, file_slice: FilesSlice, instant_time: str, records: Iterable[FilesRecord]
 ) -> LogAppend:
-    """Write the block into `.files-0000-0_<base>.log.<next version>_<token>`; refuses to overwrite."""
+    """Write the `files` block into `.files-0000-0_<base>.log.<next version>_<token>`."""
+    ordered = merge_by_key(records, storage.qualify(f"{MDT_BASE}/{FILES_PARTITION}"))
+    return write_log(storage, file_slice, instant_time, [(r.key, encode_files_record(r)) for r in ordered])
+
+
+def write_log(
+    storage: Storage, file_slice: FilesSlice, instant_time: str, cells: Sequence[tuple[str, bytes]]
+) -> LogAppend:
+    """Write one block of `cells` into `.<fileId>_<base>.log.<next version>_<token>` of the slice's
+    MDT partition; refuses to overwrite."""
     version = next_log_version(storage, file_slice)
-    name = f".{FILES_FILE_ID}_{file_slice.base_instant}.log.{version}_{WRITE_TOKEN}"
-    rel = f"{MDT_BASE}/{FILES_PARTITION}/{name}"
-    data, count = files_data_block(records, instant_time, storage.qualify(rel))
+    name = f".{file_slice.file_id}_{file_slice.base_instant}.log.{version}_{WRITE_TOKEN}"
+    rel = f"{MDT_BASE}/{file_slice.partition}/{name}"
+    data, count = hfile_data_block(cells, instant_time, storage.qualify(rel))
     if count == 0:
         raise CorruptTableError(f"{storage.qualify(rel)}: no records to write for MDT instant {instant_time}")
     storage.create_if_absent(rel, data)
-    return LogAppend(FILES_PARTITION, FILES_FILE_ID, file_slice.base_instant, name, version, len(data), count)
+    return LogAppend(
+        file_slice.partition, file_slice.file_id, file_slice.base_instant, name, version, len(data), count
+    )

@@ -18,6 +18,7 @@ import org.apache.hudi.common.util.collection.ClosableIterator;
 import org.apache.hudi.io.hadoop.HoodieHFileUtils;
 import org.apache.hudi.org.apache.hadoop.hbase.Cell;
 import org.apache.hudi.org.apache.hadoop.hbase.CellUtil;
+import org.apache.hudi.org.apache.hadoop.hbase.KeyValue;
 import org.apache.hudi.org.apache.hadoop.hbase.io.hfile.HFile;
 import org.apache.hudi.org.apache.hadoop.hbase.io.hfile.HFileScanner;
 import org.apache.hudi.storage.HoodieStorage;
@@ -31,6 +32,7 @@ import org.apache.hudi.storage.hadoop.HadoopStorageConfiguration;
  * usage: HudiMdtRead hfile FILE   -- HBase's HFile reader (HoodieHFileUtils.createHFileReader over
  *                                    the bytes, as HoodieHFileDataBlock does): "cell ROW BASE64(VALUE)"
  *                                    lines, then "schema SCHEMA"
+ *        HudiMdtRead seek FILE KEY...  -- the scanner's seekTo of each key: "seek KEY RESULT ROW"
  *        HudiMdtRead log FILE     -- HoodieLogFormat's reader: per block "block TYPE INSTANT TARGET",
  *                                    then per record of a data block "record KEY TYPE FILES"
  */
@@ -38,6 +40,19 @@ public class HudiMdtRead {
   public static void main(String[] args) throws Exception {
     HoodieStorage storage = HoodieStorageUtils.getStorage(
         args[1], new HadoopStorageConfiguration(new Configuration()));
+    if (args[0].equals("seek")) {
+      // HoodieAvroHFileReader's lookups: seekTo(new KeyValue(row, null, null, null)) == 0 is a hit.
+      byte[] content = Files.readAllBytes(Paths.get(args[1]));
+      HFile.Reader reader = HoodieHFileUtils.createHFileReader(storage, new StoragePath(args[1]), content);
+      HFileScanner scanner = reader.getScanner(false, false);
+      for (int i = 2; i < args.length; i++) {
+        int found = scanner.seekTo(new KeyValue(args[i].getBytes("UTF-8"), null, null, null));
+        String row = found == 0 ? new String(CellUtil.cloneRow(scanner.getCell()), "UTF-8") : "-";
+        System.out.println("seek " + args[i] + " " + found + " " + row);
+      }
+      reader.close();
+      return;
+    }
     if (args[0].equals("hfile")) {
       byte[] content = Files.readAllBytes(Paths.get(args[1]));
       HFile.Reader reader = HoodieHFileUtils.createHFileReader(storage, new StoragePath(args[1]), content);

@@ -92,3 +92,34 @@ def test_hbase_reader_in_hudis_bundle_reads_our_hfile(tmp_path: Path) -> None:
         (c.row.decode(), c.value) for c in cells
     ]
     assert f"schema {log_block_schema_text()}" in out
+
+
+def _big_cells() -> list[HFileCell]:
+    """Cells of about 300 KB each, like `bloom_filters` records: four pass 1 MiB, so ten make three
+    data blocks (4, 4, 2 cells)."""
+    return [HFileCell(f"key{i:03d}".encode(), bytes([i]) * 300_000) for i in range(10)]
+
+
+def test_cells_past_one_mib_split_into_data_blocks_read_back() -> None:
+    cells = _big_cells()
+    data = write_hfile(cells, {b"schema": b"s"}, source="test")
+    reader = HFileReader(data, "ours")
+    assert reader.trailer.data_index_count == 3  # a block is closed once it holds >= 1 MiB
+    assert reader.items() == [(c.row.decode(), c.value) for c in cells]
+
+
+@pytest.mark.hudi
+def test_hbase_reader_scans_and_seeks_our_multi_block_hfile(tmp_path: Path) -> None:
+    """HBase's scanner reads every cell of every block, and its seeks (Hudi's key lookups in a log
+    block) find each key through the root index, including the first key of later blocks."""
+    cells = _big_cells()
+    path = tmp_path / "blocks.hfile"
+    path.write_bytes(write_hfile(cells, {b"schema": b"s"}, source="test"))
+    out = run_java("HudiMdtRead", "hfile", str(path)).stdout.splitlines()
+    seen = [line.split(" ", 2)[1:] for line in out if line.startswith("cell ")]
+    assert [(row, base64.b64decode(value)) for row, value in seen] == [
+        (c.row.decode(), c.value) for c in cells
+    ]
+    keys = [c.row.decode() for c in cells]
+    out = run_java("HudiMdtRead", "seek", str(path), *keys, "key0035", "zzz").stdout.splitlines()
+    assert out == [f"seek {k} 0 {k}" for k in keys] + ["seek key0035 1 -", "seek zzz 1 -"]

@@ -64,8 +64,8 @@ def _mdt_instants(storage: Storage) -> list[str]:
 
 def test_deltacommit_writes_requested_inflight_log_and_commit(tmp_path: Path) -> None:
     storage = _mdt_table(tmp_path)
-    append = sync_files_partition(storage, Timeline.of([]), T, RECORDS)
-    assert append is not None and append.log_file == f".files-0000-0_{INIT}.log.3_0-0-0"
+    [append] = sync_files_partition(storage, Timeline.of([]), T, RECORDS)
+    assert append.log_file == f".files-0000-0_{INIT}.log.3_0-0-0"
     assert _mdt_instants(storage) == [
         f"{T}.deltacommit",
         f"{T}.deltacommit.inflight",
@@ -78,16 +78,15 @@ def test_deltacommit_writes_requested_inflight_log_and_commit(tmp_path: Path) ->
     assert commit["operationType"] == "UPSERT_PREPPED"
     assert json.loads(commit["extraMetadata"]["schema"])["name"] == "HoodieMetadataRecord"
     # A retry after a crash before the data commit writes nothing more.
-    assert sync_files_partition(storage, Timeline.of([]), T, RECORDS) is None
+    assert sync_files_partition(storage, Timeline.of([]), T, RECORDS) == []
     assert _files(storage) == [LOG_FILE.name, append.log_file]
 
 
 def test_a_retry_with_other_records_replaces_the_completed_attempt(tmp_path: Path) -> None:
     storage = _mdt_table(tmp_path)
-    first = sync_files_partition(storage, Timeline.of([]), T, RECORDS)
+    sync_files_partition(storage, Timeline.of([]), T, RECORDS)
     other = [FilesRecord("b", 2, {"g_0-1-1_20250101000000000.parquet": FileInfo(0, True)})]
-    second = sync_files_partition(storage, Timeline.of([]), T, other)
-    assert first is not None and second is not None
+    [second] = sync_files_partition(storage, Timeline.of([]), T, other)
     assert _files(storage) == [LOG_FILE.name, second.log_file]
     [block] = read_log_blocks(storage.read_bytes(f".hoodie/metadata/{second.path}"), "t")
     assert block.instant_time == T
@@ -97,12 +96,11 @@ def test_an_uncompleted_attempt_is_removed_before_writing(tmp_path: Path) -> Non
     """Blocks of an MDT T that never completed would become valid when T completes: removed first,
     also when Java's eager rollback already deleted T's instant files."""
     storage = _mdt_table(tmp_path)
-    first = sync_files_partition(storage, Timeline.of([]), T, RECORDS)
-    assert first is not None
+    [first] = sync_files_partition(storage, Timeline.of([]), T, RECORDS)
     for ext in ("deltacommit", "deltacommit.inflight", "deltacommit.requested"):
         storage.delete_file(f"{MDT_METAFOLDER}/{T}.{ext}")
-    second = sync_files_partition(storage, Timeline.of([]), T, RECORDS)
-    assert second is not None and second.version == first.version
+    [second] = sync_files_partition(storage, Timeline.of([]), T, RECORDS)
+    assert second.version == first.version
     assert _files(storage) == [LOG_FILE.name, second.log_file]
 
 
@@ -153,7 +151,7 @@ def test_clean_records_tombstone_delete_patterns_and_deleted_partitions() -> Non
         ("mdt_compaction", MetadataTableBusyError, "compaction 20250101000000000001 is pending"),
         ("data_indexing", MetadataTableBusyError, "indexing 20250101000000000 is pending"),
         ("mdt_layout", UnsupportedTableError, "populate meta fields 'true'"),
-        ("column_stats", UnsupportedTableError, "partitions column_stats"),
+        ("record_index", UnsupportedTableError, r"partition\(s\) record_index "),
     ],
 )
 def test_refusals_and_skips_write_nothing(
@@ -167,10 +165,10 @@ def test_refusals_and_skips_write_nothing(
         storage.write_bytes(f"{MDT_METAFOLDER}/20250101000000000001.compaction.requested", b"")
     elif setup == "data_indexing":
         data_timeline = Timeline.of([Instant("20250101000000000", Action.INDEXING, State.REQUESTED)])
-    elif setup == "column_stats":
+    elif setup == "record_index":
         config = load_table_config(storage)
         store_table_config(
-            storage, config.with_updates({"hoodie.table.metadata.partitions": "column_stats,files"})
+            storage, config.with_updates({"hoodie.table.metadata.partitions": "files,record_index"})
         )
     with pytest.raises(error, match=message):
         sync_files_partition(storage, data_timeline, T, RECORDS)
@@ -179,5 +177,5 @@ def test_refusals_and_skips_write_nothing(
 
 def test_no_mdt_no_write(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path / "t")
-    assert sync_files_partition(t.storage, Timeline.of([]), T, RECORDS) is None
+    assert sync_files_partition(t.storage, Timeline.of([]), T, RECORDS) == []
     assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()

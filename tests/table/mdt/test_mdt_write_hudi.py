@@ -75,19 +75,23 @@ def _our_mdt_deltacommit(base: Path, instant: str) -> Path:
     return base / MDT_BASE / ".hoodie" / f"{instant}.deltacommit"
 
 
-def test_our_clean_tombstones_reach_hudis_mdt(spark: Any, mdt_table: HudiHistory) -> None:
-    base = mdt_table.base_path
+def our_clean(base: Path) -> tuple[str, list[tuple[str, str]]]:
+    """Our clean through the CLI, keeping 1 commit: its instant and the (partition, file) it deleted."""
     before = storage_listing(base)
     argv = [
         "clean", "--base-path", str(base), "--timezone", "UTC", "--force",
         "--hoodie-conf", "hoodie.cleaner.commits.retained=1",
     ]  # fmt: skip
     assert main(argv) == 0
-    cleans = ht.instants_with_action(base, "clean")
-    ours = cleans[-1]
     after = storage_listing(base)
-    deleted = {(p, n) for p, files in before.items() for n in files if n not in after.get(p, {})}
+    deleted = sorted((p, n) for p, files in before.items() for n in files if n not in after.get(p, {}))
     assert deleted, "the clean deleted nothing; the test proves nothing"
+    return ht.instants_with_action(base, "clean")[-1], deleted
+
+
+def test_our_clean_tombstones_reach_hudis_mdt(spark: Any, mdt_table: HudiHistory) -> None:
+    base = mdt_table.base_path
+    ours, _ = our_clean(base)
     assert_mdt_agrees(spark, base)
     assert _our_mdt_deltacommit(base, ours).exists()
     hudi_keeps_writing(spark, mdt_table)

@@ -1,0 +1,158 @@
+"""The `column_stats` and `bloom_filters` records of an instant the service completes, and where they go.
+
+Hudi's `HoodieBackedTableMetadataWriter.update` turns a data instant into the records of every enabled
+MDT partition (`HoodieTableMetadataUtil.convertMetadataToRecords`) and writes them all in one MDT
+deltacommit (`commitInternal` -> `prepRecords` -> `tagRecordsWithLocation`):
+
+- a commit (clustering's replacecommit, compaction's commit): per base file it wrote, the column
+  ranges from the file's Parquet footer for the columns of the commit's `schema` (meta fields first
+  when the table populates them; no schema, no column stats) and the footer's bloom filter
+  (`convertMetadataToColumnStatsRecords` / `convertMetadataToBloomFilterRecords`; a file without a
+  filter is skipped with an error log, as Java does);
+- a clean: per `deletePathPatterns` entry a bloom tombstone and column-stats stubs, the columns from
+  the table's latest schema (`TableSchemaResolver`);
+- a rollback: nothing in these partitions (only `files` records).
+
+A record goes to file group `mapRecordKeyToFileGroupIndex(key, n)` of its partition, n its existing
+file group count; each file group with records gets one HFile data block (keys in HBase order) in a
+new log file of its latest slice, as `HoodieAppendHandle` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+
+import pyarrow.parquet as pq
+
+from service.errors import CorruptTableError, UnsupportedTableError
+from service.table.base_file_writer import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY
+from service.table.codecs.clean import CleanMetadata
+from service.table.codecs.commit import CommitMetadata
+from service.table.mdt.column_ranges import column_ranges, columns_to_index
+from service.table.mdt.files_listing import FilesSlice
+from service.table.mdt.index_keys import (
+    BLOOM_FILTERS_PARTITION,
+    COLUMN_STATS_PARTITION,
+    file_group_index,
+)
+from service.table.mdt.index_records import (
+    IndexRecord,
+    bloom_filter_deletion,
+    bloom_filter_record,
+    column_stats_deletions,
+    column_stats_record,
+    encode_index_record,
+    is_base_file,
+)
+from service.table.mdt.log_writer import LogAppend, write_log
+from service.table.properties import TableConfig
+from service.table.storage import Storage
+
+log = logging.getLogger(__name__)
+
+INDEX_PARTITIONS = (COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION)  # the ones this service keeps in sync
+SIMPLE_BLOOM_TYPE = "SIMPLE"  # BloomFilterTypeCode.SIMPLE: a footer without a type code holds one
+
+IndexRecords = Mapping[str, Sequence[IndexRecord]]  # MDT partition -> its records of one instant
+
+
+def served_index_partitions(config: TableConfig) -> tuple[str, ...]:
+    """The index partitions the data table lists as completed MDT partitions."""
+    return tuple(p for p in INDEX_PARTITIONS if p in config.metadata_partitions)
+
+
+def _schema_fields(schema_json: str, source: str) -> list[str]:
+    try:
+        fields = json.loads(schema_json)["fields"]
+        return [str(f["name"]) for f in fields]
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptTableError(f"{source}: writer schema is not an Avro record schema: {e}") from None
+
+
+def indexed_columns(config: TableConfig, schema_json: str | None, source: str) -> list[str]:
+    """`getColumnsToIndex` without `hoodie.metadata.index.column.stats.column.list` (a writer option the
+    table does not record: the service indexes what Hudi's default does, every top-level field)."""
+    if not schema_json:
+        return []
+    return columns_to_index([], _schema_fields(schema_json, source), config.populate_meta_fields)
+
+
+def commit_index_records(
+    storage: Storage, config: TableConfig, metadata: CommitMetadata, instant_time: str
+) -> dict[str, list[IndexRecord]]:
+    """The index records of a commit's written base files, read from their footers."""
+    partitions = served_index_partitions(config)
+    out: dict[str, list[IndexRecord]] = {p: [] for p in partitions}
+    if not partitions:
+        return out
+    columns = indexed_columns(config, metadata.table_schema, storage.qualify(instant_time))
+    for partition, stats in metadata.partition_to_write_stats.items():
+        for stat in stats:
+            if stat.path is None:
+                continue
+            name = stat.path.rsplit("/", 1)[-1]
+            if not is_base_file(name):
+                continue
+            with storage.open_input(stat.path) as f:
+                footer = pq.ParquetFile(f).metadata
+            if COLUMN_STATS_PARTITION in out and columns:
+                ranges = column_ranges(footer, name, columns)
+                out[COLUMN_STATS_PARTITION].extend(column_stats_record(partition, r) for r in ranges)
+            if BLOOM_FILTERS_PARTITION in out:
+                kv = footer.metadata or {}
+                serialized = kv.get(BLOOM_FILTER_KEY.encode())
+                if serialized is None:
+                    # convertMetadataToBloomFilterRecords: "Failed to read bloom filter", no record.
+                    log.error("%s: no bloom filter in the footer; no bloom_filters record", stat.path)
+                    continue
+                kind = kv.get(BLOOM_FILTER_TYPE_KEY.encode(), SIMPLE_BLOOM_TYPE.encode()).decode()
+                out[BLOOM_FILTERS_PARTITION].append(
+                    bloom_filter_record(partition, name, instant_time, kind, serialized.decode("utf-8"))
+                )
+    return out
+
+
+def clean_index_records(
+    config: TableConfig, metadata: CleanMetadata, clean_instant: str, schema_json: str | None, source: str
+) -> dict[str, list[IndexRecord]]:
+    """The tombstones of a clean's deleted files; `schema_json` is the table's latest writer schema."""
+    partitions = served_index_partitions(config)
+    out: dict[str, list[IndexRecord]] = {p: [] for p in partitions}
+    columns = indexed_columns(config, schema_json, source) if COLUMN_STATS_PARTITION in out else []
+    for key, pm in metadata.partition_metadata.items():
+        partition = pm.partition_path if pm.partition_path is not None else key
+        for entry in pm.delete_path_patterns:
+            if BLOOM_FILTERS_PARTITION in out:
+                tomb = bloom_filter_deletion(partition, entry.rsplit("/", 1)[-1], clean_instant)
+                if tomb is not None:
+                    out[BLOOM_FILTERS_PARTITION].append(tomb)
+            if COLUMN_STATS_PARTITION in out:
+                out[COLUMN_STATS_PARTITION].extend(column_stats_deletions(partition, entry, columns))
+    return out
+
+
+def write_index_partitions(
+    storage: Storage, slices: Mapping[str, Sequence[FilesSlice]], instant_time: str, records: IndexRecords
+) -> list[LogAppend]:
+    """One log file per file group that receives records, in every partition of `records`; `slices`
+    holds each served partition's file groups in index order (their count is what keys hash over)."""
+    appends = []
+    for partition, in_partition in records.items():
+        if not in_partition:
+            continue
+        groups = slices[partition]
+        by_group: dict[int, dict[str, bytes]] = {}
+        for record in in_partition:
+            cells = by_group.setdefault(file_group_index(record.key, len(groups)), {})
+            value = encode_index_record(record)
+            if cells.get(record.key, value) != value:
+                raise UnsupportedTableError(
+                    f"{storage.qualify(instant_time)}: two different {partition} records for key "
+                    f"{record.key!r}"
+                )
+            cells[record.key] = value
+        for index in sorted(by_group):
+            appends.append(write_log(storage, groups[index], instant_time, list(by_group[index].items())))
+    return appends
