@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from service.config.clustering import SORT_COLUMNS_KEY
 from service.config.hoodie import HoodieConfig
+from service.config.hoodie_keys import INDEX_TYPE
 from service.errors import HudiTableServiceError, PlanRefusedError
 from service.table.avro_schema import parse_avro_schema, with_meta_fields
 from service.table.base_file_writer import parquet_writer_options
@@ -27,7 +28,6 @@ from service.table.log_format.merge import MergeConfig
 from service.table.table import HudiTable
 from strategies.layout.rank import is_supported
 
-INDEX_TYPE = "hoodie.index.type"
 # Writers' indexes a clustering must update, which this service cannot (Hudi's own clustering calls
 # `HoodieIndex.updateLocation` with its write statuses, or keeps bucket file ids): left stale, the
 # writer would append updates to replaced file groups (lost) or find no file group for a bucket.

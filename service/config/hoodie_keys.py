@@ -96,6 +96,7 @@ BASE_PATH = "hoodie.base.path"
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 COMPACTION_STRATEGY = "hoodie.compaction.strategy"
+INDEX_TYPE = "hoodie.index.type"
 
 _CLUSTERING_PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _CLUSTERING_RUN = "org.apache.hudi.client.clustering.run.strategy."
@@ -834,6 +835,19 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=1,
     ),
     # -- writers and table
+    HoodieKey(
+        INDEX_TYPE,
+        KeyType.ENUM,
+        None,
+        "The writers' index (HoodieIndexConfig; no default: the engine's, SIMPLE on Spark). "
+        "Clustering is refused for indexes it would have to update: HBASE, INMEMORY, BUCKET.",
+        _W,
+        allowed=(
+            "HBASE", "INMEMORY", "BLOOM", "GLOBAL_BLOOM", "SIMPLE", "GLOBAL_SIMPLE", "BUCKET",
+            "FLINK_STATE", "RECORD_INDEX",
+        ),
+        case_sensitive=False,
+    ),
     HoodieKey(
         "hoodie.write.concurrency.mode",
         KeyType.ENUM,

@@ -25,6 +25,7 @@ HUDI_CONFIG_CLASSES = [
     "org.apache.hudi.config.HoodieCompactionConfig",
     "org.apache.hudi.config.HoodieWriteConfig",
     "org.apache.hudi.common.config.HoodieStorageConfig",
+    "org.apache.hudi.config.HoodieIndexConfig",
     "org.apache.hudi.common.table.HoodieTableConfig",
 ]
 
