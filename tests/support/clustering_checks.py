@@ -21,14 +21,15 @@ from tests.support.histories import HudiHistory
 class GatedExecutor(SparkExecutor):
     """Groups wait at `gate` until the test opens it; `entered` is set when the first one arrives."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, wait_s: float = 300) -> None:
         super().__init__(session=spark)
+        self.wait_s = wait_s
         self.entered = threading.Event()
         self.gate = threading.Event()
 
     def run_group(self, job: GroupJob) -> list[BaseFileWriteResult]:
         self.entered.set()
-        if not self.gate.wait(180):
+        if not self.gate.wait(self.wait_s):
             raise RuntimeError("the test never opened the gate")
         return super().run_group(job)
 
