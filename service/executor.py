@@ -1,23 +1,30 @@
-"""The Spark side: one lazily created, reused SparkSession per process, and clustering groups as jobs.
+"""The Spark side: one lazily created, reused SparkSession per process; clustering groups and
+compaction plans as jobs.
 
 Groups run in threads sharing the session (PySpark pins each Python thread to a JVM thread, so job
-groups and scheduler pools are per thread). Each group's jobs carry a job group and a description
-naming table, instant and group, and run in a FAIR pool named after the table, so the Spark UI shows
-what each job is and one table cannot starve another.
+groups and scheduler pools are per thread). Each group's jobs, and each compaction's (its operations
+as the tasks of one job), carry a job group and a description naming table, instant and work, and
+run in a FAIR pool named after the table, so the Spark UI shows what each job is and one table
+cannot starve another.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import sys
 import tempfile
 import threading
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from service.command_context import parse_key_values
+from service.compaction.spark_job import CompactionJob, run_compaction
 from service.spark_group import GroupJob, run_group
+from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 
 if TYPE_CHECKING:
@@ -55,8 +62,13 @@ class SparkExecutor:
             if self._session is None:
                 # Python workers must run this interpreter: it has pyarrow and the project installed.
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+                from pyspark import SparkContext
                 from pyspark.sql import SparkSession
 
+                if SparkContext._active_spark_context is not None:
+                    # A process that has a session already (a notebook, a test run) lends it: joined,
+                    # never stopped here.
+                    self._owns_session = False
                 builder = SparkSession.builder.master(self._master)
                 for key, value in self._conf.items():
                     builder = builder.config(key, value)
@@ -67,16 +79,31 @@ class SparkExecutor:
 
     def run_group(self, job: GroupJob) -> list[BaseFileWriteResult]:
         """One clustering group as Spark jobs labelled for the UI, in the table's FAIR pool."""
-        sc = self.session.sparkContext
         group_id = f"{job.table_name}-{job.instant_time}-{job.group_index}"
         description = (
             f"clustering {job.table_name} {job.instant_time} group {job.group_index}: "
             f"{len(job.input_paths)} files in partition '{job.partition_path}'"
         )
-        sc.setJobGroup(group_id, description, interruptOnCancel=True)
-        sc.setLocalProperty("spark.scheduler.pool", job.table_name)
-        try:
+        with self._labelled(job.table_name, group_id, description):
             return run_group(self.session, job)
+
+    def run_compaction(self, job: CompactionJob) -> list[codecs.WriteStat]:
+        """A compaction plan's operations as the tasks of one Spark job, labelled like a group's."""
+        description = (
+            f"compaction {job.table_name} {job.instant_time}: {len(job.slices)} file slices, "
+            f"{sum(len(s.log_files) for s in job.slices)} log files"
+        )
+        with self._labelled(job.table_name, f"{job.table_name}-{job.instant_time}", description):
+            return run_compaction(self.session, job)
+
+    @contextlib.contextmanager
+    def _labelled(self, table_name: str, group_id: str, description: str) -> Iterator[None]:
+        """This thread's jobs under `group_id` with `description`, in the table's FAIR pool."""
+        sc = self.session.sparkContext
+        sc.setJobGroup(group_id, description, interruptOnCancel=True)
+        sc.setLocalProperty("spark.scheduler.pool", table_name)
+        try:
+            yield
         finally:
             sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
 
@@ -85,6 +112,18 @@ class SparkExecutor:
             if self._session is not None and self._owns_session:
                 self._session.stop()
             self._session = None
+
+
+def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
+    """The CLI's Spark options of the commands that execute (`cluster`, `compact`)."""
+    parser.add_argument("--spark-master", default="local[*]", help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
+    )
+
+
+def executor_from_args(args: argparse.Namespace) -> SparkExecutor:
+    return SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
 
 
 def _project_zip() -> Path:

@@ -324,7 +324,9 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
 # Files of a task holding several are sized evenly at up to this share of the target.
 _EVEN_FILL = 0.97
 _SIZE_STRETCHES = 64
-_SIZE_SLICE_ROWS = 2048
+# Rows compressed per stretch; the head calibration below absorbs what small slices misjudge.
+_SIZE_SLICE_ROWS = 1024
+_SIZE_CALIBRATION_ROWS = 32768
 
 
 def _write_evenly(
@@ -415,6 +417,7 @@ def _even_file_data(
 def _size_profile(writer: RollingBaseFileWriter, rows: pa.Table, target_file_bytes: int) -> SizeProfile:
     """Compressed bytes along `rows`, from one dense slice of each of up to 64 equal stretches."""
     n = rows.num_rows
+    writer.estimate_dictionary_from(rows)  # the dictionary columns the task's first file will keep
     probe = rows.slice(0, min(n, _SIZE_SLICE_ROWS))
     file_rows = max(1, int(target_file_bytes * probe.num_rows / max(1, writer.compressed_bytes(probe, n))))
     # Slices well below a file's rows, in up to 64 equal stretches.
@@ -428,7 +431,7 @@ def _size_profile(writer: RollingBaseFileWriter, rows: pa.Table, target_file_byt
     profile = size_profile(n, estimates)
     # Slices compress a little worse than whole files: calibrate on up to a file's first rows
     # compressed at once, so the first file (cut before any file was measured) is sized right too.
-    head = rows.slice(0, min(n, file_rows, 16 * _SIZE_SLICE_ROWS))
+    head = rows.slice(0, min(n, file_rows, _SIZE_CALIBRATION_ROWS))
     sliced = profile.bytes_before(head.num_rows)
     calibration = writer.compressed_bytes(head, file_rows) / sliced if sliced > 0 else 1.0
     return size_profile(n, [e * calibration for e in estimates])

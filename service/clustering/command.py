@@ -20,9 +20,9 @@ from service.clustering.orchestrator import (
 )
 from service.clustering.plan_report import plan_report, plan_to_json, render_plan
 from service.clustering.records import read_clustering_plan
-from service.command_context import CommandContext, add_service_arguments, open_context, parse_key_values
+from service.command_context import CommandContext, add_service_arguments, open_context
 from service.errors import HudiTableServiceError
-from service.executor import SparkExecutor
+from service.executor import add_spark_arguments, executor_from_args
 from service.json_output import fields_json
 from service.table.clustering_plan import PlannedClustering
 from service.table.heartbeat import HeartbeatSettings
@@ -37,10 +37,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     add_service_arguments(parser)
     parser.add_argument("--mode", choices=MODES, required=True)
     parser.add_argument("--instant-time", help="the pending clustering to execute or purge (default: oldest)")
-    parser.add_argument("--spark-master", default="local[*]", help="Spark master URL (default local[*])")
-    parser.add_argument(
-        "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
-    )
+    add_spark_arguments(parser)
     parser.add_argument(
         "--dry-run",
         action="store_true",
@@ -128,7 +125,7 @@ def cmd_cluster(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
                 show(outcome.plan, outcome.instant_time)
 
     options = ClusteringPassOptions(TriggerMode.MANUAL, schedule=args.mode == "scheduleAndExecute")
-    executor = SparkExecutor(args.spark_master, parse_key_values(args.spark_conf, "--spark-conf"))
+    executor = executor_from_args(args)
     try:
         passed = Clusterer(
             ctx.table, ctx.config, ctx.lock, ctx.zone, executor.run_group, options, listener=Shown()

@@ -1,8 +1,9 @@
 """`hudi-table-service compact`: schedule a compaction from the command line.
 
 Mirrors Hudi's `HoodieCompactor` (`--mode schedule`, `--instant-time`, `--props`, `--hoodie-conf`);
-`execute` runs a pending plan (`--instant-time`, default the oldest), `scheduleAndExecute` the one
-it schedules. `--dry-run` schedules nothing and executes nothing.
+`execute` runs a pending plan (`--instant-time`, default the oldest) on Spark (`--spark-master`,
+`--spark-conf`), `scheduleAndExecute` the one it schedules. `--dry-run` schedules nothing and
+executes nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from service.command_context import add_service_arguments, open_context
 from service.compaction.executor import execute_compaction, pending_compactions
 from service.compaction.scheduler import CompactionScheduleOutcome, schedule_compaction
+from service.executor import add_spark_arguments, executor_from_args
 from service.table.properties import TableServiceKind
 from strategies.compaction import PlannedCompaction
 
@@ -30,6 +32,7 @@ def add_compact_arguments(parser: argparse.ArgumentParser) -> None:
         help="schedule: the instant to schedule (default: now, after every instant); "
         "execute: the pending compaction to run (default: the oldest)",
     )
+    add_spark_arguments(parser)
     parser.add_argument(
         "--dry-run", action="store_true", help="print the plan (file slices, log files, IO); write nothing"
     )
@@ -120,7 +123,13 @@ def cmd_compact(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
             reply["result"] = None
             text.append("no pending compaction to execute")
         else:
-            result = execute_compaction(ctx.table, ctx.config, ctx.lock, instant_time, zone=ctx.zone)
+            executor = executor_from_args(args)
+            try:
+                result = execute_compaction(
+                    ctx.table, ctx.config, ctx.lock, instant_time, executor.run_compaction, zone=ctx.zone
+                )
+            finally:
+                executor.stop()
             reply["instant_time"] = instant_time
             reply["result"] = {
                 "instant_time": result.instant_time,

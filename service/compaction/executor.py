@@ -1,5 +1,5 @@
 """Execute a pending compaction plan (Hudi's or ours) and commit it: `HoodieCompactor.compact` and
-`BaseHoodieTableServiceClient.completeCompaction`, in-process.
+`BaseHoodieTableServiceClient.completeCompaction`; the operations run as Spark tasks (`spark_job`).
 
 Claim under the lock: this attempt's heartbeat and the empty `C.compaction.inflight`
 (`transitionCompactionRequestedToInflight`). An INFLIGHT plan is an earlier attempt: while its
@@ -7,11 +7,12 @@ heartbeat is alive it is another executor's and is refused; otherwise it is roll
 files by its markers, `C.compaction.inflight` deleted, the plan kept), as Java's `compact(instant)`
 does. Java keeps no heartbeat for compaction, so a Java compactor still running the same plan cannot
 be told from a dead one: do not run Java's and this compactor on the same table. Each operation
-reads its slice merged (`read_file_slice`: the base file and the plan's log files, blocks of
-instants up to the last completed commit, deltacommit or rollback, as the compactor's scanner), and
-writes `<fileId>_<token>_C.parquet` in the same file group after a DIRECT marker (MERGE with a base
-file, CREATE for a log-only slice; a log-only slice that merges to nothing writes nothing). Meta
-columns are kept as merged (`preserveMetadata`), `_hoodie_file_name` names the new file.
+(one Spark task, as `HoodieCompactor.compact` parallelizes them) reads its slice merged
+(`read_file_slice`: the base file and the plan's log files, blocks of instants up to the last
+completed commit, deltacommit or rollback, as the compactor's scanner), and writes
+`<fileId>_<token>_C.parquet` in the same file group after a DIRECT marker (MERGE with a base file,
+CREATE for a log-only slice; a log-only slice that merges to nothing writes nothing). Meta columns
+are kept as merged (`preserveMetadata`), `_hoodie_file_name` names the new file.
 
 Commit under the lock: the plan still pending, files with markers that are not in the stats deleted
 (finalize), the metadata table's `files` partition first, then `C.commit` (JSON, `compacted: true`,
@@ -26,40 +27,35 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from service.clustering.orchestrator import latest_table_schema
+from service.compaction.spark_job import CompactionJob
 from service.config.hoodie import HoodieConfig
 from service.errors import HudiTableServiceError
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
 from service.table import codecs
-from service.table.base_file_writer import BaseFileSchema, BaseFileTarget, BaseFileWriter
 from service.table.data_files import BaseFile, LogFile, parse_base_file, parse_log_file
 from service.table.fs_view import FileSlice
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.log_format.merge import MergeConfig
-from service.table.log_format.slice_reader import instant_filter, read_file_slice
-from service.table.markers import IOType, create_marker, delete_marker_dir, list_markers
+from service.table.log_format.slice_reader import instant_filter
+from service.table.markers import delete_marker_dir, list_markers
 from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file, instant_path
 
 log = logging.getLogger(__name__)
 
-_COMMIT_TIME = "_hoodie_commit_time"
-_RECORD_KEY = "_hoodie_record_key"
 # `BaseHoodieCompactionPlanGenerator`/`HoodieCompactor`: the scan reads up to the last completed
 # commit, deltacommit or rollback.
 _SCAN_UP_TO = (Action.COMMIT, Action.DELTA_COMMIT, Action.ROLLBACK)
-# One Spark task per operation in Java; here one writer of each attempt: a fixed token.
-_WRITE_TOKEN = "0-0-0"
+# The operations of one plan, run (as Spark tasks: `SparkExecutor.run_compaction`); the stats of
+# the files written.
+CompactionRunner = Callable[[CompactionJob], list[codecs.WriteStat]]
 
 
 @dataclass
@@ -128,93 +124,20 @@ def _size(table: HudiTable, rel: str, where: str) -> int:
     return status.size
 
 
-def _compact_one(
-    table: HudiTable,
-    instant_time: str,
-    op: codecs.CompactionOperation,
-    timeline: Timeline,
-    merge: MergeConfig,
-    avro_schema: str | None,
-    config: HoodieConfig,
-    where: str,
-) -> codecs.WriteStat | None:
-    started = time.perf_counter()
-    file_slice = _slice_of(table, op, where)
-    last = timeline.by_actions(_SCAN_UP_TO).completed().last
-    instants = instant_filter(timeline, last.timestamp if last is not None else None)
-    merged = read_file_slice(table.storage, file_slice, instants, merge)
-    scan_ms = round((time.perf_counter() - started) * 1000)
-    if merged.num_rows == 0 and file_slice.base_file is None:
-        return None  # Java's create handle writes nothing for an empty log-only slice
-    schema = BaseFileSchema.create(
-        merged.schema,
-        avro_schema,
-        table_name=table.name,
-        populate_meta_fields=table.config.populate_meta_fields,
-    )
-    target = BaseFileTarget(
-        table.storage, schema, config.parquet, file_slice.partition_path, instant_time, _WRITE_TOKEN
-    )
-    io_type = IOType.MERGE if file_slice.base_file is not None else IOType.CREATE
-    create_marker(table.storage, instant_time, target.path(file_slice.file_id), io_type)
-    writer = BaseFileWriter(target, file_slice.file_id)
-    try:
-        writer.write_row_group(schema.conform(merged))
-        written = writer.close()
-    except BaseException:
-        writer.abort()
-        raise
-    base_keys = _base_commit_times(table, file_slice)
-    out_keys = merged.column(_RECORD_KEY).to_pylist()
-    out_times = merged.column(_COMMIT_TIME).to_pylist()
-    inserts = sum(1 for k in out_keys if k not in base_keys)
-    updates = sum(1 for k, t in zip(out_keys, out_times, strict=True) if k in base_keys and base_keys[k] != t)
-    deletes = len(set(base_keys) - set(out_keys))
-    metrics = op.metrics or {}
-    return codecs.WriteStat(
-        file_id=file_slice.file_id,
-        path=written.path,
-        prev_commit=file_slice.base_instant_time if file_slice.base_file is not None else codecs.NULL_COMMIT,
-        num_writes=written.record_count,
-        num_deletes=deletes,
-        num_update_writes=updates,
-        num_inserts=inserts,
-        total_write_bytes=written.file_size_bytes,
-        partition_path=file_slice.partition_path,
-        total_log_files_compacted=len(file_slice.log_files),
-        total_log_size_compacted=int(metrics.get("TOTAL_LOG_FILES_SIZE", 0.0)),
-        total_updated_records_compacted=updates,
-        file_size_in_bytes=written.file_size_bytes,
-        runtime_stats=codecs.RuntimeStats(total_scan_time=scan_ms, total_upsert_time=written.write_time_ms),
-    )
-
-
-def _base_commit_times(table: HudiTable, file_slice: FileSlice) -> dict[str, str]:
-    """Record key -> `_hoodie_commit_time` of the slice's base file (for the update/insert counts)."""
-    if file_slice.base_file is None:
-        return {}
-    import pyarrow.parquet as pq
-
-    with table.storage.filesystem.open_input_file(table.storage.fs_path(file_slice.base_file.path)) as source:
-        base = pq.read_table(source, columns=[_RECORD_KEY, _COMMIT_TIME])
-    keys = pc.cast(base.column(_RECORD_KEY), pa.string()).to_pylist()
-    times = pc.cast(base.column(_COMMIT_TIME), pa.string()).to_pylist()
-    return dict(zip(keys, times, strict=True))
-
-
 def execute_compaction(
     table: HudiTable,
     config: HoodieConfig,
     lock: TableLock,
     instant_time: str,
+    runner: CompactionRunner,
     *,
     zone: tzinfo,
-    max_parallelism: int = 4,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     wall_clock: Callable[[], float] = time.time,
 ) -> CompactionResult:
-    """Execute the pending compaction `instant_time` and commit it as `C.commit`. An INFLIGHT one is
-    an earlier attempt: refused while its heartbeat is alive, else rolled back and re-executed."""
+    """Execute the pending compaction `instant_time` (its operations through `runner`, as Spark
+    tasks) and commit it as `C.commit`. An INFLIGHT one is an earlier attempt: refused while its
+    heartbeat is alive, else rolled back and re-executed."""
     started = time.monotonic()
     settings = HeartbeatSettings.from_config(config)
     plan = read_compaction_plan(table, instant_time)
@@ -255,18 +178,7 @@ def execute_compaction(
                 heartbeat.check_owned()
                 lock.check_held()
                 create_instant_file(table.storage, Instant(instant_time, Action.COMPACTION, State.INFLIGHT))
-        operations = list(plan.operations or ())
-        with ThreadPoolExecutor(max_workers=max(1, min(max_parallelism, len(operations) or 1))) as pool:
-            stats = [
-                s
-                for s in pool.map(
-                    lambda op: _compact_one(
-                        table, instant_time, op, timeline, merge, avro_schema, config, where
-                    ),
-                    operations,
-                )
-                if s is not None
-            ]
+        stats = runner(_job(table, config, instant_time, plan, timeline, merge, avro_schema, where))
     except BaseException:
         if heartbeat.lost:
             # The instant may be another executor's by now: its files carry the same names.
@@ -297,6 +209,36 @@ def execute_compaction(
         result.duration_seconds,
     )  # fmt: skip
     return result
+
+
+def _job(
+    table: HudiTable,
+    config: HoodieConfig,
+    instant_time: str,
+    plan: codecs.CompactionPlan,
+    timeline: Timeline,
+    merge: MergeConfig,
+    avro_schema: str | None,
+    where: str,
+) -> CompactionJob:
+    """The plan as Spark tasks take it: each operation's slice resolved on the driver, and the
+    timeline as the compactor's scanner reads it (blocks up to the last completed commit,
+    deltacommit or rollback)."""
+    operations = list(plan.operations or ())
+    last = timeline.by_actions(_SCAN_UP_TO).completed().last
+    return CompactionJob(
+        base_uri=table.base_uri,
+        storage_options=dict(table.storage_options),
+        table_name=table.name,
+        instant_time=instant_time,
+        populate_meta_fields=table.config.populate_meta_fields,
+        parquet=config.parquet,
+        avro_schema_json=avro_schema,
+        merge=merge,
+        instants=instant_filter(timeline, last.timestamp if last is not None else None),
+        slices=tuple(_slice_of(table, op, where) for op in operations),
+        log_bytes=tuple(int((op.metrics or {}).get("TOTAL_LOG_FILES_SIZE", 0.0)) for op in operations),
+    )
 
 
 def _commit(

@@ -284,7 +284,9 @@ class TableTicker:
             self._pending_compactions(runtime, [instant_time])
         with self._slot(TableService.COMPACTION, SlotClaim(name)):
             runtime.phase[TableService.COMPACTION] = Phase.EXECUTING
-            result = execute_compaction(table, config, lock, instant_time, zone=zone)
+            result = execute_compaction(
+                table, config, lock, instant_time, self.executor.run_compaction, zone=zone
+            )
         log.info("%s", compaction_outcome(name, result))
         self.metrics.run_duration_seconds.labels(name, TableService.COMPACTION).observe(
             result.duration_seconds

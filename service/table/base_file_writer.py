@@ -38,7 +38,7 @@ import posixpath
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -180,24 +180,27 @@ def parquet_writer_options(
     config: ParquetWriteConfig,
     dictionary_limit_bytes: int | None = None,
     first_rows: pa.Table | None = None,
+    dictionary: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """`pq.ParquetWriter` keyword arguments for Hudi's Parquet settings.
 
     With `first_rows` (the rows a file starts with), only the columns parquet-mr would keep
-    dictionary-encoded get a dictionary (`parquet_dictionary`).
+    dictionary-encoded get a dictionary (`parquet_dictionary`); `dictionary` names them when they
+    were decided before (size estimates reuse a file's choice instead of deciding again).
     """
     codec = config.pyarrow_compression
     if codec == "lz4":
         # pyarrow writes LZ4_RAW, which parquet-mr before 1.13 (Hudi 0.14 on Spark < 3.5) cannot read.
         raise HudiTableServiceError("hoodie.parquet.compression.codec=lz4 is not supported; use zstd/snappy")
+    use_dictionary: bool | list[str] = config.dictionary_enabled
+    if config.dictionary_enabled and dictionary is not None:
+        use_dictionary = list(dictionary)
+    elif config.dictionary_enabled and first_rows is not None:
+        use_dictionary = dictionary_columns(first_rows, config.page_size_bytes)
     return {
         "compression": codec,
         "compression_level": _DEFAULT_LEVELS.get(codec),
-        "use_dictionary": (
-            dictionary_columns(first_rows, config.page_size_bytes)
-            if config.dictionary_enabled and first_rows is not None
-            else config.dictionary_enabled
-        ),
+        "use_dictionary": use_dictionary,
         "data_page_size": config.page_size_bytes,
         # Hudi passes the page size as parquet-mr's dictionary page size too.
         "dictionary_pagesize_limit": dictionary_limit_bytes or config.page_size_bytes,
@@ -248,11 +251,14 @@ class BaseFileWriter:
         self._stream: BinaryIO = storage.open_output(self.path)
         # Opened with the first row group: its rows decide the dictionary columns.
         self._writer: pq.ParquetWriter | None = None
+        self.dictionary_columns: tuple[str, ...] | None = None  # decided when the writer opens
         self._closed = False
 
     def _parquet_writer(self, first_rows: pa.Table | None) -> pq.ParquetWriter:
         if self._writer is None:
             options = parquet_writer_options(self._config, first_rows=first_rows)
+            used = options["use_dictionary"]
+            self.dictionary_columns = tuple(used) if isinstance(used, list) else None
             self._writer = pq.ParquetWriter(self._stream, self._schema.arrow, **options)
         return self._writer
 
@@ -442,6 +448,10 @@ class RollingBaseFileWriter:
         self._column_chunk_footer_bytes = _INITIAL_COLUMN_CHUNK_FOOTER_BYTES
         self._data_bytes_closed = 0
         self._ending = False  # in write_file(): the caller sized the rows for one file
+        self._checked_rows = 0  # rows of the current cut file already checked to fit it
+        # The dictionary columns size estimates assume: decided once on the first rows estimated,
+        # then each new file's own choice. Deciding on every sample cost an eighth of a task's time.
+        self._estimate_dictionary: tuple[str, ...] | None = None
         self._closed = False
 
     def __enter__(self) -> RollingBaseFileWriter:
@@ -522,6 +532,13 @@ class RollingBaseFileWriter:
         fraction = min(1.0, table.num_rows / max(1, file_rows))
         return round(self._compressed_ratio(table, fraction) * table.nbytes)
 
+    def estimate_dictionary_from(self, first_rows: pa.Table | pa.RecordBatch) -> None:
+        """Size estimates assume the dictionary columns of a file starting with `first_rows` (until
+        a file is written: then that file's own choice)."""
+        if self._target.config.dictionary_enabled:
+            table = self._target.schema.conform(first_rows)
+            self._estimate_dictionary = tuple(dictionary_columns(table, self._target.config.page_size_bytes))
+
     def file_overhead_bytes(self, file_rows: int, row_groups: int = 2) -> int:
         """Estimated footer of a file of `file_rows` rows (bloom filter, schema, chunk metadata)."""
         leaves = sum(_leaf_count(f.type) for f in self._target.schema.arrow)
@@ -556,9 +573,16 @@ class RollingBaseFileWriter:
 
     def _plan_rows(self, final: bool) -> int | None:
         """Rows for the next row group of the current file; 0 closes the file, None waits for input."""
-        rows = self._plan_rows_by_size(final)
         current = self._current
         assert current is not None
+        if self._checked_rows and self._ending:
+            # Rows already found to fit this cut file when its first row group was split off.
+            groups_left = max(1, self._policy.cut_file_row_groups - current.row_groups)
+            checked = min(-(-self._checked_rows // groups_left), self._pending_rows)
+            self._checked_rows -= checked
+            return checked
+        self._checked_rows = 0
+        rows = self._plan_rows_by_size(final)
         groups_left = self._policy.cut_file_row_groups - current.row_groups
         if not self._ending or not rows or rows < self._pending_rows or groups_left < 2:
             return rows
@@ -567,7 +591,9 @@ class RollingBaseFileWriter:
         ratio = self._ratio() or self._sample_ratio(candidate)
         if ratio * candidate.nbytes < groups_left * self._target.config.page_size_bytes:
             return rows
-        return -(-rows // groups_left)
+        first = -(-rows // groups_left)
+        self._checked_rows = rows - first
+        return first
 
     def _plan_rows_by_size(self, final: bool) -> int | None:
         """Rows for the next row group that fit the file's remaining size (see `_plan_rows`)."""
@@ -649,7 +675,9 @@ class RollingBaseFileWriter:
             return 1.0
         limit = max(_MIN_SAMPLE_DICTIONARY_BYTES, int(self._target.config.page_size_bytes * fraction))
         sink = pa.BufferOutputStream()
-        options = parquet_writer_options(self._target.config, limit, first_rows=sample)
+        if self._estimate_dictionary is None:
+            self.estimate_dictionary_from(sample)
+        options = parquet_writer_options(self._target.config, limit, dictionary=self._estimate_dictionary)
         with pq.ParquetWriter(sink, self._target.schema.arrow, **options) as writer:
             start = sink.tell()
             writer.write_table(sample, row_group_size=sample.num_rows)
@@ -712,6 +740,8 @@ class RollingBaseFileWriter:
         assert current is not None
         before = current.bytes_written
         current.write_row_group(chunk)
+        if current.row_groups == 1 and current.dictionary_columns is not None:
+            self._estimate_dictionary = current.dictionary_columns
         compressed = current.bytes_written - before
         arrow_bytes = chunk.nbytes
         if arrow_bytes:
@@ -736,6 +766,7 @@ class RollingBaseFileWriter:
         current = self._current
         assert current is not None
         self._current = None
+        self._checked_rows = 0
         if current.record_count == 0:
             current.abort()
             self._created.remove(current.path)

@@ -32,6 +32,8 @@ _MIN_RLE_RUN = 8
 
 def dictionary_columns(rows: pa.Table, page_size_bytes: int) -> list[str]:
     """Top-level columns parquet-mr would keep dictionary-encoded for a file starting with `rows`."""
+    # Every plain value takes at least 4 bytes (booleans aside), so no first page holds more values.
+    rows = rows.slice(0, page_size_bytes // 4 + 1)
     keep: list[str] = []
     for name, column in zip(rows.column_names, rows.columns, strict=True):
         if _is_nested(column.type):

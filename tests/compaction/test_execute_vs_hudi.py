@@ -13,11 +13,20 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.cli import main
-from service.compaction import executor
+from service.compaction.spark_job import CompactionJob
+from service.executor import SparkExecutor
 from service.table import codecs
 from service.table.codecs.commit import WriteOperationType
 from tests.support import hudi_tables as ht
-from tests.support.mor_tables import MorHistory, MorHistoryCache, _MorBuilder, hudi_compaction, mor_histories
+from tests.support.mor_tables import (
+    MorHistory,
+    MorHistoryCache,
+    _MorBuilder,
+    compacted_snapshot,
+    copy_and_schedule_ours,
+    hudi_compaction,
+    mor_histories,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,27 +100,23 @@ def test_a_failed_attempt_leaves_nothing_visible_and_is_recovered_by_us_or_hudi(
     kept) and completes it: ours, or Hudi's `run_compaction` on a copy; both give the rows Hudi's
     own execution of the plan gives."""
     ours, theirs, recovered_by_hudi = tmp_path / "ours", tmp_path / "hudi", tmp_path / "recovered"
-    shutil.copytree(history.base_path, ours, symlinks=True)
-    assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
-    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    instant = copy_and_schedule_ours(history, ours, capsys)
     shutil.copytree(ours, theirs, symlinks=True)
     before = _read(spark, ours)
 
-    calls = []
-    original = executor._compact_one
+    written: list[codecs.WriteStat] = []
+    original = SparkExecutor.run_compaction
 
-    def failing(*args: Any) -> Any:
-        stat = original(*args)
-        calls.append(stat)
-        if len(calls) == 2:
-            raise OSError("disk full (injected)")
-        return stat
+    def failing(self: SparkExecutor, job: CompactionJob) -> list[codecs.WriteStat]:
+        # The operations' Spark tasks wrote their files; then the driver fails before committing.
+        written.extend(original(self, job))
+        raise OSError("disk full (injected)")
 
-    monkeypatch.setattr(executor, "_compact_one", failing)
+    monkeypatch.setattr(SparkExecutor, "run_compaction", failing)
     with pytest.raises(OSError, match="injected"):
         main(["compact", "--base-path", str(ours), "--mode", "execute"])
     monkeypatch.undo()
-    assert len(calls) >= 2
+    assert len(written) >= 2
     assert (ours / ".hoodie" / f"{instant}.compaction.inflight").exists()
     assert not (ours / ".hoodie" / f"{instant}.commit").exists()
     assert not list(ours.rglob(f"*_{instant}.parquet")), "this attempt's base files are deleted"
@@ -145,9 +150,7 @@ def test_writes_between_schedule_and_execute_land_in_the_new_slice(
     before we execute: the plan's input stays frozen, the upsert is read over the new base files,
     nothing is lost; Hudi executing the same plan on a copy gives the same rows."""
     ours, theirs = tmp_path / "ours", tmp_path / "hudi"
-    shutil.copytree(history.base_path, ours, symlinks=True)
-    assert main(["compact", "--base-path", str(ours), "--mode", "schedule", "--json"]) == 0
-    instant = json.loads(capsys.readouterr().out)["instant_time"]
+    instant = copy_and_schedule_ours(history, ours, capsys)
     writer = _MorBuilder(spark, history.name, ours, history.partitioned, {})
     writer.write("upsert", range(0, 48, 4), tag=40, ts=600)
     assert list(ours.rglob(f".*_{instant}.log.*")), "the upsert appended to slice C"
@@ -193,3 +196,56 @@ def test_schedule_and_execute_equals_hudis_compaction(
     compacted = _read(spark, theirs)
     assert _read(spark, ours) == compacted
     assert _read(spark, ours, "read_optimized") == compacted
+
+
+def test_writers_appending_during_our_compaction_write_into_the_new_slice(
+    spark: SparkSession,
+    history: MorHistory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hudi's writer upserts into the file groups under compaction while we execute: once after our
+    claim (`C.compaction.inflight`) before the operations' tasks run, once after they wrote the new
+    base files but before `C.commit`, and inserts new keys. Its log files are the new slice's (base
+    instant C, `HoodieAppendHandle.init` on a pending compaction); after our commit Hudi's snapshot
+    (and hudi-rs) holds exactly what the writes imply, and the read-optimized read the compacted
+    rows without the upserts. (A finalize that deleted the instant's files by name instead of by
+    markers fails it: the writer's `.<fileId>_C.log.*` go.)"""
+    base = tmp_path / "table"
+    instant = copy_and_schedule_ours(history, base, capsys)
+    compacted = compacted_snapshot(
+        history, _read(spark, base), ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist())
+    )
+    writer = _MorBuilder(spark, history.name, base, history.partitioned, {})
+    writes = {40: range(0, 48, 4), 41: range(1, 48, 6), 42: range(200, 210)}
+    original = SparkExecutor.run_compaction
+
+    def with_writers(self: SparkExecutor, job: CompactionJob) -> list[codecs.WriteStat]:
+        assert (base / ".hoodie" / f"{instant}.compaction.inflight").exists()
+        writer.write("upsert", writes[40], tag=40, ts=600)
+        stats = original(self, job)
+        writer.write("upsert", writes[41], tag=41, ts=700)
+        writer.write("upsert", writes[42], tag=42, ts=700)
+        assert not (base / ".hoodie" / f"{instant}.commit").exists()
+        return stats
+
+    monkeypatch.setattr(SparkExecutor, "run_compaction", with_writers)
+    assert main(["compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant]) == 0
+    monkeypatch.undo()
+    assert list(base.rglob(f".*_{instant}.log.*")), "the writer appended to the new slice"
+    assert _commit(base, instant).compacted
+
+    expected = {r["id"]: r for r in compacted}
+    after = {r["id"]: r for r in _read(spark, base)}
+    written = {i: tag for tag, ids in writes.items() for i in ids}
+    assert set(after) == set(expected) | set(written)
+    assert {i: after[i]["name"] for i in written} == {i: f"name-{i}-b{tag}" for i, tag in written.items()}
+    assert {i: r for i, r in after.items() if i not in written} == {
+        i: r for i, r in expected.items() if i not in written
+    }
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist()) == list(after.values())
+    # The new keys went to new file groups' base files (the writer's own instant), which the
+    # read-optimized read shows; of the groups under compaction it shows the compacted base files.
+    read_optimized = _read(spark, base, "read_optimized")
+    assert [r for r in read_optimized if r["id"] not in writes[42]] == compacted

@@ -1,9 +1,12 @@
-"""Run the CLI in this process and SIGKILL it right after it creates a file whose path matches.
+"""Run the CLI in this process and SIGKILL it right after (or right before) it creates a file whose
+path matches.
 
-`python -m tests.support.crash_at REGEX <cli args...>`: every file the services create on a table
-goes through `Storage.create_if_absent` (instant files, MDT log files, rollback blocks), so a kill
-placed after one of them stops the process exactly between two steps of an instant's completion, as
-a lost machine would (no `finally`, no atexit, no flush).
+`python -m tests.support.crash_at [--before] REGEX <cli args...>`: every file the services create on
+a table goes through `Storage.create_if_absent` (instant files, MDT log files, rollback blocks), so a
+kill placed after one of them stops the process exactly between two steps of an instant's
+completion, as a lost machine would (no `finally`, no atexit, no flush). `--before` kills just
+before the file would be created: the last moment the step before it left behind (e.g. a
+compaction's files written, its commit not yet).
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from service.cli import main
 from service.table.storage import Storage
 
 
-def _install(pattern: re.Pattern[str]) -> None:
+def _install(pattern: re.Pattern[str], before: bool = False) -> None:
     create = Storage.create_if_absent
 
     def create_then_die(self: Storage, rel: str, data: bytes) -> None:
+        if before and pattern.search(rel):
+            os.kill(os.getpid(), signal.SIGKILL)
         create(self, rel, data)
         if pattern.search(rel):
             os.kill(os.getpid(), signal.SIGKILL)
@@ -29,5 +34,9 @@ def _install(pattern: re.Pattern[str]) -> None:
 
 
 if __name__ == "__main__":
-    _install(re.compile(sys.argv[1]))
-    sys.exit(main(sys.argv[2:]))
+    args = sys.argv[1:]
+    before = args[:1] == ["--before"]
+    if before:
+        args = args[1:]
+    _install(re.compile(args[0]), before)
+    sys.exit(main(args[1:]))

@@ -198,10 +198,14 @@ def generate(
     price double, name string, event_time timestamp, ts long (precombine = `batch`, so a later batch
     wins an upsert).
     """
+    return rows_for_ids(spark.createDataFrame([(int(i),) for i in ids], "id long"), batch, partitions)
+
+
+def rows_for_ids(ids_df: DataFrame, batch: int = 0, partitions: Sequence[str] = PARTITIONS) -> DataFrame:
+    """`generate`'s rows for a DataFrame of `id long` (e.g. `spark.range`: no key list on the driver)."""
     from pyspark.sql import functions as F
 
     region_array = F.array(*[F.lit(p) for p in partitions])
-    ids_df = spark.createDataFrame([(int(i),) for i in ids], "id long")
     return ids_df.select(
         F.col("id"),
         F.element_at(region_array, (F.col("id") % len(partitions) + 1).cast("int")).alias("region"),

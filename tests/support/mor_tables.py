@@ -347,3 +347,28 @@ def hudi_view_slices(spark: SparkSession, base_path: Path) -> tuple[list[HudiSli
     finally:
         view.close()
     return sorted(latest), sorted(every)
+
+
+def compacted_snapshot(
+    history: MorHistory, snapshot: list[dict[str, Any]], hudi_rs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Hudi's snapshot read once the table is compacted, from the reads before (normalised rows):
+    the same rows, but for the write after the rolled-back one. Before, Hudi's read stopped at the
+    rollback command block (its instant is later than the read instant; see
+    tests/log_format/test_merged_read_hudi.py); a compaction reads up to the rollback, as Java's,
+    and hudi-rs never stops there, so those rows are hudi-rs's."""
+    keys = {int(k) for k in history.cases.get("after_rollback", ())}
+    later = {r["id"]: r for r in hudi_rs if r["id"] in keys}
+    return [later.get(r["id"], r) for r in snapshot]
+
+
+def copy_and_schedule_ours(history: MorHistory, base_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """A copy of `history` at `base_path` with a compaction scheduled by our CLI; returns its instant."""
+    import json
+
+    from service.cli import main
+
+    shutil.copytree(history.base_path, base_path, symlinks=True)
+    assert main(["compact", "--base-path", str(base_path), "--mode", "schedule", "--json"]) == 0
+    instant: str = json.loads(capsys.readouterr().out)["instant_time"]
+    return instant

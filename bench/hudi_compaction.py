@@ -1,0 +1,249 @@
+"""Compaction: ours next to Hudi's own compactor, on identical copies of one merge-on-read table.
+
+The table is written once by Hudi's Spark writer (`MERGE_ON_READ`, Avro log blocks, compaction off):
+`insert_batches` inserts of new file groups in the three regions (small-file handling off, so every
+batch adds groups), then `upserts` rounds each updating one in `upsert_every` keys, so every file
+group has a base file and a log file per round. Per contender the table is copied: Hudi's
+`CALL run_compaction(op => 'run')` (`RunCompactionProcedure`: schedule with Hudi's planner, then
+`SparkRDDWriteClient.compact`) compacts one copy, our `schedule_compaction` + `execute_compaction`
+(the operations as Spark tasks through `SparkExecutor`, in the same session) the other. Both
+compact every file slice (`hoodie.compact.inline.max.delta.commits=1`, Hudi's default strategy).
+Hudi's snapshot reads of both copies must hold the same rows (asserted); wall seconds of each and
+the ratio are recorded. An untimed warm-up on a tiny table takes JIT and first-use costs out.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.common import (
+    RESULTS_DIR,
+    bench_parser,
+    command_line,
+    print_table,
+    rerun_without_jvm,
+    stopwatch,
+    write_results,
+)
+from service.compaction.executor import execute_compaction
+from service.compaction.scheduler import schedule_compaction
+from service.config.hoodie import HoodieConfig
+from service.executor import SparkExecutor
+from service.lock.in_process import InProcessTableLock
+from service.table.table import HudiTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+NAME = "hudi-compaction"
+TABLE = "bench_mor"
+EVERY_DELTACOMMIT = {"hoodie.compact.inline.max.delta.commits": "1"}
+
+
+@dataclass(frozen=True)
+class TableShape:
+    rows: int
+    insert_batches: int
+    upserts: int
+    upsert_every: int  # each upsert round updates the keys with id % upsert_every == round
+
+    @property
+    def updated_rows(self) -> int:
+        every = self.upsert_every
+        return sum(len(range(r % every, self.rows, every)) for r in range(self.upserts))
+
+
+TINY = TableShape(rows=600, insert_batches=1, upserts=2, upsert_every=3)
+QUICK = TableShape(rows=60_000, insert_batches=2, upserts=3, upsert_every=5)
+FULL = TableShape(rows=3_000_000, insert_batches=4, upserts=4, upsert_every=5)
+
+
+@dataclass(frozen=True)
+class Options:
+    shape: TableShape
+    work_dir: Path | None = None
+    results_dir: Path | None = None
+    driver_memory: str = "6g"
+
+
+@dataclass(frozen=True)
+class Contender:
+    name: str
+    seconds: float
+    schedule_seconds: float | None  # ours only: Hudi's procedure does not say
+    output_files: int  # one per compacted file slice
+    output_bytes: int
+
+
+@dataclass(frozen=True)
+class Run:
+    input_files: int
+    input_bytes: int
+    log_files: int
+    hudi: Contender
+    ours: Contender
+    same_rows: bool
+    rows: int
+
+
+def build_table(spark: SparkSession, base: Path, shape: TableShape) -> None:
+    """The merge-on-read input, written by Hudi (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    from tests.support import hudi_tables as ht
+    from tests.support.mor_tables import mor_options
+
+    options = ht.writer_options(TABLE, ht.RECORD_KEY, ht.PRECOMBINE, (ht.PARTITION_FIELD,))
+    options.update(mor_options({"hoodie.parquet.small.file.limit": "0"}))
+
+    def rows(start: int, end: int, batch: int) -> DataFrame:
+        return ht.rows_for_ids(spark.range(start, end), batch)
+
+    def write(df: DataFrame, operation: str) -> None:
+        opts = {**options, "hoodie.datasource.write.operation": operation}
+        df.write.format("hudi").options(**opts).mode("append").save(str(base))
+
+    per_batch = -(-shape.rows // shape.insert_batches)
+    for batch in range(shape.insert_batches):
+        write(rows(batch * per_batch, min(shape.rows, (batch + 1) * per_batch), 0), "insert")
+    for round_ in range(shape.upserts):
+        updated = rows(0, shape.rows, round_ + 1).where(
+            F.col("id") % shape.upsert_every == round_ % shape.upsert_every
+        )
+        write(updated, "upsert")
+
+
+def _input_files(base: Path) -> tuple[int, int, int]:
+    files = [p for p in base.rglob("*") if p.is_file() and ".hoodie" not in p.relative_to(base).parts]
+    data = [p for p in files if not p.name.endswith(".crc") and (".parquet" in p.name or ".log." in p.name)]
+    return len(data), sum(p.stat().st_size for p in data), sum(1 for p in data if ".log." in p.name)
+
+
+def run_hudi(spark: SparkSession, base: Path) -> Contender:
+    options = ",".join(f"{k}={v}" for k, v in EVERY_DELTACOMMIT.items())
+    call = f"CALL run_compaction(op => 'run', path => '{base}', options => '{options}')"
+    with stopwatch() as sw:
+        spark.sql(call).collect()
+    return _contender("hudi", base, sw.seconds, None)
+
+
+def run_ours(spark: SparkSession, base: Path) -> Contender:
+    table = HudiTable.open(str(base))
+    config = HoodieConfig.from_mapping(EVERY_DELTACOMMIT, table.name)
+    lock = InProcessTableLock(table.name, key=str(base))
+    executor = SparkExecutor(session=spark)
+    with stopwatch() as sw:
+        with stopwatch() as scheduling:
+            outcome = schedule_compaction(table, config, lock, now=datetime.now(UTC), zone=UTC)
+        if outcome.instant_time is None:
+            raise RuntimeError(f"{base}: we scheduled no compaction ({outcome.reason})")
+        execute_compaction(table, config, lock, outcome.instant_time, executor.run_compaction, zone=UTC)
+    return _contender("ours", base, sw.seconds, scheduling.seconds)
+
+
+def _contender(name: str, base: Path, seconds: float, schedule_seconds: float | None) -> Contender:
+    """The figures of the one compaction commit on `base`, from its commit metadata."""
+    from service.table import codecs
+
+    [commit] = list((base / ".hoodie").glob("*.commit"))
+    metadata = codecs.decode(codecs.CommitMetadata, commit.read_bytes(), str(commit))
+    stats = metadata.write_stats
+    return Contender(name, seconds, schedule_seconds, len(stats), sum(s.file_size_in_bytes for s in stats))
+
+
+def same_rows(spark: SparkSession, left: Path, right: Path) -> tuple[bool, int]:
+    """Whether Hudi's snapshot reads of both copies hold the same rows (all but `_hoodie_file_name`)."""
+    frames = [spark.read.format("hudi").load(str(p)).drop("_hoodie_file_name") for p in (left, right)]
+    count = frames[0].count()
+    same = count == frames[1].count() and frames[0].exceptAll(frames[1]).isEmpty()
+    return same and frames[1].exceptAll(frames[0]).isEmpty(), count
+
+
+def run_once(spark: SparkSession, source: Path, work: Path) -> Run:
+    files, size, logs = _input_files(source)
+    copies = {name: work / f"{name}-copy" for name in ("hudi", "ours")}
+    for copy in copies.values():
+        shutil.copytree(source, copy)
+    hudi = run_hudi(spark, copies["hudi"])
+    ours = run_ours(spark, copies["ours"])
+    same, rows = same_rows(spark, copies["hudi"], copies["ours"])
+    for copy in copies.values():
+        shutil.rmtree(copy)
+    return Run(files, size, logs, hudi, ours, same, rows)
+
+
+def run(options: Options, spark: SparkSession | None = None, command: str | None = None) -> dict[str, Any]:
+    """Build the table, compact a copy with each contender, write the JSON."""
+    work = Path(tempfile.mkdtemp(prefix="hts-bench-hudi-compaction-", dir=options.work_dir))
+    session: SparkSession | None = spark
+    try:
+        if session is None:
+            from bench.hudi_clustering import start_session
+
+            session = start_session(work, options.driver_memory)
+        with stopwatch() as built:
+            build_table(session, work / "table", options.shape)
+        print(f"built {options.shape.rows:,} rows ({built.seconds:.1f}s)", flush=True)
+        if options.shape != TINY:  # untimed warm-up
+            build_table(session, work / "warm-up", TINY)
+            run_once(session, work / "warm-up", work / "warm-up-copies")
+        result = run_once(session, work / "table", work)
+        payload = _payload(options, result, command)
+        _print(payload)
+        path = write_results(NAME, payload, options.results_dir)
+        print(f"\nwrote {path}", flush=True)
+        payload["results_path"] = str(path)
+        if not result.same_rows:
+            raise RuntimeError(f"Hudi's compaction and ours left different rows: {payload['run']}")
+        return payload
+    finally:
+        if spark is None and session is not None:
+            session.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _payload(options: Options, result: Run, command: str | None) -> dict[str, Any]:
+    ratio = result.ours.seconds / result.hudi.seconds if result.hudi.seconds else None
+    return {
+        "command": command or f"bench.hudi_compaction.run({options})",
+        "shape": asdict(options.shape) | {"updated_rows": options.shape.updated_rows},
+        "settings": dict(EVERY_DELTACOMMIT),
+        "run": asdict(result) | {"ours_over_hudi_seconds": round(ratio, 3) if ratio else None},
+    }
+
+
+def _print(payload: Mapping[str, Any]) -> None:
+    run_ = payload["run"]
+    rows = [
+        [
+            c["name"], c["output_files"], c["output_bytes"], round(c["seconds"], 2),
+            "" if c["schedule_seconds"] is None else round(c["schedule_seconds"], 2),
+        ]
+        for c in (run_["hudi"], run_["ours"])
+    ]  # fmt: skip
+    print_table(
+        f"Compaction, ours vs Hudi's run_compaction ({run_['input_files']:,} files, "
+        f"{run_['log_files']:,} log files, {run_['input_bytes']:,} bytes; same rows: {run_['same_rows']}; "
+        f"ours/Hudi {run_['ours_over_hudi_seconds']})",
+        ["contender", "files", "bytes", "seconds", "of which scheduling"],
+        rows,
+    )
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = bench_parser(NAME, __doc__, f"{QUICK.rows:,} rows instead of {FULL.rows:,}")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
+    args = parser.parse_args(list(argv))
+    if (status := rerun_without_jvm(NAME, argv)) is not None:
+        return status
+    options = Options(
+        shape=QUICK if args.quick else FULL, work_dir=args.work_dir, results_dir=args.results_dir
+    )
+    run(options, command=command_line(NAME, argv))
+    return 0

@@ -1,0 +1,30 @@
+"""The ours-vs-Hudi compaction benchmark at a toy size: Hudi's `run_compaction` and our
+schedule + execute compact identical copies of one merge-on-read table into the same rows, and the
+JSON says so (no timings asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.hudi_compaction import TINY, Options, run
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+
+def test_hudi_compaction_bench_compacts_into_the_same_rows_as_hudi(spark: Any, tmp_path: Path) -> None:
+    run(Options(shape=TINY, work_dir=tmp_path, results_dir=tmp_path / "results"), spark=spark)
+
+    document = json.loads((tmp_path / "results" / "hudi-compaction.json").read_text(encoding="utf-8"))
+    assert document["benchmark"] == "hudi-compaction"
+    assert document["shape"]["rows"] == TINY.rows
+    result = document["run"]
+    assert result["same_rows"] and result["rows"] == TINY.rows
+    assert result["log_files"] > 0
+    hudi, ours = result["hudi"], result["ours"]
+    assert hudi["output_files"] == ours["output_files"] > 0
+    assert hudi["seconds"] > 0 and ours["seconds"] > 0 and ours["schedule_seconds"] > 0
+    assert hudi["schedule_seconds"] is None and result["ours_over_hudi_seconds"] > 0
