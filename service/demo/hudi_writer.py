@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,11 +126,26 @@ def demo_writer_options(
     return opts
 
 
+def demo_first_order(batch: int, rows_per_batch: int) -> int:
+    """The first order id of batch `batch` (its ids are consecutive; half of them the previous batch's)."""
+    return max(0, batch * rows_per_batch - rows_per_batch // 2)
+
+
+def demo_latest(batches: Iterable[int], rows_per_batch: int) -> dict[int, int]:
+    """Order id -> the batch whose values it holds (`updated_at`) once `batches` were committed."""
+    latest: dict[int, int] = {}
+    for batch in batches:
+        first = demo_first_order(batch, rows_per_batch)
+        for order in range(first, first + rows_per_batch):
+            latest[order] = max(latest.get(order, -1), batch)
+    return latest
+
+
 def demo_batch(spark: SparkSession, batch: int, rows_per_batch: int) -> DataFrame:
     """Batch `batch`: half updates of the previous batch's orders, half new orders (batch 0: all new)."""
     from pyspark.sql import functions as F
 
-    first_id = max(0, batch * rows_per_batch - rows_per_batch // 2)
+    first_id = demo_first_order(batch, rows_per_batch)
     cities = F.array(*[F.lit(c) for c in CITIES])
     return spark.range(first_id, first_id + rows_per_batch).select(
         F.col("id").alias("order_id"),

@@ -23,7 +23,7 @@ import yaml
 
 from service.config.daemon import load_daemon_config
 from service.daemon import Daemon
-from service.demo.hudi_writer import demo_batch, demo_spark, demo_writer_options, hts_home
+from service.demo.hudi_writer import demo_batch, demo_latest, demo_spark, demo_writer_options, hts_home
 from service.demo.zookeeper import LoopbackZookeeper, zookeeper_available
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
@@ -128,12 +128,10 @@ def _hudi_read(spark: SparkSession, base: str, metadata: bool) -> list[tuple[int
     return sorted((r["order_id"], r["updated_at"], r["_hoodie_file_name"]) for r in got.collect())
 
 
-def _verify(spark: SparkSession, base: str, written: list[int], rows: int) -> bool:
-    latest: dict[int, int] = {}
-    for batch in written:
-        first = max(0, batch * rows - rows // 2)
-        for order in range(first, first + rows):
-            latest[order] = max(latest.get(order, -1), batch)
+def verify_demo_table(spark: SparkSession, base: str, written: list[int], rows: int) -> bool:
+    """Hudi's reader returns every order of the `written` batches exactly once with its latest value,
+    listing files through the metadata table and through storage alike (printed; True if so)."""
+    latest = demo_latest(written, rows)
     ok = True
     reads = {metadata: _hudi_read(spark, base, metadata) for metadata in (True, False)}
     for metadata, rows_read in reads.items():
@@ -202,5 +200,5 @@ def run_demo(args: argparse.Namespace) -> int:
             writer.join(timeout=120)
             daemon.stop(60)
         _report_progress(table, seen)
-        ok = _verify(spark, base, written, args.rows_per_batch)
+        ok = verify_demo_table(spark, base, written, args.rows_per_batch)
     return 0 if ok else 1

@@ -29,13 +29,12 @@ from service.lock.in_process import InProcessTableLock
 from service.lock.kazoo_pool import KazooClientPool
 from service.lock.zookeeper import ZookeeperTableLock
 from service.rollback import find_completed_rollback
-from service.spark_group import GroupJob
-from service.table.base_file_writer import BaseFileWriteResult
 from service.table.heartbeat import HeartbeatSettings, heartbeat_path, judge
 from service.table.instant import Action, State
 from service.table.table import HudiTable
 from tests.lock.zk_helpers import zk_settings
 from tests.support import hudi_tables as ht
+from tests.support.clustering_checks import GatedExecutor, assert_readers_see, clustering_state, live_outputs
 from tests.support.histories import HudiHistory
 from tests.support.paths import REPO_ROOT
 from tests.support.zookeeper import ZookeeperServer
@@ -79,27 +78,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=60)
 
 
-def _state(table: HudiTable, instant: str) -> State | None:
-    found = table.load_timeline().find(instant, Action.REPLACE_COMMIT)
-    return None if found is None else found.state
-
-
-def _assert_readers_see(history: HudiHistory, spark: Any) -> None:
-    """Hudi's reader and hudi-rs return every record exactly once, with its latest value."""
-    expected = history.expected_rows()
-    assert ht.normalise_rows(ht.read_snapshot(spark, history.base_path)) == expected
-    assert ht.normalise_rows(ht.hudi_rs_snapshot(history.base_path).to_pylist()) == expected
-
-
 def _assert_only_committed_outputs(base: Path, instant: str) -> None:
     """No file of `instant` outside the committed ones: a loser's or a dead attempt's files are gone."""
-    on_disk = sorted(p.name for p in base.glob(f"*/*_{instant}.parquet"))
-    view = HudiTable.open(str(base)).load_view()
-    live = sorted(
-        fg.latest_slice.base_file.file_name
-        for fg in view.live_file_groups
-        if fg.latest_slice and fg.latest_slice.base_file and fg.latest_slice.base_instant_time == instant
-    )
+    on_disk, live = live_outputs(base, instant)
     assert on_disk == live and on_disk
 
 
@@ -113,7 +94,13 @@ def test_two_cli_executors_on_one_plan_one_commits_the_other_refuses(
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
     first = _cli(base, instant, 5000, first_log)
     try:
-        _wait(lambda: _state(table, instant) is State.INFLIGHT, 180, "the first to claim", first, first_log)
+        _wait(
+            lambda: clustering_state(table, instant) is State.INFLIGHT,
+            180,
+            "the first to claim",
+            first,
+            first_log,
+        )
         # The first process is only starting Spark now: the second meets a live attempt.
         second = _cli(base, instant, 5000, second_log)
         assert second.wait(timeout=180) == 1
@@ -124,11 +111,11 @@ def test_two_cli_executors_on_one_plan_one_commits_the_other_refuses(
         assert first.wait(timeout=300) == 0, first_log.read_text()[-4000:]
     finally:
         _stop(first)
-    assert _state(table, instant) is State.COMPLETED
+    assert clustering_state(table, instant) is State.COMPLETED
     assert find_completed_rollback(table, table.load_timeline(), instant) is None  # nobody rolled it back
     assert not (base / heartbeat_path(instant)).exists()  # stopped and deleted
     _assert_only_committed_outputs(base, instant)
-    _assert_readers_see(history, spark)
+    assert_readers_see(history, spark)
 
 
 def test_sigkilled_owner_is_taken_over_only_after_its_heartbeat_expired(
@@ -149,7 +136,7 @@ def test_sigkilled_owner_is_taken_over_only_after_its_heartbeat_expired(
         owner.wait(timeout=60)
     finally:
         _stop(owner)
-    assert _state(table, instant) is State.INFLIGHT, "the owner committed before it was killed"
+    assert clustering_state(table, instant) is State.INFLIGHT, "the owner committed before it was killed"
     assert (base / heartbeat_path(instant)).exists()  # a dead owner deletes nothing
 
     config = HoodieConfig.from_mapping({"hoodie.client.heartbeat.interval_in_ms": interval_ms}, table.name)
@@ -172,22 +159,7 @@ def test_sigkilled_owner_is_taken_over_only_after_its_heartbeat_expired(
     # The dead attempt was rolled back (its files by markers) before the plan ran again.
     assert find_completed_rollback(table, table.load_timeline(), instant) is not None
     _assert_only_committed_outputs(base, instant)
-    _assert_readers_see(history, spark)
-
-
-class _GatedRunner:
-    """Runs groups only once the gate opens: a clustering kept inflight (its heartbeat beating)."""
-
-    def __init__(self, spark: Any) -> None:
-        self.executor = SparkExecutor(session=spark)
-        self.entered = threading.Event()
-        self.gate = threading.Event()
-
-    def __call__(self, job: GroupJob) -> list[BaseFileWriteResult]:
-        self.entered.set()
-        if not self.gate.wait(300):
-            raise RuntimeError("the test never opened the gate")
-        return self.executor.run_group(job)
+    assert_readers_see(history, spark)
 
 
 @pytest.mark.zk
@@ -217,12 +189,12 @@ def test_hudi_lazy_writer_never_rolls_back_a_clustering_being_executed(
     config = HoodieConfig.from_mapping({"hoodie.client.heartbeat.interval_in_ms": 5000}, table.name)
     instant = schedule_clustering(table, config, lock, now=datetime.now(UTC), zone=UTC).instant_time
     assert instant is not None
-    runner = _GatedRunner(spark)
+    runner = GatedExecutor(spark)
     outcome: list[Any] = []
 
     def cluster() -> None:
         try:
-            outcome.append(execute_clustering(table, instant, config, runner, lock, zone=UTC))
+            outcome.append(execute_clustering(table, instant, config, runner.run_group, lock, zone=UTC))
         except BaseException as exc:  # re-raised by the test thread below
             outcome.append(exc)
 
@@ -230,7 +202,7 @@ def test_hudi_lazy_writer_never_rolls_back_a_clustering_being_executed(
     thread.start()
     try:
         assert runner.entered.wait(120), "the clustering never started executing"
-        assert _state(table, instant) is State.INFLIGHT
+        assert clustering_state(table, instant) is State.INFLIGHT
         # A failed Hudi write (left pending, as under LAZY) whose heartbeat then expires...
         failed = ht.write_failing(
             spark, base, ht.generate(spark, range(500, 510), batch=7), "upsert", history.table_name,
@@ -243,7 +215,7 @@ def test_hudi_lazy_writer_never_rolls_back_a_clustering_being_executed(
             history = _with(history, ids, batch)
         timeline = table.load_timeline()
         assert find_completed_rollback(table, timeline, failed) is not None, "Hudi rolled back nothing"
-        assert _state(table, instant) is State.INFLIGHT
+        assert clustering_state(table, instant) is State.INFLIGHT
         assert find_completed_rollback(table, timeline, instant) is None
     finally:
         runner.gate.set()
@@ -253,7 +225,7 @@ def test_hudi_lazy_writer_never_rolls_back_a_clustering_being_executed(
         raise result
     assert result.committed
     assert find_completed_rollback(table, table.load_timeline(), instant) is None
-    _assert_readers_see(history, spark)
+    assert_readers_see(history, spark)
 
 
 def _with(history: HudiHistory, ids: range, batch: int) -> HudiHistory:

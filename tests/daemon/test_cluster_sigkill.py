@@ -3,13 +3,7 @@ releases nothing; its tables move once its session expired, and come back when i
 
 from __future__ import annotations
 
-import re
-import signal
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +12,8 @@ import pytest
 
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
-from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
+from tests.support.replicas import ReplicaProcess
 from tests.support.zookeeper import ZookeeperServer
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
@@ -29,22 +23,19 @@ SESSION_TIMEOUT_S = 4.0
 SETTLE_S = 1.0
 POLL_S = 2.0  # the membership loop's own poll
 SLACK_S = 8.0  # process start-up and a loaded 2-core machine
-HELD = re.compile(r'^hudi_table_service_table_held\{table="([^"]+)"\} 1\.0$', re.M)
 
 
-class Replica:
-    def __init__(self, root: Path, zk: ZookeeperServer, path: str, replica_id: str) -> None:
-        self.replica_id = replica_id
-        self.port = free_port()
-        off = "clustering: {enabled: false}, cleaning: {enabled: false}"
-        entries = "\n".join(f"  - {{name: {t}, base_path: '{root / t}', {off}}}" for t in TABLES)
-        self.config = root / f"{replica_id}.yaml"
-        self.config.write_text(
-            f"""
+def _replica(root: Path, zk: ZookeeperServer, path: str, replica_id: str) -> ReplicaProcess:
+    port = free_port()
+    off = "clustering: {enabled: false}, cleaning: {enabled: false}"
+    entries = "\n".join(f"  - {{name: {t}, base_path: '{root / t}', {off}}}" for t in TABLES)
+    config = root / f"{replica_id}.yaml"
+    config.write_text(
+        f"""
 daemon:
   config_watch_seconds: 0
   shutdown_grace_seconds: 2
-  metrics: {{host: 127.0.0.1, port: {self.port}}}
+  metrics: {{host: 127.0.0.1, port: {port}}}
   cluster: {{enabled: true, path: {path}, replica_id: {replica_id}, settle_seconds: {SETTLE_S}}}
   lock:
     provider: zookeeper
@@ -55,41 +46,16 @@ daemon:
 tables:
 {entries}
 """
-        )
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with (self.config.parent / f"{self.replica_id}.log").open("ab") as log:  # the child keeps its copy
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "service.cli", "run", "--config", str(self.config)],
-                cwd=REPO_ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-            )
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
-
-    def held(self) -> set[str] | None:
-        """The tables this replica reports held, if it is up and ready (the division settled)."""
-        base = f"http://127.0.0.1:{self.port}"
-        try:
-            with urllib.request.urlopen(base + "/readyz", timeout=2):
-                pass
-            with urllib.request.urlopen(base + "/metrics", timeout=2) as response:
-                return set(HELD.findall(response.read().decode()))
-        except (urllib.error.URLError, OSError):
-            return None
+    )
+    return ReplicaProcess(replica_id, config, port)
 
 
 @pytest.fixture
-def replicas(tmp_path: Path, zookeeper_server: ZookeeperServer) -> Iterator[list[Replica]]:
+def replicas(tmp_path: Path, zookeeper_server: ZookeeperServer) -> Iterator[list[ReplicaProcess]]:
     for name in TABLES:
         FixtureTable(tmp_path / name, name=name).commit(ts(1), [FileSpec("a", fid(1))])
     path = f"/hudi-table-service/{uuid.uuid4().hex[:12]}/members"
-    started = [Replica(tmp_path, zookeeper_server, path, f"r{i}") for i in range(3)]
+    started = [_replica(tmp_path, zookeeper_server, path, f"r{i}") for i in range(3)]
     try:
         yield started
     finally:
@@ -97,7 +63,7 @@ def replicas(tmp_path: Path, zookeeper_server: ZookeeperServer) -> Iterator[list
             replica.kill()
 
 
-def _wait_divided(replicas: list[Replica], timeout_s: float) -> tuple[float, list[set[str]]]:
+def _wait_divided(replicas: list[ReplicaProcess], timeout_s: float) -> tuple[float, list[set[str]]]:
     """Wait until every table is held by exactly one of `replicas`, all ready; (seconds, shares)."""
     started = time.monotonic()
     while True:
@@ -112,7 +78,7 @@ def _wait_divided(replicas: list[Replica], timeout_s: float) -> tuple[float, lis
 
 
 def test_a_sigkilled_replicas_tables_move_after_its_session_expires_and_come_back(
-    replicas: list[Replica],
+    replicas: list[ReplicaProcess],
 ) -> None:
     for replica in replicas:
         replica.start()

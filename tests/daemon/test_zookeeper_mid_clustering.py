@@ -9,11 +9,9 @@ the plan executed again; Hudi and hudi-rs then read every record exactly once.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,13 +25,17 @@ from service.errors import LockError
 from service.executor import SparkExecutor
 from service.lock.kazoo_pool import KazooClientPool
 from service.lock.zookeeper import ZookeeperTableLock
-from service.spark_group import GroupJob
-from service.table import codecs
-from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, State
 from service.table.table import HudiTable
 from tests.lock.zk_helpers import zk_settings
 from tests.support import hudi_tables as ht
+from tests.support.clustering_checks import (
+    GatedExecutor,
+    assert_readers_see,
+    clustering_state,
+    live_outputs,
+    rollbacks_of,
+)
 from tests.support.histories import HudiHistory
 from tests.support.zookeeper import ZookeeperServer
 
@@ -46,40 +48,6 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> N
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not reached within {timeout_s} s")
         time.sleep(0.1)
-
-
-def _assert_readers_see(history: HudiHistory, spark: Any) -> None:
-    """Hudi's reader and hudi-rs return every record exactly once, with its latest value."""
-    expected = history.expected_rows()
-    assert ht.normalise_rows(ht.read_snapshot(spark, history.base_path)) == expected
-    assert ht.normalise_rows(ht.hudi_rs_snapshot(history.base_path).to_pylist()) == expected
-
-
-def _clustering_state(table: HudiTable, instant_time: str) -> State | None:
-    instant = table.load_timeline().find(instant_time, Action.REPLACE_COMMIT)
-    return None if instant is None else instant.state
-
-
-def _rollbacks_of(table: HudiTable, instant_time: str) -> list[str]:
-    """Completed rollbacks whose metadata names `instant_time`."""
-    out = []
-    for instant in table.load_timeline().by_actions([Action.ROLLBACK]).completed():
-        metadata = table.facts_reader.metadata(instant, codecs.RollbackMetadata)
-        if instant_time in metadata.commits_rollback:
-            out.append(instant.timestamp)
-    return out
-
-
-def _live_outputs(base: Path, instant_time: str) -> tuple[list[str], list[str]]:
-    """(files of `instant_time` on disk, those the file-system view serves as latest base files)."""
-    on_disk = sorted(p.name for p in base.glob(f"*/*_{instant_time}.parquet"))
-    view = HudiTable.open(str(base)).load_view()
-    live = sorted(
-        fg.latest_slice.base_file.file_name
-        for fg in view.live_file_groups
-        if fg.latest_slice and fg.latest_slice.base_file and fg.latest_slice.base_instant_time == instant_time
-    )
-    return on_disk, live
 
 
 def test_zookeeper_lost_while_the_commit_holds_the_lock_aborts_it_then_the_retry_commits(
@@ -113,37 +81,22 @@ def test_zookeeper_lost_while_the_commit_holds_the_lock_aborts_it_then_the_retry
     monkeypatch.undo()
 
     # No commit without the lock: the attempt stays inflight with its files, which readers ignore.
-    assert _clustering_state(table, instant) is State.INFLIGHT
+    assert clustering_state(table, instant) is State.INFLIGHT
     assert not (base / ".hoodie" / f"{instant}.replacecommit").exists()
     attempt = sorted(base.glob(f"*/*_{instant}.parquet"))
     assert attempt
-    _assert_readers_see(history_many_commits, spark)
+    assert_readers_see(history_many_commits, spark)
 
     private_zookeeper.start()
     time.sleep(1.1)  # past the expiry window of the aborted attempt's inflight file
     result = execute_clustering(table, instant, config, run_group, lock, zone=UTC)
     assert result.committed
-    assert _clustering_state(table, instant) is State.COMPLETED
-    assert _rollbacks_of(table, instant)  # the aborted attempt was rolled back first...
+    assert clustering_state(table, instant) is State.COMPLETED
+    assert rollbacks_of(table, instant)  # the aborted attempt was rolled back first...
     assert not any(p.exists() for p in attempt)  # ...deleting its files
-    on_disk, live = _live_outputs(base, instant)
+    on_disk, live = live_outputs(base, instant)
     assert on_disk == live and on_disk
-    _assert_readers_see(history_many_commits, spark)
-
-
-class _GatedExecutor(SparkExecutor):
-    """Groups of the first attempt wait at a gate, so the test can stop ZooKeeper while they run."""
-
-    def __init__(self, spark: Any) -> None:
-        super().__init__(session=spark)
-        self.entered = threading.Event()
-        self.gate = threading.Event()
-
-    def run_group(self, job: GroupJob) -> list[BaseFileWriteResult]:
-        self.entered.set()
-        if not self.gate.wait(180):
-            raise RuntimeError("the test never opened the gate")
-        return super().run_group(job)
+    assert_readers_see(history_many_commits, spark)
 
 
 def test_daemon_zookeeper_down_while_groups_execute_commits_nothing_then_recovers(
@@ -178,7 +131,7 @@ tables:
 """
     )
     registry = CollectorRegistry()
-    executor = _GatedExecutor(spark)
+    executor = GatedExecutor(spark)
     daemon = Daemon(config, registry=registry, executor=executor, serve_http=False)
     runtime = daemon.runtimes[history.table_name]
     table = HudiTable.open(str(base))
@@ -186,7 +139,7 @@ tables:
     try:
         assert executor.entered.wait(120), "the daemon never started executing a clustering"
         [instant] = [i.timestamp for i in table.load_timeline() if i.action is Action.REPLACE_COMMIT]
-        assert _clustering_state(table, instant) is State.INFLIGHT
+        assert clustering_state(table, instant) is State.INFLIGHT
         private_zookeeper.stop()
         executor.gate.set()  # the groups finish while ZooKeeper is down; then the commit needs the lock
 
@@ -197,23 +150,23 @@ tables:
         _wait_until(lambda: lock_failures() >= 2, 120, "clustering ticks failing for want of the lock")
         time.sleep(2)
         # No commit without the lock, and readers see the table as before.
-        assert _clustering_state(table, instant) is State.INFLIGHT
+        assert clustering_state(table, instant) is State.INFLIGHT
         assert not ht.instants_with_action(base, "replacecommit")
         assert "LockError" in runtime.errors[-1].error
-        _assert_readers_see(history, spark)
+        assert_readers_see(history, spark)
 
         restarted_at = time.time()
         private_zookeeper.start()
 
         def committed() -> bool:
-            return _clustering_state(table, instant) is State.COMPLETED
+            return clustering_state(table, instant) is State.COMPLETED
 
         _wait_until(committed, 180, "the clustering after the restart")
     finally:
         assert daemon.stop(grace_seconds=120)
 
     assert (base / ".hoodie" / f"{instant}.replacecommit").stat().st_mtime >= restarted_at
-    assert _rollbacks_of(table, instant)  # the attempt cut off from the lock was rolled back
-    on_disk, live = _live_outputs(base, instant)
+    assert rollbacks_of(table, instant)  # the attempt cut off from the lock was rolled back
+    on_disk, live = live_outputs(base, instant)
     assert on_disk == live and on_disk  # and none of its files outlived it
-    _assert_readers_see(history, spark)
+    assert_readers_see(history, spark)
