@@ -28,6 +28,7 @@ from service.demo.zookeeper import LoopbackZookeeper, zookeeper_available
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
 from service.table.instant import Action
+from service.table.properties import TableType
 from service.table.table import HudiTable
 
 if TYPE_CHECKING:
@@ -108,12 +109,22 @@ def _writer(
 
 
 def _report_progress(table: HudiTable, seen: set[str]) -> None:
+    # On merge-on-read Hudi's writers only deltacommit, so a `commit` there is a compaction.
+    merge_on_read = table.config.table_type is TableType.MERGE_ON_READ
+    services = {Action.REPLACE_COMMIT: "clustering committed", Action.CLEAN: "clean completed"}
+    if merge_on_read:
+        services[Action.COMMIT] = "compaction committed"
     for instant in table.load_timeline().completed():
-        if instant.file_name in seen or instant.action not in (Action.REPLACE_COMMIT, Action.CLEAN):
+        if instant.file_name in seen or instant.action not in services:
             continue
         seen.add(instant.file_name)
-        what = "clustering committed" if instant.action is Action.REPLACE_COMMIT else "clean completed"
-        print(f"  daemon: {what} at {instant.timestamp}", flush=True)
+        detail = ""
+        if instant.action is Action.REPLACE_COMMIT:
+            plan = table.facts_reader.clustering_plan(instant, file_names_only=True)
+            slices = [s for g in plan.groups for s in g.slices] if plan is not None else []
+            merged = sum(1 for s in slices if s.log_file_paths)
+            detail = f" ({len(slices)} file slices, {merged} with log files)"
+        print(f"  daemon: {services[instant.action]} at {instant.timestamp}{detail}", flush=True)
 
 
 def _hudi_read(spark: SparkSession, base: str, metadata: bool) -> list[tuple[int, int, str]]:

@@ -218,10 +218,11 @@ def test_pending_plan_completed_by_another_writer_is_fine(tmp_path: Path) -> Non
     cleaner = _cleaner(tmp_path, {COMMITS: 1})
     original = cleaner._complete
 
-    def other_writer_first(instant: Instant, content: bytes, *rest: Any) -> bool:
+    def other_writer_first(instant: Instant, metadata: codecs.CleanMetadata, *rest: Any) -> bool:
         completed = Instant(instant.timestamp, Action.CLEAN, State.COMPLETED)
-        create_instant_file(t.storage, completed, content)  # e.g. a Java writer running the same plan
-        return original(instant, content, *rest)
+        # e.g. a Java writer running the same plan
+        create_instant_file(t.storage, completed, codecs.encode(metadata))
+        return original(instant, metadata, *rest)
 
     cleaner._complete = other_writer_first  # type: ignore[method-assign]
     [clean] = cleaner.run().cleans

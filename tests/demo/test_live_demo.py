@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +45,25 @@ def test_live_demo_clusters_cleans_and_keeps_every_order(
     assert table.config.table_type.name == table_type
     # Hudi's defaults: the writer built the metadata table with its files partition only.
     assert table.config.metadata_partitions == ["files"]
+    # What the daemon did, as the demo reported it while running: Hudi's writer archives early instants
+    # (hoodie.keep.max.commits), so the active timeline at the end no longer shows them all.
+    assert "daemon: clustering committed at" in out, "the daemon clustered"
     timeline = table.load_timeline().completed()
     ours = [i for i in timeline if i.action in (Action.REPLACE_COMMIT, Action.CLEAN)]
-    assert any(i.action is Action.REPLACE_COMMIT for i in ours), "the daemon clustered"
     if table_type == "COPY_ON_WRITE":
         # On merge-on-read a clean needs 3 deltacommits after the first clustering, which a loaded
         # machine does not always reach in the run; MOR cleaning is proven in tests/clean.
-        assert any(i.action is Action.CLEAN for i in ours), "the daemon cleaned"
+        assert "daemon: clean completed at" in out, "the daemon cleaned"
     if table_type == "MERGE_ON_READ":
         assert any(i.action is Action.DELTA_COMMIT for i in timeline), "Hudi wrote deltacommits"
-        replaces = [i for i in ours if i.action is Action.REPLACE_COMMIT]
-        plans = [table.facts_reader.clustering_plan(i, file_names_only=True) for i in replaces]
-        merged = [s for p in plans if p is not None for g in p.groups for s in g.slices if s.log_file_paths]
-        assert merged, "the daemon clustered slices with log files"
+        # Batch 1 updates half of batch 0's orders into log files: the daemon's clustering (after 4
+        # commits) or its compaction (Hudi's trigger: 5 deltacommits), whichever comes first, merges them.
+        # (As the demo reported each clustering: Hudi's writer may have archived the first ones since.)
+        reported = re.findall(r"clustering committed at \d+ \(\d+ file slices, (\d+) with log", out)
+        merged = [int(n) for n in reported]
+        compacted = "daemon: compaction committed at" in out
+        assert any(merged) or compacted, "the daemon merged the writer's log files (clustering or compaction)"
+        ours += [i for i in timeline if i.action is Action.COMMIT]
     # Every instant the daemon completed was mirrored into the MDT as a deltacommit of the same time.
     mdt_done = {i.timestamp for i in load_mdt_timeline(table.storage).completed()}
     assert {i.timestamp for i in ours} <= mdt_done
