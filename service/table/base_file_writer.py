@@ -62,7 +62,7 @@ from service.table.avro_schema import (
 )
 from service.table.bloom import BloomFilterConfig, HoodieBloomFilter, serialized_length
 from service.table.java_string_order import java_min_max, merge_min_max
-from service.table.parquet_dictionary import dictionary_columns
+from service.table.parquet_dictionary import dictionary_columns, first_page_rows
 from service.table.storage import Storage
 
 AVRO_SCHEMA_KEY = "parquet.avro.schema"
@@ -535,9 +535,11 @@ class RollingBaseFileWriter:
     def estimate_dictionary_from(self, first_rows: pa.Table | pa.RecordBatch) -> None:
         """Size estimates assume the dictionary columns of a file starting with `first_rows` (until
         a file is written: then that file's own choice)."""
-        if self._target.config.dictionary_enabled:
-            table = self._target.schema.conform(first_rows)
-            self._estimate_dictionary = tuple(dictionary_columns(table, self._target.config.page_size_bytes))
+        config = self._target.config
+        if config.dictionary_enabled:
+            # Only the first page's rows decide: conform (possibly a cast) no more than those.
+            table = self._target.schema.conform(first_page_rows(first_rows, config.page_size_bytes))
+            self._estimate_dictionary = tuple(dictionary_columns(table, config.page_size_bytes))
 
     def file_overhead_bytes(self, file_rows: int, row_groups: int = 2) -> int:
         """Estimated footer of a file of `file_rows` rows (bloom filter, schema, chunk metadata)."""

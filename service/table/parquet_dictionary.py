@@ -32,8 +32,7 @@ _MIN_RLE_RUN = 8
 
 def dictionary_columns(rows: pa.Table, page_size_bytes: int) -> list[str]:
     """Top-level columns parquet-mr would keep dictionary-encoded for a file starting with `rows`."""
-    # Every plain value takes at least 4 bytes (booleans aside), so no first page holds more values.
-    rows = rows.slice(0, page_size_bytes // 4 + 1)
+    rows = first_page_rows(rows, page_size_bytes)
     keep: list[str] = []
     for name, column in zip(rows.column_names, rows.columns, strict=True):
         if _is_nested(column.type):
@@ -42,6 +41,12 @@ def dictionary_columns(rows: pa.Table, page_size_bytes: int) -> list[str]:
         if _first_page_keeps_dictionary(column, page_size_bytes):
             keep.append(name)
     return keep
+
+
+def first_page_rows(rows: pa.Table | pa.RecordBatch, page_size_bytes: int) -> pa.Table | pa.RecordBatch:
+    """The leading rows that can matter to `dictionary_columns` (zero-copy): every plain value takes at
+    least 4 bytes (booleans aside), so no first page holds more values than this."""
+    return rows.slice(0, page_size_bytes // 4 + 1)
 
 
 def _is_nested(data_type: pa.DataType) -> bool:
