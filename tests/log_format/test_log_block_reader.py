@@ -138,3 +138,80 @@ def test_reader_checks_header_and_content_lengths_against_the_block() -> None:
     struct.pack_into(">q", frame, 6 + 8 + 4 + 4 + 4, 2**62)  # content length
     with pytest.raises(CorruptLogBlockError, match="content of 4611686018427387904 bytes does not fit"):
         _read(bytes(frame))
+
+
+def _one_record_block(schema: dict[str, object], datum: bytes, length: int | None = None) -> bytes:
+    import json
+
+    content = struct.pack(">iii", 3, 1, len(datum) if length is None else length) + datum
+    header = {HeaderKey.INSTANT_TIME: "001", HeaderKey.SCHEMA: json.dumps(schema)}
+    return block(LogBlockType.AVRO_DATA_BLOCK, header, content)
+
+
+def test_reader_refuses_a_datum_that_does_not_fill_its_length() -> None:
+    # Records are decoded in place from one stream over the block: a datum shorter than its length
+    # prefix would otherwise leave the next record misaligned, a longer one would eat into it.
+    schema = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "long"}]}
+    datum = b"\x02"  # id = 1 (zig-zag)
+    padded = datum + b"\x00"
+    with pytest.raises(CorruptLogBlockError, match="record 0 decodes to 1 bytes, its length says 2"):
+        _read(_one_record_block(schema, padded))
+    two_fields = {
+        "type": "record",
+        "name": "r",
+        "fields": [{"name": "id", "type": "long"}, {"name": "n", "type": "long"}],
+    }
+    content = struct.pack(">iii", 3, 2, 1) + b"\x02" + struct.pack(">i", 1) + b"\x04"
+    import json
+
+    header = {HeaderKey.INSTANT_TIME: "001", HeaderKey.SCHEMA: json.dumps(two_fields)}
+    with pytest.raises(CorruptLogBlockError, match="record 0 decodes to 2 bytes, its length says 1"):
+        _read(block(LogBlockType.AVRO_DATA_BLOCK, header, content))
+
+
+def test_reader_reads_date_time_and_timestamp_fields_as_their_arrow_types() -> None:
+    import datetime as dt
+    import io
+
+    import fastavro
+    import pyarrow as pa
+
+    ts_micros = {"type": "long", "logicalType": "timestamp-micros"}
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [
+            {"name": "at", "type": ts_micros},
+            {"name": "maybe_at", "type": ["null", ts_micros], "default": None},
+            {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+            {"name": "ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+            {"name": "tod", "type": {"type": "long", "logicalType": "time-micros"}},
+            {
+                "name": "nested",
+                "type": {
+                    "type": "record",
+                    "name": "n",
+                    "fields": [{"name": "d", "type": {"type": "int", "logicalType": "date"}}],
+                },
+            },
+        ],
+    }
+    at = dt.datetime(2026, 11, 26, 1, 2, 3, 456789, tzinfo=dt.UTC)
+    record = {
+        "at": at,
+        "maybe_at": None,
+        "day": dt.date(2026, 11, 26),
+        "ms": dt.datetime(1969, 12, 31, 23, 59, 59, 995000, tzinfo=dt.UTC),
+        "local": dt.datetime(2026, 1, 2, 3, 4, 5, 6),
+        "tod": dt.time(1, 2, 3, 4),
+        "nested": {"d": dt.date(1970, 1, 2)},
+    }
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), record)
+    [data] = _read(_one_record_block(schema, buf.getvalue()))
+    assert isinstance(data, DataBlock)
+    assert data.records.schema.field("at").type == pa.timestamp("us", tz="UTC")
+    assert data.records.schema.field("day").type == pa.date32()
+    assert data.records.schema.field("tod").type == pa.time64("us")
+    assert data.records.to_pylist() == [record]

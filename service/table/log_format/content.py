@@ -69,12 +69,31 @@ def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocat
             location.path, location.offset, f"Avro data block claims {count} records in {len(content)} bytes"
         )
     schema = _parse_schema(schema_json, location)
-    parsed = fastavro.parse_schema(schema)
-    rows: list[dict[str, Any]] = []
+    raw_schema = _without_cast_logical_types(schema)
+    parsed = fastavro.parse_schema(raw_schema)
+    # One stream over the whole content, each datum decoded where its length prefix says it starts:
+    # per-datum streams and fastavro's datetime objects cost more than the decoding itself.
+    data = bytes(content)
+    stream = io.BytesIO(data)
+    pos, end = cursor.pos, len(data)
+    read_length = _INT.unpack_from
+    rows: list[Any] = []
     for index in range(count):
-        length = cursor.int32(f"record {index} length")
-        datum = cursor.take(length, f"record {index}")
-        stream = io.BytesIO(datum)
+        if end - pos < 4:
+            raise CorruptLogBlockError(
+                location.path,
+                location.offset,
+                f"record {index} length needs 4 bytes at content offset {pos}, content has {end - pos} left",
+            )
+        (length,) = read_length(data, pos)
+        pos += 4
+        if length < 0 or length > end - pos:
+            raise CorruptLogBlockError(
+                location.path,
+                location.offset,
+                f"record {index} needs {length} bytes at content offset {pos}, content has {end - pos} left",
+            )
+        stream.seek(pos)
         try:
             row = fastavro.schemaless_reader(stream, parsed, None)
         except _AVRO_FAILURES as err:
@@ -83,13 +102,54 @@ def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocat
                 location.offset,
                 f"record {index} is not an Avro datum of the block schema: {err}",
             ) from err
-        if stream.tell() != length:
+        pos += length
+        # Java decodes each datum inside its length; one that needs more or fewer bytes is corrupt.
+        if stream.tell() != pos:
             raise CorruptLogBlockError(
-                location.path, location.offset, f"record {index}: {length - stream.tell()} bytes left unread"
+                location.path,
+                location.offset,
+                f"record {index} decodes to {stream.tell() - (pos - length)} bytes, its length says {length}",
             )
-        rows.append(row)  # type: ignore[arg-type]
-    arrow_schema = avro_record_to_arrow_schema(schema)
-    return pa.Table.from_pylist(rows, schema=arrow_schema)
+        rows.append(row)
+    raw = pa.Table.from_pylist(rows, schema=avro_record_to_arrow_schema(raw_schema))
+    return raw.cast(avro_record_to_arrow_schema(schema))
+
+
+# Logical types whose Arrow type is a plain cast of the Avro primitive (days, millis, micros since
+# the epoch or midnight): top-level fields of these are decoded raw and cast by Arrow.
+_CAST_LOGICAL_TYPES = frozenset(
+    {
+        "date",
+        "time-millis",
+        "time-micros",
+        "timestamp-millis",
+        "timestamp-micros",
+        "local-timestamp-millis",
+        "local-timestamp-micros",
+    }
+)
+
+
+def _without_cast_logical_types(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with `_CAST_LOGICAL_TYPES` dropped from its top-level fields (as the field's type or
+    a branch of its union); nested types keep theirs."""
+
+    def raw(avro: Any) -> Any:
+        if isinstance(avro, list):
+            return [raw(branch) for branch in avro]
+        if isinstance(avro, dict) and avro.get("logicalType") in _CAST_LOGICAL_TYPES:
+            return avro["type"]
+        return avro
+
+    fields = schema.get("fields")
+    if not isinstance(fields, list):
+        return schema
+    return {
+        **schema,
+        "fields": [
+            {**f, "type": raw(f["type"])} if isinstance(f, dict) and "type" in f else f for f in fields
+        ],
+    }
 
 
 def decode_parquet_data(content: memoryview, schema_json: str, location: BlockLocation) -> pa.Table:
