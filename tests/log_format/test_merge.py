@@ -144,3 +144,102 @@ def test_merge_refuses_blocks_of_several_task_attempts_of_one_instant() -> None:
     ]
     with pytest.raises(UnsupportedMergeError, match=r"instant 002 has log blocks of 2 task attempts"):
         _merge(retried, ["002"])
+
+
+# --- the sort-based merge against a record-by-record model of the rules -------------------------
+
+_LONG_CLASS = "LongWrapper"  # the Java class of `ts` values (a long)
+
+
+def _model(
+    base_rows: Sequence[dict[str, Any]] | None, blocks: Sequence[Any], payload: PayloadClass
+) -> dict[str, tuple[str | None, int]]:
+    """Steps 2-4 of `merge`'s module doc, one record at a time (no Arrow)."""
+    from service.table.log_format.blocks import DeleteBlock
+
+    log: dict[str, tuple[str, Any, str | None, dict[str, Any] | None]] = {}  # kind, ordering, class, row
+    for block in blocks:
+        if isinstance(block, DeleteBlock):
+            for rec in block.records:
+                stored = log.get(rec.record_key)
+                natural = rec.ordering_value is None or (
+                    rec.ordering_type == "IntWrapper" and rec.ordering_value == 0
+                )
+                if (
+                    stored is not None
+                    and not natural
+                    and stored[2] == rec.ordering_type
+                    and stored[1] > rec.ordering_value
+                ):
+                    continue
+                wrapper = rec.ordering_type if rec.ordering_type in ("IntWrapper", _LONG_CLASS) else None
+                log[rec.record_key] = ("delete", rec.ordering_value, wrapper, None)
+            continue
+        for r in block.records.to_pylist():
+            stored = log.get(r["_hoodie_record_key"])
+            if stored is None or stored[0] == "delete" or not stored[1] > r["ts"]:
+                log[r["_hoodie_record_key"]] = ("data", r["ts"], _LONG_CLASS, r)
+    out: dict[str, dict[str, Any]] = {}
+    for r in base_rows or ():
+        entry = log.pop(r["_hoodie_record_key"], None)
+        if entry is None:
+            out[r["_hoodie_record_key"]] = r
+        elif entry[0] == "delete":
+            continue
+        elif payload.base_keeps_greater_ordering and r["ts"] > entry[1]:
+            out[r["_hoodie_record_key"]] = r
+        elif not entry[3]["_hoodie_is_deleted"]:
+            out[r["_hoodie_record_key"]] = entry[3]
+    for key, entry in log.items():
+        if entry[0] == "data" and not entry[3]["_hoodie_is_deleted"]:
+            out[key] = entry[3]
+    return {k: (r["name"], r["ts"]) for k, r in out.items()}
+
+
+def _random_slice(rng: Any) -> tuple[list[dict[str, Any]] | None, list[bytes], list[str]]:
+    keys = [str(k) for k in range(rng.randint(1, 12))]
+    base = (
+        [row(k, rng.randint(0, 4), f"base-{k}") for k in rng.sample(keys, rng.randint(0, len(keys)))]
+        if rng.random() < 0.7
+        else None
+    )
+    blocks: list[bytes] = []
+    instants: list[str] = []
+    for n in range(rng.randint(0, 5)):
+        instant = f"{n + 2:03d}"
+        instants.append(instant)
+        if rng.random() < 0.3:
+            wrappers = [None, ("IntWrapper", 0), (_LONG_CLASS, rng.randint(0, 4)), ("StringWrapper", "9")]
+            blocks.append(
+                delete_block(
+                    instant, [(k, rng.choice(wrappers)) for k in rng.sample(keys, min(2, len(keys)))]
+                )
+            )
+        else:
+            rows = [
+                row(rng.choice(keys), rng.randint(0, 4), f"{instant}-{i}", deleted=rng.random() < 0.1)
+                for i in range(rng.randint(1, 6))
+            ]
+            blocks.append(avro_block(instant, rows))
+    return base, blocks, ["001", *instants]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_merge_by_sort_and_by_fold_both_follow_the_record_by_record_rules(seed: int) -> None:
+    """Keys of delete blocks take the fold, the others the Arrow sort: on random slices (repeated
+    keys, tied orderings, deletes of every wrapper, `_hoodie_is_deleted`) both paths, and the fold
+    alone, give what the rules give one record at a time."""
+    import random
+
+    rng = random.Random(seed)
+    base_rows, blocks, completed = _random_slice(rng)
+    logs = [_log(1, *blocks)] if blocks else []
+    valid = valid_blocks(logs, InstantFilter.of(completed))
+    base = pa.Table.from_pylist(base_rows, schema=ARROW_SCHEMA) if base_rows is not None else None
+    for config in (OVERWRITE, DEFAULT):
+        expected = _model(base_rows, valid, config.payload_class)
+        for fold in (False, True):
+            out = merge_file_slice(base, valid, config, ARROW_SCHEMA, "test slice", fold_every_key=fold)
+            got = [(r["_hoodie_record_key"], (r["name"], r["ts"])) for r in out.to_pylist()]
+            assert len(got) == len(dict(got)), f"a key twice (seed {seed}, fold {fold}): {got}"
+            assert dict(got) == expected, f"seed {seed}, {config.payload_class.name}, fold {fold}"

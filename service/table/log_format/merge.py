@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -184,26 +185,138 @@ class _Entry:
     source: int | None  # index of the row in the concatenated log rows; None for a delete
 
 
+@dataclass(frozen=True)
+class _LogRows:
+    """The rows of every data block, conformed to the slice schema and concatenated in block order,
+    with the block walk as events: a delete block, or a data block's range of rows."""
+
+    table: pa.Table
+    keys: pa.Array
+    orderings: pa.Array | None  # None without an ordering field (every ordering value is 0)
+    events: tuple[DeleteBlock | tuple[int, int], ...]
+    delete_keys: frozenset[str]
+
+
 def merge_file_slice(
     base: pa.Table | None,
     blocks: Sequence[DataBlock | DeleteBlock],
     config: MergeConfig,
     schema: pa.Schema,
     where: str = "",
+    *,
+    fold_every_key: bool = False,
 ) -> pa.Table:
-    """Latest records of a slice as `schema` (the table schema with meta fields)."""
+    """Latest records of a slice as `schema` (the table schema with meta fields).
+
+    A key that only data blocks touch merges by Arrow sort: the log-vs-log rule (the older record
+    stays only when its ordering value is strictly greater) leaves the latest record of the greatest
+    ordering value. Keys of delete blocks, and every key when the ordering values do not sort as
+    Python compares them (NaN, nested types) or the base file repeats a key, take the record-by-record
+    fold of `processNextRecord`/`processNextDeletedRecord`; `fold_every_key` forces the fold (the
+    reference the sort is tested against)."""
     if RECORD_KEY_FIELD not in schema.names:
         raise UnsupportedMergeError(f"{where}: merged reads need the {RECORD_KEY_FIELD} meta field")
     ordering_type = (
         schema.field(config.ordering_field).type if config.ordering_field in schema.names else None
     )
-    ordering_class = _java_class(ordering_type)
-    log_tables: list[pa.Table] = []
-    entries: dict[str, _Entry] = {}
+    field = config.ordering_field if ordering_type is not None else None
+    log = _collect_log_rows(blocks, schema, field)
+    base_keys: pa.Array | None = None
+    base_orderings: pa.Array | None = None
+    if base is not None:
+        base = _conform(base, schema, f"{where} base file")
+        base_keys = _combined(base.column(RECORD_KEY_FIELD))
+        base_orderings = _ordering_array(base, field, f"{where} base file")
+        fold_every_key = fold_every_key or _has_repeated_keys(base_keys)
+    fold_every_key = fold_every_key or not _sorts_as_python(log.orderings)
+    is_deleted = _is_deleted_mask(log.table)
+
+    positions = np.arange(log.table.num_rows, dtype=np.int64)
+    if fold_every_key:
+        folded = positions
+        sorted_rows = positions[:0]
+    elif log.delete_keys:
+        in_deletes = _is_in(log.keys, log.delete_keys)
+        folded, sorted_rows = positions[in_deletes], positions[~in_deletes]
+    else:
+        folded, sorted_rows = positions[:0], positions
+    entries = _fold(log, folded, _java_class(ordering_type))
+    winners = _latest_by_sort(log, sorted_rows)
+
+    base_rows: list[np.ndarray] = []
+    log_rows: list[np.ndarray] = [winners.unmatched(base_keys, is_deleted)]
+    if base is not None and base_keys is not None:
+        keep, take = winners.against_base(base_keys, base_orderings, config.payload_class, is_deleted)
+        if entries:  # base rows of keys the fold merged are `_base_against_fold`'s
+            keep = keep[~_is_in(base_keys.take(pa.array(keep)), frozenset(entries))]
+        base_rows.append(keep)
+        log_rows.append(take)
+        if entries:
+            keep, take = _base_against_fold(
+                base_keys, base_orderings, entries, config.payload_class, is_deleted
+            )
+            base_rows.append(keep)
+            log_rows.append(take)
+    log_rows.append(
+        np.array(
+            [e.source for e in entries.values() if e.source is not None and not is_deleted[e.source]],
+            np.int64,
+        )
+    )
+    parts = []
+    base_take = np.sort(np.concatenate(base_rows)) if base_rows else positions[:0]
+    if base is not None and len(base_take):
+        parts.append(base.take(pa.array(base_take)))
+    log_take = np.sort(np.concatenate(log_rows))
+    if len(log_take):
+        parts.append(log.table.take(pa.array(log_take)))
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def _collect_log_rows(
+    blocks: Sequence[DataBlock | DeleteBlock], schema: pa.Schema, field: str | None
+) -> _LogRows:
+    tables: list[pa.Table] = []
+    events: list[DeleteBlock | tuple[int, int]] = []
+    delete_keys: set[str] = set()
     offset = 0
     for block in blocks:
         if isinstance(block, DeleteBlock):
-            for rec in block.records:
+            events.append(block)
+            delete_keys.update(r.record_key for r in block.records if r.record_key is not None)
+            continue
+        where = block.location.describe()
+        table = _conform(block.records, schema, where)
+        keys = table.column(RECORD_KEY_FIELD)
+        if keys.null_count:
+            row = _first_null(keys)
+            raise UnsupportedMergeError(f"{where}: record {row} has no record key")
+        _ordering_array(table, field, where)  # refuses a null ordering value, naming its block
+        tables.append(table)
+        events.append((offset, offset + table.num_rows))
+        offset += table.num_rows
+    logs = pa.concat_tables(tables) if tables else schema.empty_table()
+    return _LogRows(
+        logs,
+        _combined(logs.column(RECORD_KEY_FIELD)),
+        _ordering_array(logs, field, "log blocks"),
+        tuple(events),
+        frozenset(delete_keys),
+    )
+
+
+def _fold(log: _LogRows, rows: np.ndarray, ordering_class: str | None) -> dict[str, _Entry]:
+    """Steps 2 and the delete rule, record by record in block order, over the data rows `rows`
+    (ascending positions) and every delete record."""
+    entries: dict[str, _Entry] = {}
+    if not len(rows) and not log.delete_keys:
+        return entries
+    taken = pa.array(rows)
+    keys = log.keys.take(taken).to_pylist()
+    orderings = log.orderings.take(taken).to_pylist() if log.orderings is not None else [0] * len(rows)
+    for event in log.events:
+        if isinstance(event, DeleteBlock):
+            for rec in event.records:
                 if rec.record_key is None:
                     continue
                 stored = entries.get(rec.record_key)
@@ -223,48 +336,107 @@ def merge_file_slice(
                 )
                 entries[rec.record_key] = _Entry(rec.ordering_value, wrapper_class, None)
             continue
-        table = _conform(block.records, schema, block.location.describe())
-        keys = table.column(RECORD_KEY_FIELD).to_pylist()
-        orderings = _ordering_values(
-            table, config.ordering_field, ordering_type, keys, block.location.describe()
-        )
-        for row, key in enumerate(keys):
-            if key is None:
-                raise UnsupportedMergeError(f"{block.location.describe()}: record {row} has no record key")
+        start, stop = event
+        for i in range(int(np.searchsorted(rows, start)), int(np.searchsorted(rows, stop))):
+            key = keys[i]
             stored = entries.get(key)
-            new = _Entry(orderings[row], ordering_class, offset + row)
+            new = _Entry(orderings[i], ordering_class, int(rows[i]))
             if stored is None or stored.source is None or not stored.ordering > new.ordering:
                 entries[key] = new
-        log_tables.append(table)
-        offset += table.num_rows
-    logs = pa.concat_tables(log_tables) if log_tables else schema.empty_table()
-    is_deleted = _is_deleted_mask(logs)
+    return entries
 
-    base_rows: list[int] = []
-    log_rows: list[int] = []
-    if base is not None:
-        base = _conform(base, schema, f"{where} base file")
-        base_keys = base.column(RECORD_KEY_FIELD).to_pylist()
-        base_orderings = _ordering_values(
-            base, config.ordering_field, ordering_type, base_keys, f"{where} base file"
-        )
-        for row, key in enumerate(base_keys):
-            entry = entries.pop(key, None)
-            if entry is None:
-                base_rows.append(row)
-            elif entry.source is None:
-                continue  # a delete payload: `combineAndGetUpdateValue` returns empty, no ordering check
-            elif config.payload_class.base_keeps_greater_ordering and base_orderings[row] > entry.ordering:
-                base_rows.append(row)  # `DefaultHoodieRecordPayload.needUpdatingPersistedRecord` is false
-            elif not is_deleted[entry.source]:
-                log_rows.append(entry.source)
-    log_rows.extend(e.source for e in entries.values() if e.source is not None and not is_deleted[e.source])
-    parts = []
-    if base is not None and base_rows:
-        parts.append(base.take(pa.array(base_rows, pa.int64())))
-    if log_rows:
-        parts.append(logs.take(pa.array(log_rows, pa.int64())))
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+@dataclass(frozen=True)
+class _SortedWinners:
+    """The latest record of each key merged by sort: its key, log row and ordering value."""
+
+    keys: pa.Array
+    rows: np.ndarray
+    orderings: pa.Array | None
+
+    def unmatched(self, base_keys: pa.Array | None, is_deleted: np.ndarray) -> np.ndarray:
+        """Log rows of keys the base file does not hold (inserts), deletes dropped."""
+        rows = self.rows
+        if base_keys is not None and len(rows):
+            rows = rows[~_is_in(self.keys, base_keys)]
+        return rows[~is_deleted[rows]]
+
+    def against_base(
+        self,
+        base_keys: pa.Array,
+        base_orderings: pa.Array | None,
+        payload: PayloadClass,
+        is_deleted: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Step 3 for base rows whose key has a winner here: (base rows kept, log rows taken).
+        Base rows without one are kept too, except keys the fold owns (`_base_against_fold`)."""
+        base_rows = np.arange(len(base_keys), dtype=np.int64)
+        if not len(self.rows):
+            return base_rows, base_rows[:0]
+        match = pc.index_in(base_keys, value_set=self.keys)
+        matched = match.is_valid().to_numpy(zero_copy_only=False)
+        winner = match.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        keep_base = ~matched
+        if payload.base_keeps_greater_ordering and base_orderings is not None and self.orderings is not None:
+            # Unmatched rows compare with winner 0, a placeholder the mask discards.
+            greater = pc.greater(base_orderings, self.orderings.take(pa.array(winner)))
+            keep_base |= matched & greater.to_numpy(zero_copy_only=False)
+        take = self.rows[winner[matched & ~keep_base]]
+        return base_rows[keep_base], take[~is_deleted[take]]
+
+
+def _latest_by_sort(log: _LogRows, rows: np.ndarray) -> _SortedWinners:
+    """Per key among `rows`, the record the log-vs-log fold keeps: the latest of the greatest
+    ordering value (`preCombine` keeps the older record only when strictly greater)."""
+    if not len(rows):
+        empty = log.keys.slice(0, 0)
+        return _SortedWinners(empty, rows, log.orderings.slice(0, 0) if log.orderings is not None else None)
+    taken = pa.array(rows)
+    columns = {"k": log.keys.take(taken), "i": taken}
+    sort_keys = [("k", "ascending")]
+    if log.orderings is not None:
+        columns["o"] = log.orderings.take(taken)
+        sort_keys.append(("o", "ascending"))
+    sort_keys.append(("i", "ascending"))
+    table = pa.table(columns)
+    order = pc.sort_indices(table, sort_keys=sort_keys)
+    keys = table.column("k").take(order).combine_chunks()
+    last = np.ones(len(keys), dtype=bool)
+    if len(keys) > 1:
+        last[:-1] = pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
+    picked = pa.array(order.to_numpy()[last])
+    winner_rows = rows[picked.to_numpy()]
+    orderings = table.column("o").take(picked).combine_chunks() if log.orderings is not None else None
+    return _SortedWinners(keys.filter(pa.array(last)), winner_rows, orderings)
+
+
+def _base_against_fold(
+    base_keys: pa.Array,
+    base_orderings: pa.Array | None,
+    entries: dict[str, _Entry],
+    payload: PayloadClass,
+    is_deleted: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 3 for base rows whose key the fold merged (popped from `entries`, which then holds the
+    inserts): (base rows kept, log rows taken)."""
+    rows = np.flatnonzero(_is_in(base_keys, frozenset(entries)))
+    keys = base_keys.take(pa.array(rows)).to_pylist()
+    orderings = (
+        base_orderings.take(pa.array(rows)).to_pylist() if base_orderings is not None else [0] * len(rows)
+    )
+    keep: list[int] = []
+    take: list[int] = []
+    for row, key, ordering in zip(rows.tolist(), keys, orderings, strict=True):
+        entry = entries.pop(key, None)
+        if entry is None:
+            keep.append(row)  # a repeated base key: only its first row meets the log value
+        elif entry.source is None:
+            continue  # a delete payload: `combineAndGetUpdateValue` returns empty, no ordering check
+        elif payload.base_keeps_greater_ordering and ordering > entry.ordering:
+            keep.append(row)  # `DefaultHoodieRecordPayload.needUpdatingPersistedRecord` is false
+        elif not is_deleted[entry.source]:
+            take.append(entry.source)
+    return np.array(keep, np.int64), np.array(take, np.int64)
 
 
 def _java_class(dtype: pa.DataType | None) -> str | None:
@@ -277,34 +449,68 @@ def _java_class(dtype: pa.DataType | None) -> str | None:
     return str(dtype) if str(dtype) in _SAME_CLASS_WRAPPER else None
 
 
-def _ordering_values(
-    table: pa.Table, field: str | None, dtype: pa.DataType | None, keys: list[Any], where: str
-) -> list[Any]:
-    """The ordering value of each row (`HoodieRecord.getOrderingValue`); 0 without an ordering field."""
-    if field is None or dtype is None:
-        return [0] * table.num_rows
+def _ordering_array(table: pa.Table, field: str | None, where: str) -> pa.Array | None:
+    """The ordering value of each row (`HoodieRecord.getOrderingValue`), timestamps as their long
+    and dates as their int; None without an ordering field (every value is 0)."""
+    if field is None:
+        return None
     column = table.column(field)
     if pa.types.is_timestamp(column.type):
         column = column.cast(pa.int64())
     elif pa.types.is_date32(column.type):
         column = column.cast(pa.int32())
-    values = column.to_pylist()
-    for row, value in enumerate(values):
-        if value is None:
-            # `OverwriteWithLatestAvroPayload` requires an ordering value ("Ordering value is null").
-            raise UnsupportedMergeError(
-                f"{where}: record {keys[row]!r} has a null ordering value in {field!r}"
-            )
-    return values
+    if column.null_count:
+        key = table.column(RECORD_KEY_FIELD)[_first_null(column)].as_py()
+        # `OverwriteWithLatestAvroPayload` requires an ordering value ("Ordering value is null").
+        raise UnsupportedMergeError(f"{where}: record {key!r} has a null ordering value in {field!r}")
+    return _combined(column)
 
 
-def _is_deleted_mask(table: pa.Table) -> list[bool]:
+def _sorts_as_python(orderings: pa.Array | None) -> bool:
+    """Whether Arrow's sort orders these values as Python's `>` does: numbers without NaN, strings
+    and bytes (UTF-8 byte order is code point order), booleans, decimals."""
+    if orderings is None:
+        return True
+    dtype = orderings.type
+    if pa.types.is_floating(dtype):
+        return not pc.any(pc.is_nan(orderings)).as_py()
+    return (
+        pa.types.is_integer(dtype)
+        or pa.types.is_boolean(dtype)
+        or pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or pa.types.is_binary(dtype)
+        or pa.types.is_large_binary(dtype)
+        or pa.types.is_decimal(dtype)
+    )
+
+
+def _has_repeated_keys(keys: pa.Array) -> bool:
+    return bool(pc.count_distinct(keys, mode="all").as_py() != len(keys))
+
+
+def _is_in(values: pa.Array, value_set: pa.Array | frozenset[str]) -> np.ndarray:
+    if isinstance(value_set, frozenset):
+        value_set = pa.array(sorted(value_set), values.type)
+    return pc.is_in(values, value_set=value_set).fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _first_null(column: pa.ChunkedArray | pa.Array) -> int:
+    return int(np.flatnonzero(pc.is_null(column).to_numpy(zero_copy_only=False))[0])
+
+
+def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _is_deleted_mask(table: pa.Table) -> np.ndarray:
+    """Per log row: `_hoodie_is_deleted` is true (step 4)."""
     if IS_DELETED_FIELD not in table.column_names:
-        return [False] * table.num_rows
+        return np.zeros(table.num_rows, dtype=bool)
     column = table.column(IS_DELETED_FIELD)
     if not pa.types.is_boolean(column.type):
-        return [False] * table.num_rows
-    return [bool(v) for v in pc.fill_null(column, False).to_pylist()]
+        return np.zeros(table.num_rows, dtype=bool)
+    return np.asarray(pc.fill_null(column, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _conform(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
