@@ -88,12 +88,7 @@ def compact_operation(job: CompactionJob, index: int, write_token: str) -> codec
     except BaseException:
         writer.abort()
         raise
-    base_keys = _base_commit_times(storage, file_slice)
-    out_keys = merged.column(_RECORD_KEY).to_pylist()
-    out_times = merged.column(_COMMIT_TIME).to_pylist()
-    inserts = sum(1 for k in out_keys if k not in base_keys)
-    updates = sum(1 for k, t in zip(out_keys, out_times, strict=True) if k in base_keys and base_keys[k] != t)
-    deletes = len(set(base_keys) - set(out_keys))
+    inserts, updates, deletes = _record_counts(storage, file_slice, merged)
     return codecs.WriteStat(
         file_id=file_slice.file_id,
         path=written.path,
@@ -112,15 +107,36 @@ def compact_operation(job: CompactionJob, index: int, write_token: str) -> codec
     )
 
 
-def _base_commit_times(storage: Storage, file_slice: FileSlice) -> dict[str, str]:
-    """Record key -> `_hoodie_commit_time` of the slice's base file (for the update/insert counts)."""
-    if file_slice.base_file is None:
-        return {}
-    with storage.filesystem.open_input_file(storage.fs_path(file_slice.base_file.path)) as source:
-        base = pq.read_table(source, columns=[_RECORD_KEY, _COMMIT_TIME])
-    keys = pc.cast(base.column(_RECORD_KEY), pa.string()).to_pylist()
-    times = pc.cast(base.column(_COMMIT_TIME), pa.string()).to_pylist()
-    return dict(zip(keys, times, strict=True))
+def _record_counts(storage: Storage, file_slice: FileSlice, merged: pa.Table) -> tuple[int, int, int]:
+    base = None
+    if file_slice.base_file is not None:
+        with storage.filesystem.open_input_file(storage.fs_path(file_slice.base_file.path)) as source:
+            base = pq.read_table(source, columns=[_RECORD_KEY, _COMMIT_TIME])
+    return record_counts(base, merged)
+
+
+def record_counts(base: pa.Table | None, merged: pa.Table) -> tuple[int, int, int]:
+    """(inserts, updates, deletes) of the merged records against the base file's keys and commit
+    times: keys new to it, keys whose `_hoodie_commit_time` changed, distinct base keys gone."""
+    out_keys = pc.cast(merged.column(_RECORD_KEY), pa.string()).combine_chunks()
+    if base is None:
+        return len(out_keys), 0, 0
+    # Reversed, so that a repeated base key answers with its last row, as a key -> time dict would.
+    base_keys = pc.cast(base.column(_RECORD_KEY), pa.string()).combine_chunks()[::-1]
+    base_times = pc.cast(base.column(_COMMIT_TIME), pa.string()).combine_chunks()[::-1]
+    at = pc.index_in(out_keys, value_set=base_keys)
+    in_base = at.is_valid()
+    was = base_times.take(pc.drop_null(at))
+    now = pc.cast(merged.column(_COMMIT_TIME), pa.string()).combine_chunks().filter(in_base)
+    # `!=` as Python compares: a null time against a string differs, two nulls do not.
+    changed = pc.and_not(
+        pc.fill_null(pc.not_equal(was, now), True), pc.and_(pc.is_null(was), pc.is_null(now))
+    )
+    distinct = pc.unique(base_keys)
+    inserts = len(out_keys) - (pc.sum(in_base).as_py() or 0)
+    updates = pc.sum(changed).as_py() or 0
+    deletes = len(distinct) - (pc.sum(pc.is_in(distinct, value_set=out_keys)).as_py() or 0)
+    return int(inserts), int(updates), int(deletes)
 
 
 def _compact_partition(job: CompactionJob, indexes: Iterable[int]) -> Iterator[codecs.WriteStat]:
