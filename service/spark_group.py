@@ -31,7 +31,9 @@ from service.table.log_format.slice_reader import read_file_slice
 from service.table.markers import marker_path
 from service.table.storage import Storage
 from strategies.execution.sort_and_size import (
+    FEW_FILES_FILL,
     KEY_COLUMN,
+    MIN_FILES_PER_WRITER_TASK,
     PID_COLUMN,
     FileProfile,
     OrderSpec,
@@ -409,9 +411,14 @@ def _even_file_data(
     """The task's size profile and the column data one file should hold (`_EVEN_FILL` of the target
     less the footer)."""
     profile = _size_profile(writer, rows, job.target_file_bytes)
-    files = max(1.0, profile.total / (_EVEN_FILL * job.target_file_bytes))
+    # A task of a few files cannot correct its estimate by the files it measured before the last
+    # one: planned at `FEW_FILES_FILL`, a share a few per cent larger than its profile still
+    # splits into even files instead of rolling over into a short one.
+    few = profile.total < MIN_FILES_PER_WRITER_TASK / 2 * job.target_file_bytes
+    fill = FEW_FILES_FILL if few else _EVEN_FILL
+    files = max(1.0, profile.total / (fill * job.target_file_bytes))
     overhead = writer.file_overhead_bytes(int(rows.num_rows / files))
-    return profile, max(1.0, _EVEN_FILL * job.target_file_bytes - overhead)
+    return profile, max(1.0, fill * job.target_file_bytes - overhead)
 
 
 def _size_profile(writer: RollingBaseFileWriter, rows: pa.Table, target_file_bytes: int) -> SizeProfile:

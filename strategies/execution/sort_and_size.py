@@ -17,6 +17,7 @@ the curve value, DIRECT or from SAMPLE bounds.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -131,23 +132,41 @@ def sample_keys(profile: FileProfile, spec: OrderSpec, file_index: int) -> Weigh
 # estimate from ~5 files' worth; planning 8 per task leaves room for the input-based estimate of
 # the output size to be 1.5x too high.
 MIN_FILES_PER_WRITER_TASK = 8
+# Files of a group too small for that, and of a task holding a few, are planned at this fill of the
+# target: estimates (the output's size from the input's, a task's from its size profile) then leave
+# room for the file to come out ~10 % larger without rolling over into a short one.
+FEW_FILES_FILL = 0.9
 
 
 def writer_task_count(estimated_bytes: float, target_file_bytes: int, max_tasks: int) -> int:
-    """How many Spark tasks write one group: as many as cores allow while each task still holds
-    enough files for every file to be sized within the bounds (see `MIN_FILES_PER_WRITER_TASK`)."""
-    files = estimated_bytes / max(1, target_file_bytes)
-    return max(1, min(max_tasks, int(files // MIN_FILES_PER_WRITER_TASK)))
+    """How many Spark tasks write one group.
+
+    A group of `MIN_FILES_PER_WRITER_TASK` files per task or more: as many tasks as cores allow
+    while each task still holds enough files for every file to be sized evenly within the bounds.
+    A smaller group (Hudi's default sizes: 1 GB files in 2 GB groups) written by one task would be
+    sorted on one core however many the machine has, where Hudi's bulk insert sorts and writes each
+    output group (`numOutputGroups`) in its own Spark task. So its files, planned at
+    `FEW_FILES_FILL` of the target, are spread over as few tasks as `max_tasks` allows: one file per
+    task when the cores suffice, else an equal number each; each task still cuts its share evenly
+    by its own size profile.
+    """
+    target = max(1, target_file_bytes)
+    even = int(estimated_bytes / target // MIN_FILES_PER_WRITER_TASK)
+    if even >= 2 or max_tasks < 2:
+        return max(1, min(max_tasks, even))
+    files = math.ceil(estimated_bytes / (FEW_FILES_FILL * target))
+    if files < 2:
+        return 1
+    return math.ceil(files / math.ceil(files / max_tasks))
 
 
 def encode_thread_count(estimated_bytes: float, target_file_bytes: int, tasks: int, cores: int) -> int:
     """Threads that encode a writer task's files concurrently.
 
-    A group too small for several writer tasks (Hudi's default sizes: 1 GB files in 2 GB groups)
-    would encode its few files one after another on one core, while Hudi's bulk insert writes its
-    output groups in parallel tasks. Such a task cuts its files up front and encodes one per thread
-    instead, as many as the cores and its files allow; tasks of a split group keep one thread each
-    (the cores are already busy).
+    A group that one task writes although it spans several target files (the job allows one writer
+    task: `GroupJob.writer_tasks`) would encode its files one after another on one core. Such a
+    task cuts its files up front and encodes one per thread instead, as many as the cores and its
+    files allow; tasks of a split group keep one thread each (the cores are already busy).
     """
     if tasks > 1:
         return 1

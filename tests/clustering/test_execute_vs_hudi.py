@@ -314,18 +314,17 @@ def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
 def test_a_group_of_a_few_files_in_one_task_is_encoded_by_several_threads_into_even_files(
     spark: Any, tmp_path: Path
 ) -> None:
-    """Hudi's default sizes (1 GB files in 2 GB groups) give groups of about two files, too few for
-    two writer tasks: the one task cuts its files up front and encodes them in threads at once.
-    Cut up front, the files come out even, where cutting by actual size leaves a short last file."""
+    """A group of a few files that one writer task must write (`writer_tasks=1`): the task cuts its
+    files up front and encodes them in threads at once. Cut up front, the files come out even,
+    where cutting by actual size leaves a short last file."""
     base = tmp_path / "threads"
-    # 3.4 files' worth: one writer task (< 8 files per task)
     table, config, target, before = _sized_group(spark, base, 60_000, 3.4)
     instant = _schedule(table, config)
     jobs: list[GroupJob] = []
 
     def recorded(job: GroupJob) -> list[BaseFileWriteResult]:
         jobs.append(job)
-        return run_group(spark, job)
+        return run_group(spark, replace(job, writer_tasks=1))
 
     result = execute_clustering(table, instant, config, recorded, InProcessTableLock(table.name), zone=UTC)
     assert result.committed and result.groups == 1
@@ -338,4 +337,29 @@ def test_a_group_of_a_few_files_in_one_task_is_encoded_by_several_threads_into_e
     assert len(sizes) >= 3, sizes
     assert sizes[-1] <= target and sizes[0] >= 0.75 * target, (sizes, target)
     assert sizes[-1] <= 1.05 * sizes[0], sizes
+    _assert_global_linear_order(base, result.written)
+
+
+@pytest.mark.parametrize(("files_worth", "files"), [(1.1, 2), (1.7, 4)])
+def test_a_group_of_a_few_files_is_written_by_every_core(
+    spark: Any, tmp_path: Path, files_worth: float, files: int
+) -> None:
+    """Hudi's default sizes (1 GB files in 2 GB groups) give groups of a few files, too few for even
+    cuts across tasks of 8. One task would sort the whole group on one core; instead the planned
+    files (0.9 of the target) are spread over the two cores, and each task cuts its share evenly by
+    its own size profile (here the output is ~11 % larger than the input's column bytes said, so at
+    1.7 files' worth each task's share is just under the target and becomes two even files)."""
+    base = tmp_path / f"few-files-{files}"
+    table, config, target, before = _sized_group(spark, base, 60_000, files_worth)
+    instant = _schedule(table, config)
+    result = execute_clustering(
+        table, instant, config, lambda job: run_group(spark, job), InProcessTableLock(table.name), zone=UTC
+    )
+    assert result.committed and result.groups == 1
+    assert _snapshots(spark, base) == before
+    # Two writer tasks (Spark partition ids in the write tokens); no file over the target, none short.
+    assert len({r.file_name.split("_")[1].split("-")[0] for r in result.written}) == 2
+    sizes = sorted(r.file_size_bytes for r in result.written)
+    assert len(sizes) == files, (sizes, target)
+    assert sizes[-1] <= target and sizes[0] >= 0.8 * sizes[-1], (sizes, target)
     _assert_global_linear_order(base, result.written)

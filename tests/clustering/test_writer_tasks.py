@@ -25,10 +25,24 @@ TARGET = 100 * 1024 * 1024
 
 
 def test_writer_task_count_needs_enough_files_per_task() -> None:
-    assert writer_task_count(5 * TARGET, TARGET, max_tasks=8) == 1
     assert writer_task_count(2 * MIN_FILES_PER_WRITER_TASK * TARGET, TARGET, max_tasks=8) == 2
     assert writer_task_count(1000 * TARGET, TARGET, max_tasks=3) == 3
     assert writer_task_count(0, TARGET, max_tasks=3) == 1
+    assert writer_task_count(0.85 * TARGET, TARGET, max_tasks=3) == 1  # one file's worth
+    assert writer_task_count(40 * TARGET, TARGET, max_tasks=1) == 1
+
+
+def test_a_group_of_a_few_files_is_spread_over_the_cores() -> None:
+    """Hudi's default sizes (1 GB files, 2 GB groups): too few files for even cuts across tasks of 8,
+    so each task holds whole planned files (at 0.9 of the target), one each when the cores suffice."""
+    # 1.78 target files' worth -> 2 planned files -> 2 tasks of one file each.
+    assert writer_task_count(1.78 * TARGET, TARGET, max_tasks=2) == 2
+    # 2 target files' worth -> 3 planned files: 3 tasks on 8 cores, one file each ...
+    assert writer_task_count(2 * TARGET, TARGET, max_tasks=8) == 3
+    # ... and on 2 cores 2 tasks of 2 planned files each, cut evenly.
+    assert writer_task_count(2 * TARGET, TARGET, max_tasks=2) == 2
+    # 12 planned files on 8 cores: 6 tasks of 2 each, not 8 tasks of 1 or 2.
+    assert writer_task_count(10.5 * TARGET, TARGET, max_tasks=8) == 6
 
 
 def test_task_bounds_split_rows_evenly_across_files_of_different_sizes() -> None:
