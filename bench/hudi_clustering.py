@@ -239,13 +239,31 @@ def measure_pruning(runs: Sequence[Contender], bases: Mapping[int, Path], count:
 # ---------------------------------------------------------------- floor
 
 
+# Rows one floor process sorts and encodes at once: a share of the few-GB input in one piece
+# (18 M rows per core) does not fit beside the benchmark's JVM; the 4 M-row input is one chunk per core.
+FLOOR_CHUNK_ROWS = 4_000_000
+
+
 def _floor_share(paths: Sequence[str], out: str, codec: str) -> int:
-    data = pa.concat_tables(pq.read_table(p, use_threads=False) for p in paths)
-    data = data.sort_by([(c, "ascending") for c in SORT_COLUMNS])
     # gzip at level 6, zlib's default, as parquet-mr and our writer use.
     level = 6 if codec == "gzip" else None
-    pq.write_table(data, out, compression=codec, compression_level=level)
-    return data.num_rows
+    chunks: list[list[str]] = [[]]
+    rows_in_chunk = 0
+    for path in paths:
+        rows = pq.read_metadata(path).num_rows
+        if chunks[-1] and rows_in_chunk + rows > FLOOR_CHUNK_ROWS:
+            chunks.append([])
+            rows_in_chunk = 0
+        chunks[-1].append(path)
+        rows_in_chunk += rows
+    total = 0
+    for index, chunk in enumerate(chunks):
+        data = pa.concat_tables(pq.read_table(p, use_threads=False) for p in chunk)
+        data = data.sort_by([(c, "ascending") for c in SORT_COLUMNS])
+        pq.write_table(data, f"{out}.{index}", compression=codec, compression_level=level)
+        total += data.num_rows
+        del data
+    return total
 
 
 def _warm_worker(_: int) -> None:
@@ -254,7 +272,8 @@ def _warm_worker(_: int) -> None:
 
 def machine_floor(table: InputTable, scratch: Path, codec: str) -> dict[str, float]:
     """pyarrow read + sort + encode of every input row, one process per core over a share of the
-    files each: the least a rewrite of these rows costs on this machine (ignoring the global order)."""
+    files each (in chunks of up to `FLOOR_CHUNK_ROWS` rows): the least a rewrite of these rows costs
+    on this machine (ignoring the global order)."""
     cores = os.cpu_count() or 1
     paths = [str(table.base / p) for p in table.files]
     shares = [paths[i::cores] for i in range(cores)]
