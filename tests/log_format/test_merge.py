@@ -243,3 +243,29 @@ def test_merge_by_sort_and_by_fold_both_follow_the_record_by_record_rules(seed: 
             got = [(r["_hoodie_record_key"], (r["name"], r["ts"])) for r in out.to_pylist()]
             assert len(got) == len(dict(got)), f"a key twice (seed {seed}, fold {fold}): {got}"
             assert dict(got) == expected, f"seed {seed}, {config.payload_class.name}, fold {fold}"
+
+
+def test_merge_keeps_the_base_file_order_with_updates_in_place_and_inserts_last() -> None:
+    """As `HoodieMergeHandle` writes a compacted file: a clustered base file keeps its layout (and
+    its compression) through compaction."""
+    base_rows = [row(k, 1, "base") for k in ("5", "1", "4", "2", "3")]
+    logs = [
+        _log(
+            1,
+            avro_block("002", [row("7", 2, "new"), row("2", 2, "upd"), row("5", 2, "upd")]),
+            delete_block("003", [("4", None)]),
+            avro_block("004", [row("6", 2, "new"), row("1", 2, "upd")]),
+        )
+    ]
+    base = pa.Table.from_pylist(base_rows, schema=ARROW_SCHEMA)
+    blocks = valid_blocks(logs, InstantFilter.of(["001", "002", "003", "004"]))
+    for fold in (False, True):
+        out = merge_file_slice(base, blocks, OVERWRITE, ARROW_SCHEMA, "test slice", fold_every_key=fold)
+        assert [(r["_hoodie_record_key"], r["name"]) for r in out.to_pylist()] == [
+            ("5", "upd"),
+            ("1", "upd"),
+            ("2", "upd"),
+            ("3", "base"),
+            ("7", "new"),
+            ("6", "new"),
+        ]

@@ -243,34 +243,29 @@ def merge_file_slice(
     entries = _fold(log, folded, _java_class(ordering_type))
     winners = _latest_by_sort(log, sorted_rows)
 
-    base_rows: list[np.ndarray] = []
-    log_rows: list[np.ndarray] = [winners.unmatched(base_keys, is_deleted)]
+    # Output order as `HoodieMergeHandle` writes it: the base file's rows in its order, each kept,
+    # replaced by its log record or dropped; then the inserts in log order. Rows index
+    # [base rows..., log rows...]; -1 drops.
+    n_base = base.num_rows if base is not None else 0
+    choice = np.arange(n_base, dtype=np.int64)
     if base is not None and base_keys is not None:
-        keep, take = winners.against_base(base_keys, base_orderings, config.payload_class, is_deleted)
-        if entries:  # base rows of keys the fold merged are `_base_against_fold`'s
-            keep = keep[~_is_in(base_keys.take(pa.array(keep)), frozenset(entries))]
-        base_rows.append(keep)
-        log_rows.append(take)
+        winners.choose_against_base(choice, base_keys, base_orderings, config.payload_class, is_deleted)
         if entries:
-            keep, take = _base_against_fold(
-                base_keys, base_orderings, entries, config.payload_class, is_deleted
-            )
-            base_rows.append(keep)
-            log_rows.append(take)
-    log_rows.append(
-        np.array(
-            [e.source for e in entries.values() if e.source is not None and not is_deleted[e.source]],
-            np.int64,
-        )
+            _choose_against_fold(choice, base_keys, base_orderings, entries, config.payload_class, is_deleted)
+    inserts = np.concatenate(
+        [
+            winners.unmatched(base_keys, is_deleted),
+            np.array(
+                [e.source for e in entries.values() if e.source is not None and not is_deleted[e.source]],
+                np.int64,
+            ),
+        ]
     )
-    parts = []
-    base_take = np.sort(np.concatenate(base_rows)) if base_rows else positions[:0]
-    if base is not None and len(base_take):
-        parts.append(base.take(pa.array(base_take)))
-    log_take = np.sort(np.concatenate(log_rows))
-    if len(log_take):
-        parts.append(log.table.take(pa.array(log_take)))
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+    rows = np.concatenate([choice[choice >= 0], np.sort(inserts) + n_base])
+    if not len(rows):
+        return schema.empty_table()
+    both = pa.concat_tables([base, log.table]) if base is not None else log.table
+    return both.take(pa.array(rows))
 
 
 def _collect_log_rows(
@@ -361,28 +356,29 @@ class _SortedWinners:
             rows = rows[~_is_in(self.keys, base_keys)]
         return rows[~is_deleted[rows]]
 
-    def against_base(
+    def choose_against_base(
         self,
+        choice: np.ndarray,
         base_keys: pa.Array,
         base_orderings: pa.Array | None,
         payload: PayloadClass,
         is_deleted: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Step 3 for base rows whose key has a winner here: (base rows kept, log rows taken).
-        Base rows without one are kept too, except keys the fold owns (`_base_against_fold`)."""
-        base_rows = np.arange(len(base_keys), dtype=np.int64)
+    ) -> None:
+        """Step 3 for base rows whose key has a winner here: `choice` (base row -> row of
+        [base, log], -1 to drop) set to the winner's log row, unless the base record stays."""
         if not len(self.rows):
-            return base_rows, base_rows[:0]
+            return
         match = pc.index_in(base_keys, value_set=self.keys)
         matched = match.is_valid().to_numpy(zero_copy_only=False)
         winner = match.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        keep_base = ~matched
+        replaced = matched
         if payload.base_keeps_greater_ordering and base_orderings is not None and self.orderings is not None:
             # Unmatched rows compare with winner 0, a placeholder the mask discards.
             greater = pc.greater(base_orderings, self.orderings.take(pa.array(winner)))
-            keep_base |= matched & greater.to_numpy(zero_copy_only=False)
-        take = self.rows[winner[matched & ~keep_base]]
-        return base_rows[keep_base], take[~is_deleted[take]]
+            replaced = matched & ~greater.to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(replaced)
+        log_rows = self.rows[winner[rows]]
+        choice[rows] = np.where(is_deleted[log_rows], -1, log_rows + len(choice))
 
 
 def _latest_by_sort(log: _LogRows, rows: np.ndarray) -> _SortedWinners:
@@ -410,33 +406,31 @@ def _latest_by_sort(log: _LogRows, rows: np.ndarray) -> _SortedWinners:
     return _SortedWinners(keys.filter(pa.array(last)), winner_rows, orderings)
 
 
-def _base_against_fold(
+def _choose_against_fold(
+    choice: np.ndarray,
     base_keys: pa.Array,
     base_orderings: pa.Array | None,
     entries: dict[str, _Entry],
     payload: PayloadClass,
     is_deleted: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Step 3 for base rows whose key the fold merged (popped from `entries`, which then holds the
-    inserts): (base rows kept, log rows taken)."""
+) -> None:
+    """Step 3 for base rows whose key the fold merged: `choice` set for them, and their entries
+    popped (what is left are inserts)."""
     rows = np.flatnonzero(_is_in(base_keys, frozenset(entries)))
     keys = base_keys.take(pa.array(rows)).to_pylist()
     orderings = (
         base_orderings.take(pa.array(rows)).to_pylist() if base_orderings is not None else [0] * len(rows)
     )
-    keep: list[int] = []
-    take: list[int] = []
     for row, key, ordering in zip(rows.tolist(), keys, orderings, strict=True):
         entry = entries.pop(key, None)
         if entry is None:
-            keep.append(row)  # a repeated base key: only its first row meets the log value
-        elif entry.source is None:
-            continue  # a delete payload: `combineAndGetUpdateValue` returns empty, no ordering check
+            continue  # a repeated base key: only its first row meets the log value
+        if entry.source is None:
+            choice[row] = -1  # a delete payload: `combineAndGetUpdateValue` returns empty, no ordering check
         elif payload.base_keeps_greater_ordering and ordering > entry.ordering:
-            keep.append(row)  # `DefaultHoodieRecordPayload.needUpdatingPersistedRecord` is false
-        elif not is_deleted[entry.source]:
-            take.append(entry.source)
-    return np.array(keep, np.int64), np.array(take, np.int64)
+            continue  # `DefaultHoodieRecordPayload.needUpdatingPersistedRecord` is false
+        else:
+            choice[row] = -1 if is_deleted[entry.source] else entry.source + len(choice)
 
 
 def _java_class(dtype: pa.DataType | None) -> str | None:
