@@ -272,6 +272,7 @@ def _collect_log_rows(
     blocks: Sequence[DataBlock | DeleteBlock], schema: pa.Schema, field: str | None
 ) -> _LogRows:
     tables: list[pa.Table] = []
+    orderings: list[pa.Array] = []
     events: list[DeleteBlock | tuple[int, int]] = []
     delete_keys: set[str] = set()
     offset = 0
@@ -286,17 +287,21 @@ def _collect_log_rows(
         if keys.null_count:
             row = _first_null(keys)
             raise UnsupportedMergeError(f"{where}: record {row} has no record key")
-        _ordering_array(table, field, where)  # refuses a null ordering value, naming its block
+        ordering = _ordering_array(table, field, where)  # refuses a null value, naming its block
+        if ordering is not None:
+            orderings.append(ordering)
         tables.append(table)
         events.append((offset, offset + table.num_rows))
         offset += table.num_rows
     logs = pa.concat_tables(tables) if tables else schema.empty_table()
+    if field is None:
+        all_orderings = None
+    elif orderings:
+        all_orderings = pa.concat_arrays(orderings)
+    else:
+        all_orderings = _ordering_array(logs, field, "log blocks")
     return _LogRows(
-        logs,
-        _combined(logs.column(RECORD_KEY_FIELD)),
-        _ordering_array(logs, field, "log blocks"),
-        tuple(events),
-        frozenset(delete_keys),
+        logs, _combined(logs.column(RECORD_KEY_FIELD)), all_orderings, tuple(events), frozenset(delete_keys)
     )
 
 
@@ -400,10 +405,11 @@ def _latest_by_sort(log: _LogRows, rows: np.ndarray) -> _SortedWinners:
     last = np.ones(len(keys), dtype=bool)
     if len(keys) > 1:
         last[:-1] = pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
-    picked = pa.array(order.to_numpy()[last])
-    winner_rows = rows[picked.to_numpy()]
-    orderings = table.column("o").take(picked).combine_chunks() if log.orderings is not None else None
-    return _SortedWinners(keys.filter(pa.array(last)), winner_rows, orderings)
+    picked = order.to_numpy()[last]
+    orderings = None
+    if log.orderings is not None:
+        orderings = table.column("o").take(pa.array(picked)).combine_chunks()
+    return _SortedWinners(keys.filter(pa.array(last)), rows[picked], orderings)
 
 
 def _choose_against_fold(
