@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from service.config.parquet import ParquetWriteConfig
 from service.errors import CorruptTableError, HudiTableServiceError
+from service.table.avro_schema import FILE_NAME_FIELD
 from service.table.base_file_writer import BaseFileSchema, BaseFileWriteResult, RollingBaseFileWriter
 from service.table.data_files import parse_base_file, parse_log_file
 from service.table.fs_view import FileSlice
@@ -154,6 +155,20 @@ class GroupJob:
     def storage(self) -> Storage:
         return Storage.for_base_uri(self.base_uri, self.storage_options)
 
+    @property
+    def shuffled_schema(self) -> pa.Schema:
+        """The columns read and shuffled: all but `_hoodie_file_name`, which the writer sets to
+        each new file's name anyway (`BaseFileWriter.write_row_group`, as Hudi's
+        `HoodieRowCreateHandle` does). A file-name string is about two fifths of a row's bytes in
+        a typical table, and every shuffled byte is converted, shuffled, sorted (spilled) and
+        converted back. Kept only in the odd table sorted by it."""
+        assert self.arrow_schema is not None
+        schema = self.arrow_schema
+        index = schema.get_field_index(FILE_NAME_FIELD)
+        if index < 0 or FILE_NAME_FIELD in self.order.sort_columns:
+            return schema
+        return schema.remove(index)
+
     def merged_slice(self, index: int) -> MergedSliceInput | None:
         return self.merged_read.slices[index] if self.merged_read is not None else None
 
@@ -182,15 +197,16 @@ def _read_merged(job: GroupJob, storage: Storage, index: int, schema: pa.Schema 
 
 
 def _input_batches(job: GroupJob, storage: Storage, index: int, path: str) -> Iterator[pa.RecordBatch]:
-    """Input slice `index` as batches of the group's unified schema: its base file, or (with log
+    """Input slice `index` as batches of the group's shuffled schema: its base file, or (with log
     files) its merged read."""
     assert job.arrow_schema is not None
+    shuffled = job.shuffled_schema
     if job.merged_slice(index) is not None:
         for batch in _read_merged(job, storage, index, job.arrow_schema).to_batches(max_chunksize=65_536):
-            yield conform_batch(batch, job.arrow_schema)
+            yield conform_batch(batch, shuffled)
         return
     with storage.open_input(path) as f:
-        yield from read_input_batches(f, job.arrow_schema)
+        yield from read_input_batches(f, shuffled)
 
 
 # ---------------------------------------------------------------- worker functions
@@ -304,8 +320,7 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
 
     results: list[BaseFileWriteResult] = []
     try:
-        columns = job.arrow_schema.names
-        selected = (batch.select(columns) for batch in batches)
+        selected = (_with_file_name_column(job, batch) for batch in batches)
         if len(job.task_values) == 1 and job.encode_threads <= 1:
             # The group's only writer: files cut by actual size, so every file but the last is
             # nearly full.
@@ -321,6 +336,21 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
         raise
     if results:
         yield pa.RecordBatch.from_pylist([asdict(r) for r in results], schema=_RESULT_SCHEMA)
+
+
+def _with_file_name_column(job: GroupJob, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A shuffled batch in the group's schema: the order key and task columns dropped, and
+    `_hoodie_file_name` (not shuffled, see `GroupJob.shuffled_schema`) back in its place, empty
+    until the writer sets it."""
+    assert job.arrow_schema is not None
+    shuffled = job.shuffled_schema
+    batch = batch.select(shuffled.names)
+    if len(shuffled) == len(job.arrow_schema):
+        return batch
+    index = job.arrow_schema.get_field_index(FILE_NAME_FIELD)
+    field = job.arrow_schema.field(index)
+    placeholder = pa.nulls(batch.num_rows, field.type) if field.nullable else pa.repeat("", batch.num_rows)
+    return batch.add_column(index, field, placeholder.cast(field.type))
 
 
 # Files of a task holding several are sized evenly at up to this share of the target.
@@ -525,7 +555,8 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
         ),
     )
 
-    keyed_schema = schema.append(pa.field(KEY_COLUMN, pa.binary())) if job.ship_key else schema
+    shuffled = job.shuffled_schema
+    keyed_schema = shuffled.append(pa.field(KEY_COLUMN, pa.binary())) if job.ship_key else shuffled
     keyed_schema = keyed_schema.append(pa.field(PID_COLUMN, pa.int32()))
     paths_df = spark.createDataFrame(indexed, "idx int, path string").repartition(slices)
     keyed = paths_df.mapInArrow(lambda it: _read_with_keys(job, it), from_arrow_schema(keyed_schema))

@@ -58,11 +58,14 @@ class FileProfile:
 def read_input_batches(
     source: pa.NativeFile | str, schema: pa.Schema, filesystem: object = None
 ) -> Iterator[pa.RecordBatch]:
-    """Batches of one input base file, conformed to the group's unified schema (missing columns null)."""
+    """Batches of one input base file, conformed to `schema` (missing columns null); columns of the
+    file that `schema` lacks are not read."""
     parquet = (
         pq.ParquetFile(source, filesystem=filesystem) if filesystem is not None else pq.ParquetFile(source)
     )
-    for batch in parquet.iter_batches(batch_size=65_536):
+    present = set(parquet.schema_arrow.names)
+    columns = [name for name in schema.names if name in present]
+    for batch in parquet.iter_batches(batch_size=65_536, columns=columns or None):
         yield conform_batch(batch, schema)
 
 

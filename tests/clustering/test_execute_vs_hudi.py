@@ -92,9 +92,10 @@ def test_clustering_keeps_every_record_and_hudi_keeps_writing(
     assert not (base / ".hoodie" / ".temp" / instant).exists()
     for fg in view.live_file_groups:
         assert fg.latest_slice is not None and fg.latest_slice.base_file is not None
-        data = pq.read_table(
-            base / fg.latest_slice.base_file.path, columns=["qty", "price", "id"]
-        ).to_pylist()
+        path = base / fg.latest_slice.base_file.path
+        # Not shuffled (`GroupJob.shuffled_schema`): every row names the file it is written to.
+        assert set(pq.read_table(path, columns=["_hoodie_file_name"]).column(0).to_pylist()) == {path.name}
+        data = pq.read_table(path, columns=["qty", "price", "id"]).to_pylist()
         if layout == "LINEAR":  # globally ordered by the sort columns
             keys = [(r["qty"], r["id"]) for r in data]
             assert keys == sorted(keys)
