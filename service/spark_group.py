@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ from service.table.fs_view import FileSlice
 from service.table.log_format.merge import InstantFilter, MergeConfig
 from service.table.log_format.slice_reader import read_file_slice
 from service.table.markers import marker_path
+from service.table.parquet_dictionary import first_page_row_limit
 from service.table.storage import Storage
 from strategies.execution.sort_and_size import (
     FEW_FILES_FILL,
@@ -54,10 +55,13 @@ from strategies.execution.sort_and_size import (
     task_bounds,
     writer_task_count,
 )
+from strategies.execution.writer_sort import SortedView, sorts_in_writer, spark_sort_indices
 from strategies.layout import CurveBuildMethod, LayoutStrategy, build_sample_bounds, default_num_buckets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+_Rows = TypeVar("_Rows", pa.Table, pa.RecordBatch)
 
 _RESULT_SCHEMA = pa.schema(
     [
@@ -151,6 +155,8 @@ class GroupJob:
     # that spans several target files (`encode_thread_count`).
     encode_threads: int = 1
     merged_read: MergedRead | None = None  # set when some input slice has log files
+    # Writer tasks sort their spilled rows in Arrow (`writer_sort`) instead of Spark sorting them.
+    sort_in_writer: bool = False
 
     def storage(self) -> Storage:
         return Storage.for_base_uri(self.base_uri, self.storage_options)
@@ -320,16 +326,13 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
 
     results: list[BaseFileWriteResult] = []
     try:
-        selected = (_with_file_name_column(job, batch) for batch in batches)
-        if len(job.task_values) == 1 and job.encode_threads <= 1:
-            # The group's only writer: files cut by actual size, so every file but the last is
-            # nearly full.
+        if _cuts_by_actual_size(job) and not job.sort_in_writer:
             writer = new_writer()
-            for batch in selected:
-                writer.write(batch)
+            for batch in batches:
+                writer.write(_with_file_name_column(job, batch))
             results.extend(writer.close())
         else:
-            results.extend(_write_evenly(job, new_writer, selected))
+            results.extend(_write_spilled(job, new_writer, batches))
     except BaseException:
         for writer in writers:
             writer.abort()
@@ -338,20 +341,64 @@ def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[
         yield pa.RecordBatch.from_pylist([asdict(r) for r in results], schema=_RESULT_SCHEMA)
 
 
-def _with_file_name_column(job: GroupJob, batch: pa.RecordBatch) -> pa.RecordBatch:
-    """A shuffled batch in the group's schema: the order key and task columns dropped, and
+def _with_file_name_column(job: GroupJob, rows: _Rows) -> _Rows:
+    """Shuffled rows in the group's schema: the order key and task columns dropped, and
     `_hoodie_file_name` (not shuffled, see `GroupJob.shuffled_schema`) back in its place, empty
     until the writer sets it."""
     assert job.arrow_schema is not None
     shuffled = job.shuffled_schema
-    batch = batch.select(shuffled.names)
+    rows = rows.select(shuffled.names)
     if len(shuffled) == len(job.arrow_schema):
-        return batch
+        return rows
     index = job.arrow_schema.get_field_index(FILE_NAME_FIELD)
     field = job.arrow_schema.field(index)
-    placeholder = pa.nulls(batch.num_rows, field.type) if field.nullable else pa.repeat("", batch.num_rows)
-    return batch.add_column(index, field, placeholder.cast(field.type))
+    placeholder = pa.nulls(rows.num_rows, field.type) if field.nullable else pa.repeat("", rows.num_rows)
+    return rows.add_column(index, field, placeholder.cast(field.type))
 
+
+def _cuts_by_actual_size(job: GroupJob) -> bool:
+    """The group's only writer cuts its files by actual size, so every file but the last is nearly
+    full; several writers (or encode threads) cut them evenly from a size profile."""
+    return len(job.task_values) == 1 and job.encode_threads <= 1
+
+
+class _SpilledRows:
+    """A writer task's spilled rows, in the group's order and the group's schema: as spilled (Spark
+    sorted them), or gathered in the task's own order (`writer_sort`). Slices of gathered rows are
+    copies, so they are made one bounded piece at a time."""
+
+    def __init__(self, job: GroupJob, spilled: pa.Table) -> None:
+        self._job = job
+        self._table = spilled
+        self._sorted: SortedView | None = None
+        if job.sort_in_writer:
+            columns = (KEY_COLUMN,) if job.ship_key else job.order.sort_columns
+            self._sorted = SortedView(spilled, spark_sort_indices(spilled, columns))
+        self.num_rows = spilled.num_rows
+
+    def slice(self, start: int, length: int) -> pa.Table:
+        view = self._sorted if self._sorted is not None else self._table
+        return _with_file_name_column(self._job, view.slice(start, length))
+
+    def pieces(self, start: int, end: int) -> Iterator[pa.Table]:
+        for at in range(start, end, _GATHER_ROWS):
+            yield self.slice(at, min(_GATHER_ROWS, end - at))
+
+
+def _spilled_columns(job: GroupJob) -> list[str]:
+    """What a writer task spills: the shuffled columns, and the order key when it sorts by it."""
+    columns = list(job.shuffled_schema.names)
+    if job.sort_in_writer and job.ship_key:
+        columns.append(KEY_COLUMN)
+    return columns
+
+
+# Rows gathered at once from a sorted spill: a bounded copy, large enough that Arrow's gather
+# costs little per call.
+_GATHER_ROWS = 1_000_000
+# Rows per batch of the spill file: Spark hands Python batches of 10k rows; Arrow gathers from a
+# table of 100k-row chunks about 3x faster than from one of 10k-row chunks.
+_SPILL_BATCH_ROWS = 100_000
 
 # Files of a task holding several are sized evenly at up to this share of the target.
 _EVEN_FILL = 0.97
@@ -361,33 +408,39 @@ _SIZE_SLICE_ROWS = 1024
 _SIZE_CALIBRATION_ROWS = 32768
 
 
-def _write_evenly(
-    job: GroupJob, new_writer: Callable[[], RollingBaseFileWriter], batches: Iterator[pa.RecordBatch]
+def _write_spilled(
+    job: GroupJob, new_writer: Callable[[], RollingBaseFileWriter], batches: Iterable[pa.RecordBatch]
 ) -> list[BaseFileWriteResult]:
-    """Write one writer task's sorted rows into evenly sized files.
+    """Write one writer task's rows from a spill to local scratch.
 
-    Cutting by actual size alone would leave every task a small last file. So the task first
-    spills its rows to local scratch (the row count must be known up front), estimates the
-    compressed size along them from dense slices, then cuts files so the rest always splits
-    evenly, correcting the estimate by what each written file measured.
+    The task spills its rows first: to sort them itself (`job.sort_in_writer`), and to size its
+    files evenly, since cutting by actual size alone would leave every task a small last file. The
+    even cut estimates the compressed size along the rows from dense slices, then cuts files so
+    the rest always splits evenly, correcting the estimate by what each written file measured.
 
     With `job.encode_threads` > 1 (the group's only writer task, on a machine with more cores),
     the files are cut up front and encoded by that many threads at once: pyarrow releases the GIL
     while it encodes and compresses, so a group of a few target files still uses every core.
     """
-    first = next(batches, None)
+    columns = _spilled_columns(job)
+    selected = (batch.select(columns) for batch in batches)
+    first = next(selected, None)
     if first is None:
         return []
     fd, spill = tempfile.mkstemp(prefix="hts-sorted-", suffix=".arrow", dir=_scratch_dir())
     os.close(fd)
     try:
         with pa.OSFile(spill, "wb") as sink, pa.ipc.new_file(sink, first.schema) as ipc:
-            ipc.write_batch(first)
-            for batch in batches:
+            for batch in _coalesced(itertools.chain([first], selected), _SPILL_BATCH_ROWS):
                 ipc.write_batch(batch)
         with pa.memory_map(spill) as source:
-            rows = pa.ipc.open_file(source).read_all()
-            # Both leave nothing buffered that references the mapping.
+            rows = _SpilledRows(job, pa.ipc.open_file(source).read_all())
+            # Each path leaves nothing buffered that references the mapping.
+            if _cuts_by_actual_size(job):
+                writer = new_writer()
+                for piece in rows.pieces(0, rows.num_rows):
+                    writer.write(piece)
+                return writer.close()
             if job.encode_threads > 1:
                 return _write_cut_files_at_once(job, new_writer, rows)
             writer = new_writer()
@@ -397,7 +450,21 @@ def _write_evenly(
         os.unlink(spill)
 
 
-def _cut_evenly(job: GroupJob, writer: RollingBaseFileWriter, rows: pa.Table) -> None:
+def _coalesced(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """`batches` regrouped into batches of about `rows` rows (one copy, as they are spilled)."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.concat_batches(pending)
+            pending, count = [], 0
+    if pending:
+        yield pa.concat_batches(pending)
+
+
+def _cut_evenly(job: GroupJob, writer: RollingBaseFileWriter, rows: _SpilledRows) -> None:
     n = rows.num_rows
     if n == 0:
         return
@@ -406,14 +473,14 @@ def _cut_evenly(job: GroupJob, writer: RollingBaseFileWriter, rows: pa.Table) ->
     while start < n:
         correction = measured / estimated if estimated > 0 else 1.0
         end = next_file_end(profile, start, n, file_data, correction)
-        writer.write_file(rows.slice(start, end - start))
+        writer.write_file(rows.pieces(start, end))
         estimated += profile.bytes_before(end) - profile.bytes_before(start)
         measured = writer.data_bytes_written
         start = end
 
 
 def _write_cut_files_at_once(
-    job: GroupJob, new_writer: Callable[[], RollingBaseFileWriter], rows: pa.Table
+    job: GroupJob, new_writer: Callable[[], RollingBaseFileWriter], rows: _SpilledRows
 ) -> list[BaseFileWriteResult]:
     """Cut every file from the size profile first (no correction by measured files: they are
     written concurrently), then encode the files in `job.encode_threads` threads."""
@@ -424,23 +491,23 @@ def _write_cut_files_at_once(
     cuts = [0]
     while cuts[-1] < n:
         cuts.append(next_file_end(profile, cuts[-1], n, file_data))
-    slices = [rows.slice(start, end - start) for start, end in itertools.pairwise(cuts)]
-    writers = [new_writer() for _ in slices]
+    spans = list(itertools.pairwise(cuts))
+    writers = [new_writer() for _ in spans]
 
     def write(index: int) -> list[BaseFileWriteResult]:
-        writers[index].write_file(slices[index])
+        writers[index].write_file(rows.pieces(*spans[index]))
         return writers[index].close()
 
     with ThreadPoolExecutor(max_workers=job.encode_threads, thread_name_prefix="hts-encode") as pool:
-        return [result for results in pool.map(write, range(len(slices))) for result in results]
+        return [result for results in pool.map(write, range(len(spans))) for result in results]
 
 
 def _even_file_data(
-    job: GroupJob, writer: RollingBaseFileWriter, rows: pa.Table
+    job: GroupJob, writer: RollingBaseFileWriter, rows: _SpilledRows
 ) -> tuple[SizeProfile, float]:
     """The task's size profile and the column data one file should hold (`_EVEN_FILL` of the target
     less the footer)."""
-    profile = _size_profile(writer, rows, job.target_file_bytes)
+    profile = _size_profile(writer, rows, job.target_file_bytes, job.parquet.page_size_bytes)
     # A task of a few files cannot correct its estimate by the files it measured before the last
     # one: planned at `FEW_FILES_FILL`, a share a few per cent larger than its profile still
     # splits into even files instead of rolling over into a short one.
@@ -451,10 +518,13 @@ def _even_file_data(
     return profile, max(1.0, fill * job.target_file_bytes - overhead)
 
 
-def _size_profile(writer: RollingBaseFileWriter, rows: pa.Table, target_file_bytes: int) -> SizeProfile:
+def _size_profile(
+    writer: RollingBaseFileWriter, rows: _SpilledRows, target_file_bytes: int, page_size_bytes: int
+) -> SizeProfile:
     """Compressed bytes along `rows`, from one dense slice of each of up to 64 equal stretches."""
     n = rows.num_rows
-    writer.estimate_dictionary_from(rows)  # the dictionary columns the task's first file will keep
+    # The dictionary columns the task's first file will keep (only its first page's rows decide).
+    writer.estimate_dictionary_from(rows.slice(0, min(n, first_page_row_limit(page_size_bytes))))
     probe = rows.slice(0, min(n, _SIZE_SLICE_ROWS))
     file_rows = max(1, int(target_file_bytes * probe.num_rows / max(1, writer.compressed_bytes(probe, n))))
     # Slices well below a file's rows, in up to 64 equal stretches.
@@ -543,6 +613,7 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
         order.layout is LayoutStrategy.LINEAR or len(order.sort_columns) == 1
     )
     prefix = common_prefix(weighted) if order.sort_columns and not exact else b""
+    rows_per_task = sum(p.rows for p in profiles) / max(1, len(cuts) + 1)
     job = replace(
         job,
         order=order,
@@ -554,6 +625,13 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
             estimated_bytes, job.target_file_bytes, tasks, sc.defaultParallelism
         ),
     )
+    # An exact order sorts by the real columns, a curve (or the input order) by its binary key.
+    job = replace(
+        job,
+        sort_in_writer=sorts_in_writer(
+            job.shuffled_schema, order.sort_columns if exact else (), rows_per_task
+        ),
+    )
 
     shuffled = job.shuffled_schema
     keyed_schema = shuffled.append(pa.field(KEY_COLUMN, pa.binary())) if job.ship_key else shuffled
@@ -563,8 +641,9 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     # Hash partitioning on the task value puts each key range in its own task (see task_values);
     # adaptive execution never merges a repartition with an explicit count.
     keyed = keyed.repartition(len(values), PID_COLUMN)
-    ordered = keyed.sortWithinPartitions(*(order.sort_columns if exact else [KEY_COLUMN]))
-    written = ordered.mapInArrow(lambda it: _write_sorted(job, it), from_arrow_schema(_RESULT_SCHEMA))
+    if not job.sort_in_writer:
+        keyed = keyed.sortWithinPartitions(*(order.sort_columns if exact else [KEY_COLUMN]))
+    written = keyed.mapInArrow(lambda it: _write_sorted(job, it), from_arrow_schema(_RESULT_SCHEMA))
     rows = written.collect()
     return [
         BaseFileWriteResult(

@@ -502,15 +502,22 @@ class RollingBaseFileWriter:
             self._closed = True
         return list(self._results)
 
-    def write_file(self, data: pa.Table | pa.RecordBatch) -> None:
-        """Write `data` as a file of its own (after whatever is buffered) and close it.
+    def write_file(self, data: pa.Table | pa.RecordBatch | Iterable[pa.Table | pa.RecordBatch]) -> None:
+        """Write `data` (rows, or pieces of them in order) as a file of its own (after whatever is
+        buffered) and close it.
 
         For a caller that balances file sizes itself: rows that do not fit the target still roll
-        over into another file, so no file exceeds it.
+        over into another file, so no file exceeds it. Pieces are written as row groups fill, so
+        only about a row group of them is held at once.
         """
-        self._buffer(data)
+        pieces: Iterable[pa.Table | pa.RecordBatch] = (
+            [data] if isinstance(data, pa.Table | pa.RecordBatch) else data
+        )
         self._ending = True
         try:
+            for piece in pieces:
+                if self._buffer(piece):
+                    self._drain(final=False)
             self._drain(final=True)
         finally:
             self._ending = False

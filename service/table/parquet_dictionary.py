@@ -43,10 +43,14 @@ def dictionary_columns(rows: pa.Table, page_size_bytes: int) -> list[str]:
     return keep
 
 
+def first_page_row_limit(page_size_bytes: int) -> int:
+    """Most rows a first page can hold: every plain value takes at least 4 bytes (booleans aside)."""
+    return page_size_bytes // 4 + 1
+
+
 def first_page_rows(rows: pa.Table | pa.RecordBatch, page_size_bytes: int) -> pa.Table | pa.RecordBatch:
-    """The leading rows that can matter to `dictionary_columns` (zero-copy): every plain value takes at
-    least 4 bytes (booleans aside), so no first page holds more values than this."""
-    return rows.slice(0, page_size_bytes // 4 + 1)
+    """The leading rows that can matter to `dictionary_columns` (zero-copy)."""
+    return rows.slice(0, first_page_row_limit(page_size_bytes))
 
 
 def _is_nested(data_type: pa.DataType) -> bool:

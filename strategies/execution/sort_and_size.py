@@ -5,8 +5,9 @@ A clustering group runs as two passes over its input files, both inside Spark's 
 1. *profile*: read each input file, count rows and bytes, and keep a sample of the order key;
 2. *rewrite*: read again, attach the order key and, when the group is big enough for several
    writer tasks, the task whose key range holds the row (`task_bounds`: row quantiles of the
-   sample); Spark shuffles each range to its task and sorts it; the task writes Hudi base files,
-   cut by actual size (one task) or evenly from a size profile (`next_file_end`, several tasks).
+   sample); Spark shuffles each range to its task, the task sorts it (`writer_sort`; Spark does
+   for very large tasks) and writes Hudi base files, cut by actual size (one task) or evenly from
+   a size profile (`next_file_end`, several tasks).
 
 Order keys are unsigned-byte-ordered binaries (Spark and Arrow compare binary that way):
 no sort columns → input order (file index, row index); LINEAR → the first sort column's rank

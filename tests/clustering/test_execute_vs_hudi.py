@@ -24,6 +24,7 @@ from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
+from strategies.execution import writer_sort
 from strategies.layout import LayoutStrategy, curve_sort_key
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
@@ -286,9 +287,14 @@ def _assert_global_linear_order(base: Path, written: Sequence[BaseFileWriteResul
     assert stitched == sorted(stitched)
 
 
+@pytest.mark.parametrize("sorted_by", ["writer", "spark"])
 def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sorted_by: str
 ) -> None:
+    """Each writer task sorts its rows itself (`writer_sort`), or past `WRITER_SORT_MAX_ROWS` lets
+    Spark sort them: either way the same order and even files."""
+    if sorted_by == "spark":
+        monkeypatch.setattr(writer_sort, "WRITER_SORT_MAX_ROWS", 0)
     base = tmp_path / "tasks"
     # 20 files' worth: two tasks of >= 8 (MIN_FILES_PER_WRITER_TASK)
     table, config, target, before = _sized_group(spark, base, 100_000, 20)
