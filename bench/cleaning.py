@@ -40,9 +40,10 @@ from service.lock import create_lock
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from service.table.timeline import create_instant_file, format_instant_time, instant_path
+from service.table.timeline import create_instant_file, format_instant_time
 from strategies.cleaning import CleanPlan, plan_clean
 
 NAME = "cleaning"
@@ -190,17 +191,21 @@ class _Builder:
             operation_type=operation,
         )
         requested = Instant(instant_time, Action.COMMIT, State.REQUESTED)
-        create_instant_file(self.storage, requested)
-        create_instant_file(self.storage, requested.with_state(State.INFLIGHT))
-        create_instant_file(self.storage, requested.with_state(State.COMPLETED), codecs.encode(meta))
+        create_instant_file(self.storage, LAYOUT_1, requested)
+        create_instant_file(self.storage, LAYOUT_1, requested.with_state(State.INFLIGHT))
+        create_instant_file(
+            self.storage, LAYOUT_1, requested.with_state(State.COMPLETED), codecs.encode(meta)
+        )
 
     def _clean(self, earliest_commit_to_retain: str, last_completed: str) -> None:
         instant_time = self._next()
         plan, meta = clean_that_deleted_nothing(instant_time, earliest_commit_to_retain, last_completed)
         requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
-        create_instant_file(self.storage, requested, codecs.encode(plan))
-        create_instant_file(self.storage, requested.with_state(State.INFLIGHT), codecs.encode(plan))
-        create_instant_file(self.storage, requested.with_state(State.COMPLETED), codecs.encode(meta))
+        create_instant_file(self.storage, LAYOUT_1, requested, codecs.encode(plan))
+        create_instant_file(self.storage, LAYOUT_1, requested.with_state(State.INFLIGHT), codecs.encode(plan))
+        create_instant_file(
+            self.storage, LAYOUT_1, requested.with_state(State.COMPLETED), codecs.encode(meta)
+        )
 
 
 def build_table(base: Path, shape: TableShape) -> None:
@@ -288,7 +293,7 @@ def _commit_json_seconds(base: Path) -> float:
     gc.collect()
     with stopwatch() as sw:
         for instant in timeline.commits().completed():
-            json.loads(table.storage.read_bytes(instant_path(instant)))
+            json.loads(table.storage.read_bytes(LAYOUT_1.instant_path(instant)))
     return sw.seconds
 
 

@@ -53,6 +53,7 @@ from service.lock.in_process import InProcessTableLock
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
@@ -218,8 +219,8 @@ def build_input_table(base: Path, files: int, rows: int, seed: int, codec: str =
         for c in range(commits):
             instant = f"2024010100{c:02d}00000"
             indexes = range(c * FILES_PER_COMMIT, min(files, (c + 1) * FILES_PER_COMMIT))
-            create_instant_file(storage, Instant(instant, Action.COMMIT, State.REQUESTED))
-            create_instant_file(storage, Instant(instant, Action.COMMIT, State.INFLIGHT))
+            create_instant_file(storage, LAYOUT_1, Instant(instant, Action.COMMIT, State.REQUESTED))
+            create_instant_file(storage, LAYOUT_1, Instant(instant, Action.COMMIT, State.INFLIGHT))
             stats = tuple(pool.map(lambda i, t=instant: write_one(i, t), indexes))
             written.extend(s.path or "" for s in stats)
             meta = codecs.CommitMetadata(
@@ -228,7 +229,7 @@ def build_input_table(base: Path, files: int, rows: int, seed: int, codec: str =
                 operation_type=codecs.WriteOperationType.INSERT,
             )
             create_instant_file(
-                storage, Instant(instant, Action.COMMIT, State.COMPLETED), codecs.encode(meta)
+                storage, LAYOUT_1, Instant(instant, Action.COMMIT, State.COMPLETED), codecs.encode(meta)
             )
     total = sum((base / p).stat().st_size for p in written)
     return InputTable(base, tuple(written), rows, total, commits)

@@ -69,7 +69,7 @@ def open_context(
 ) -> CommandContext:
     table = HudiTable.open(args.base_path, storage_options)
     # Before anything is planned, locked or written: `status` reads every table, a service may refuse.
-    table.config.check_service_supported(service, table.base_uri)
+    table.check_service_supported(service)
     props = load_hoodie_props([args.props] if args.props else [], args.hoodie_conf)
     config = HoodieConfig.from_mapping(props, table.name)
     zone = table.timeline_zone(parse_zone(args.timezone))

@@ -65,17 +65,16 @@ from service.table.heartbeat import (
     refuse_if_alive,
 )
 from service.table.instant import Action, Instant, State
+from service.table.layout import METAFOLDER
 from service.table.log_format.rollback_block import append_rollback_block
 from service.table.markers import IOType, Marker, delete_marker_dir, list_markers
 from service.table.mdt.commit import forget_rolled_back_instant, partition_key, sync_files_partition
 from service.table.mdt.records import RECORD_TYPE_FILE_LIST, FileInfo, FilesRecord
 from service.table.table import HudiTable
 from service.table.timeline import (
-    METAFOLDER,
     Timeline,
     create_instant_file,
     delete_instant_file,
-    instant_path,
     next_instant_time,
 )
 
@@ -237,7 +236,7 @@ def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
     if instant.action is Action.COMPACTION:
         compaction = table.facts_reader.requested_plan(instant, codecs.CompactionPlan)
         if compaction is not None:
-            guard = table.path_guard(table.storage.qualify(instant_path(instant)))
+            guard = table.path_guard(table.storage.qualify(table.layout.instant_path(instant)))
             return sorted(
                 {
                     guard.partition("partitionPath", op.partition_path or "")
@@ -248,7 +247,7 @@ def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
     if instant.state is State.INFLIGHT:
         profile = table.facts_reader.commit_metadata(instant)
         if profile.partition_to_write_stats:
-            guard = table.path_guard(table.storage.qualify(instant_path(instant)))
+            guard = table.path_guard(table.storage.qualify(table.layout.instant_path(instant)))
             stats = profile.partition_to_write_stats
             return sorted(guard.partition("partitionToWriteStats", p) for p in stats)
     return None
@@ -545,7 +544,12 @@ def rollback_instant(
             # heartbeat (a crashed run, or Java's, which keeps none) is finished, as Java's
             # getPendingRollbackInfo re-uses it: deleting and completing are idempotent.
             refuse_if_alive(
-                table.storage, rollback.with_state(State.REQUESTED), settings, now.timestamp(), "resuming"
+                table.storage,
+                table.layout,
+                rollback.with_state(State.REQUESTED),
+                settings,
+                now.timestamp(),
+                "resuming",
             )
             rollback_time, resumed = rollback.timestamp, True
             # A stored plan is untrusted: refused before anything (even its heartbeat) is written.
@@ -562,14 +566,17 @@ def rollback_instant(
             confine_rollback_plan(table, plan, _plan_source(table, rollback_time))
             _check_held(held)
             create_instant_file(
-                table.storage, Instant(rollback_time, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan)
+                table.storage,
+                table.layout,
+                Instant(rollback_time, Action.ROLLBACK, State.REQUESTED),
+                codecs.encode(plan),
             )
         heartbeat = Heartbeat(table.storage, rollback_time, settings, table_name=table.name).start()
         try:
             inflight = Instant(rollback_time, Action.ROLLBACK, State.INFLIGHT)
-            if not table.storage.exists(instant_path(inflight)):
+            if not table.storage.exists(table.layout.instant_path(inflight)):
                 _check_held(held)
-                create_instant_file(table.storage, inflight)
+                create_instant_file(table.storage, table.layout, inflight)
         except BaseException:
             heartbeat.stop()
             raise
@@ -633,7 +640,9 @@ def _zone(table: HudiTable, tz: tzinfo | None) -> tzinfo:
 
 def _plan_source(table: HudiTable, rollback_time: str) -> str:
     """How errors name a rollback plan: its `R.rollback.requested` file."""
-    return table.storage.qualify(instant_path(Instant(rollback_time, Action.ROLLBACK, State.REQUESTED)))
+    return table.storage.qualify(
+        table.layout.instant_path(Instant(rollback_time, Action.ROLLBACK, State.REQUESTED))
+    )
 
 
 def _run(
@@ -674,9 +683,9 @@ def _run(
         sync_files_partition(
             table.storage, timeline, rollback_time, rollback_files_records(table, partition_metadata)
         )
-        delete_instant_file(table.storage, Instant(instant_time, action, State.INFLIGHT))
+        delete_instant_file(table.storage, table.layout, Instant(instant_time, action, State.INFLIGHT))
         if not keep_requested:
-            delete_instant_file(table.storage, Instant(instant_time, action, State.REQUESTED))
+            delete_instant_file(table.storage, table.layout, Instant(instant_time, action, State.REQUESTED))
         metadata = codecs.RollbackMetadata(
             start_rollback_time=rollback_time,
             time_taken_in_millis=max(0, round((clock() - started) * 1000)),
@@ -689,7 +698,7 @@ def _run(
         _check_held(held)
         completed = Instant(rollback_time, Action.ROLLBACK, State.COMPLETED)
         try:
-            create_instant_file(table.storage, completed, codecs.encode(metadata))
+            create_instant_file(table.storage, table.layout, completed, codecs.encode(metadata))
         except InstantExistsError:
             # Another process completed this very rollback first: its metadata stands.
             metadata = table.facts_reader.metadata(completed, codecs.RollbackMetadata)

@@ -53,7 +53,7 @@ from service.table.paths import PathGuard
 from service.table.properties import TableConfig
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema
-from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
+from service.table.timeline import Timeline, create_instant_file, next_instant_time
 from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, LastClean, clean_due, plan_clean
 from strategies.cleaning.trigger import commits_since_last_clean
 
@@ -159,7 +159,7 @@ class Cleaner:
             requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
             content = codecs.encode(to_cleaner_plan(plan, self.table.storage))
             self.lock.check_held()
-            create_instant_file(self.table.storage, requested, content)
+            create_instant_file(self.table.storage, self.table.layout, requested, content)
         log.debug(
             "table %s: scheduled clean %s: %d files (%d bytes) in %d partitions, ECTR %s",
             self.table.name,
@@ -231,9 +231,9 @@ class Cleaner:
         started = time.monotonic()
         storage = self.table.storage
         requested = Instant(instant.timestamp, Action.CLEAN, State.REQUESTED)
-        source = storage.qualify(instant_path(requested))
+        source = storage.qualify(self.table.layout.instant_path(requested))
         try:
-            content = storage.read_bytes(instant_path(requested))
+            content = storage.read_bytes(self.table.layout.instant_path(requested))
         except FileNotFoundError:
             raise CorruptTableError(
                 f"{source} is missing: the plan of pending clean {instant} cannot be read"
@@ -303,13 +303,15 @@ class Cleaner:
             if current.is_completed:
                 log.info("table %s: clean %s was completed by another writer", self.table.name, instant)
                 return None
-            refuse_if_alive(storage, current, settings, self.wall_clock(), "executing")
+            refuse_if_alive(storage, self.table.layout, current, settings, self.wall_clock(), "executing")
             heartbeat.start()
             try:
                 if current.state is State.REQUESTED:
                     self.lock.check_held()
                     # Java re-serialises the same plan into the inflight file.
-                    create_instant_file(storage, current.with_state(State.INFLIGHT), content)
+                    create_instant_file(
+                        storage, self.table.layout, current.with_state(State.INFLIGHT), content
+                    )
             except InstantExistsError:
                 heartbeat.stop()
                 # A Java cleaner moves its plan to inflight without our lock: it runs it right now.
@@ -330,7 +332,7 @@ class Cleaner:
         content = codecs.encode(metadata)
         completed = Instant(instant.timestamp, Action.CLEAN, State.COMPLETED)
         with self.lock:
-            if self.table.storage.exists(instant_path(completed)):
+            if self.table.storage.exists(self.table.layout.instant_path(completed)):
                 log.info(
                     "table %s: clean %s was completed by another writer", self.table.name, instant.timestamp
                 )
@@ -347,7 +349,7 @@ class Cleaner:
 
             sync_files_partition(storage, timeline, instant.timestamp, clean_records(metadata), indexes)
             try:
-                create_instant_file(storage, completed, content)
+                create_instant_file(storage, self.table.layout, completed, content)
             except InstantExistsError:
                 return True
         log.debug("table %s: completed clean %s", self.table.name, instant.timestamp)

@@ -14,7 +14,7 @@ from service.table.instant import Action, Instant, State
 from service.table.paths import PathGuard
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from service.table.timeline import Timeline, instant_path
+from service.table.timeline import Timeline
 from strategies.cleaning import CleanPlan
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ def files_of_pending_cleans(table: HudiTable, timeline: Timeline) -> frozenset[s
     storage = table.storage
     out: set[str] = set()
     for instant in timeline.by_actions([Action.CLEAN]).pending():
-        rel = instant_path(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED))
+        rel = table.layout.instant_path(Instant(instant.timestamp, Action.CLEAN, State.REQUESTED))
         source = storage.qualify(rel)
         try:
             plan = codecs.decode(codecs.CleanerPlan, storage.read_bytes(rel), source)

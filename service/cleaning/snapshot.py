@@ -16,7 +16,7 @@ from service.table.codecs import CleanMetadata
 from service.table.instant import Action, Instant
 from service.table.paths import Refused, check_partition_path
 from service.table.table import HudiTable
-from service.table.timeline import Timeline, instant_path
+from service.table.timeline import Timeline
 from strategies.cleaning import CleanSnapshot, LastClean, earliest_commit_to_retain, partitions_to_scan
 
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # Hudi 0.15's extraMetadata key
@@ -32,7 +32,7 @@ def read_last_clean(table: HudiTable, timeline: Timeline) -> LastClean | None:
 
 
 def _read_last_clean(table: HudiTable, instant: Instant) -> LastClean:
-    path = instant_path(instant)
+    path = table.layout.instant_path(instant)
     try:
         data = table.storage.read_bytes(path)
     except FileNotFoundError:
@@ -89,7 +89,11 @@ def _confine_listed_partitions(
             (i for i in timeline.commits().completed() if partition in partitions_of.get(i.timestamp, ())),
             None,
         )
-        source = table.storage.qualify(instant_path(named_by)) if named_by is not None else "the timeline"
+        source = (
+            table.storage.qualify(table.layout.instant_path(named_by))
+            if named_by is not None
+            else "the timeline"
+        )
         table.path_guard(source).partition("partitionToWriteStats", partition)
 
 

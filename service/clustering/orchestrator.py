@@ -51,7 +51,7 @@ from service.table.mdt.index_sync import commit_index_records
 from service.table.properties import TableType
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema
-from service.table.timeline import Timeline, create_instant_file, instant_path, next_instant_time
+from service.table.timeline import Timeline, create_instant_file, next_instant_time
 from strategies.clustering.size_based import plan_clustering
 from strategies.clustering.small_files import SmallFiles, small_files
 from strategies.clustering.trigger import (
@@ -188,7 +188,7 @@ def check_no_conflict(
     (`read_instants`: the timeline its merged read used; `log_conflicts.check_no_log_appends`)."""
     timeline = table.load_timeline()
     requested = Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED)
-    if not table.storage.exists(instant_path(requested)):
+    if not table.storage.exists(table.layout.instant_path(requested)):
         raise ConflictError(f"{table.base_uri}: clustering {instant_time} was rolled back by another process")
     base_instants = _base_instants(plan)
     # Storage's listing of the plan's partitions, checked against the MDT's when the table has one:
@@ -301,6 +301,7 @@ def commit_clustering(
         )  # MDT first
         create_instant_file(
             table.storage,
+            table.layout,
             Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),
             codecs.encode(metadata),
         )
@@ -314,7 +315,7 @@ def _check_still_owned(
     if inflight_mtime_ns is None:
         return
     inflight = Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
-    status = table.storage.status(instant_path(inflight))
+    status = table.storage.status(table.layout.instant_path(inflight))
     if status is None or status.mtime_ns != inflight_mtime_ns:
         raise HeartbeatLostError(
             f"{table.base_uri}: {inflight} is not the file this attempt created (another executor took "
@@ -327,8 +328,8 @@ def _create_inflight(table: HudiTable, instant_time: str, lock: TableLock) -> in
     """Under the lock: `Tc.replacecommit.inflight`; its mtime identifies this attempt's claim."""
     lock.check_held()
     inflight = Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
-    create_instant_file(table.storage, inflight)
-    status = table.storage.status(instant_path(inflight))
+    create_instant_file(table.storage, table.layout, inflight)
+    status = table.storage.status(table.layout.instant_path(inflight))
     return status.mtime_ns if status is not None else None
 
 
@@ -434,6 +435,7 @@ def schedule_clustering(
         lock.check_held()
         create_instant_file(
             table.storage,
+            table.layout,
             Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
             codecs.encode(metadata),
         )
@@ -485,7 +487,7 @@ def execute_clustering(
         instant = timeline.find(instant_time, Action.REPLACE_COMMIT)
         if instant is None or instant.is_completed:
             raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
-        verdict = refuse_if_alive(table.storage, instant, settings, wall_clock(), "executing")
+        verdict = refuse_if_alive(table.storage, table.layout, instant, settings, wall_clock(), "executing")
         schema = latest_table_schema(table, timeline)
         # What the merged read of log files sees (Hudi scans them up to the clustering instant);
         # the commit refuses writes to the input groups this did not see.
@@ -616,7 +618,7 @@ def purge_pending_clustering(
             instant = table.load_timeline().find(target, Action.REPLACE_COMMIT)
             if instant is None or instant.is_completed:
                 continue  # finished or purged by someone else meanwhile
-            refuse_if_alive(table.storage, instant, settings, now.timestamp(), "purging")
+            refuse_if_alive(table.storage, table.layout, instant, settings, now.timestamp(), "purging")
             heartbeat.start()
         try:
             rollback_instant(

@@ -48,7 +48,7 @@ from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.mdt.index_sync import commit_index_records
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema
-from service.table.timeline import Timeline, create_instant_file, instant_path
+from service.table.timeline import Timeline, create_instant_file
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def pending_compactions(timeline: Timeline) -> list[Instant]:
 
 def read_compaction_plan(table: HudiTable, instant_time: str) -> codecs.CompactionPlan:
     requested = Instant(instant_time, Action.COMPACTION, State.REQUESTED)
-    path = instant_path(requested)
+    path = table.layout.instant_path(requested)
     try:
         data = table.storage.read_bytes(path)
     except FileNotFoundError:
@@ -143,7 +143,9 @@ def execute_compaction(
     started = time.monotonic()
     settings = HeartbeatSettings.from_config(config)
     plan = read_compaction_plan(table, instant_time)
-    where = table.storage.qualify(instant_path(Instant(instant_time, Action.COMPACTION, State.REQUESTED)))
+    where = table.storage.qualify(
+        table.layout.instant_path(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
+    )
     merge = MergeConfig.from_table_properties(table.config.raw, table.name)
     heartbeat = Heartbeat(table.storage, instant_time, settings, table_name=table.name)
     with lock:
@@ -154,12 +156,16 @@ def execute_compaction(
         verdict = None
         if instant.state is not State.REQUESTED:
             # Another attempt's: refused while its heartbeat is alive (InstantOwnedError).
-            verdict = refuse_if_alive(table.storage, instant, settings, wall_clock(), "executing")
+            verdict = refuse_if_alive(
+                table.storage, table.layout, instant, settings, wall_clock(), "executing"
+            )
         avro_schema = latest_table_schema(table, timeline)
         heartbeat.start()
         try:
             if instant.state is State.REQUESTED:
-                create_instant_file(table.storage, Instant(instant_time, Action.COMPACTION, State.INFLIGHT))
+                create_instant_file(
+                    table.storage, table.layout, Instant(instant_time, Action.COMPACTION, State.INFLIGHT)
+                )
         except BaseException:
             heartbeat.stop()
             raise
@@ -179,7 +185,9 @@ def execute_compaction(
             with lock:
                 heartbeat.check_owned()
                 lock.check_held()
-                create_instant_file(table.storage, Instant(instant_time, Action.COMPACTION, State.INFLIGHT))
+                create_instant_file(
+                    table.storage, table.layout, Instant(instant_time, Action.COMPACTION, State.INFLIGHT)
+                )
         stats = runner(_job(table, config, instant_time, plan, timeline, merge, avro_schema, where))
     except BaseException:
         if heartbeat.lost:
@@ -279,6 +287,9 @@ def _commit(
         )
         sync_files_partition(table.storage, timeline, instant_time, records, indexes)  # MDT first
         create_instant_file(
-            table.storage, Instant(instant_time, Action.COMMIT, State.COMPLETED), codecs.encode(metadata)
+            table.storage,
+            table.layout,
+            Instant(instant_time, Action.COMMIT, State.COMPLETED),
+            codecs.encode(metadata),
         )
     delete_marker_dir(table.storage, instant_time)

@@ -97,6 +97,7 @@ def schedule_compaction(
         lock.check_held()
         create_instant_file(
             table.storage,
+            table.layout,
             Instant(instant_time, Action.COMPACTION, State.REQUESTED),
             codecs.encode(compaction_plan(outcome.plan)),
         )

@@ -38,7 +38,7 @@ from service.table.codecs import (
 from service.table.data_files import parse_base_file
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
-from service.table.timeline import Timeline, instant_path, parse_instant_time
+from service.table.timeline import Timeline, parse_instant_time
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ M = TypeVar("M", bound=AvroRootModel | CommitMetadata)
 
 def _decode(table: HudiTable, instant: Instant, model: type[M]) -> M:
     """An instant's file, decoded without the facts reader's cache (the history reads it once)."""
-    rel = instant_path(instant)
+    rel = table.layout.instant_path(instant)
     try:
         data = table.storage.read_bytes(rel)
     except FileNotFoundError:
@@ -269,7 +269,7 @@ def _clustering_plan(table: HudiTable, instant: Instant) -> PlannedClustering | 
     meta = _decode(table, requested, RequestedReplaceMetadata)
     if meta.clustering_plan is None:
         return None
-    guard = table.path_guard(table.storage.qualify(instant_path(requested)))
+    guard = table.path_guard(table.storage.qualify(table.layout.instant_path(requested)))
     return decode_clustering_plan(meta, guard, file_names_only=True)
 
 
@@ -340,7 +340,7 @@ def rebuild(table: HudiTable, name: str, small_limit: int, zone: tzinfo, limit: 
 
 def _completed_at(table: HudiTable, instant: Instant) -> datetime | None:
     """When the completed file was written (table version 6 names carry no completion time)."""
-    status = table.storage.status(instant_path(instant))
+    status = table.storage.status(table.layout.instant_path(instant))
     if status is None or status.mtime_ns is None:
         return None
     return datetime.fromtimestamp(status.mtime_ns / 1e9, UTC)

@@ -22,10 +22,10 @@ from service.errors import TableServicesRefusedError
 from service.lock import create_lock
 from service.lock.base import TableLock
 from service.lock.kazoo_pool import KazooClientPool
+from service.table.layout import DEFAULT_TIMELINE_PATH, METAFOLDER
 from service.table.properties import PROPERTIES_FILE, TableServiceKind
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from service.table.timeline import METAFOLDER
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class TableRuntime:
                 stamp = self.properties_stamp()  # before reading: a later change is seen as one
                 table = HudiTable.open(settings.base_path, settings.storage_options)
                 try:
-                    table.config.check_service_supported(TableServiceKind.CLEANING, table.base_uri)
+                    table.check_service_supported(TableServiceKind.CLEANING)
                 except TableServicesRefusedError as exc:
                     self.refusal = Refusal(str(exc), stamp)
                     log.warning(
@@ -180,10 +180,14 @@ class TableRuntime:
             self.table = self.lock = self.zone = None
 
     def timeline_signature(self) -> tuple[tuple[str, int], ...]:
-        """`.hoodie`'s files (name, size): any new, completed or removed instant changes it."""
+        """The timeline folder's files (path, size): any new, completed or removed instant changes it."""
         settings = self.entry.settings
         try:
             storage = Storage.for_base_uri(settings.base_path, settings.storage_options)
-            return tuple(sorted((s.name, s.size) for s in storage.list_dir(METAFOLDER) if not s.is_dir))
+            entries = storage.list_dir(METAFOLDER)
+            # Layout 2 keeps the instants in `.hoodie/timeline/` (`hoodie.timeline.path`'s default).
+            for entry in [e for e in entries if e.is_dir and e.name == DEFAULT_TIMELINE_PATH]:
+                entries += storage.list_dir(entry.path)
+            return tuple(sorted((s.path, s.size) for s in entries if not s.is_dir))
         except Exception as exc:  # an unreachable table stays quarantined
             return (("<unlistable>", 0), (type(exc).__name__, 0))

@@ -314,7 +314,7 @@ class TableTicker:
 
     def _cluster(self, runtime: TableRuntime, now: datetime) -> Outcome:
         table, lock, zone = runtime.open()
-        table.config.check_service_supported(TableServiceKind.CLUSTERING, table.base_uri)  # MOR merge rules
+        table.check_service_supported(TableServiceKind.CLUSTERING)  # MOR merge rules
         name = runtime.name
         settings = self.settings()
         section = runtime.entry.settings.clustering

@@ -35,8 +35,8 @@ from service.config.hoodie_keys import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABL
 from service.config.reader import KeyReader
 from service.errors import HeartbeatLostError, InstantOwnedError
 from service.table.instant import Instant, State
+from service.table.layout import METAFOLDER, TimelineLayout
 from service.table.storage import Storage
-from service.table.timeline import METAFOLDER, instant_path
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,9 @@ def instant_name(instant: Instant) -> str:
     return f"{instant.action.value} {instant.timestamp} ({instant.state.name.lower()})"
 
 
-def judge(storage: Storage, instant: Instant, settings: HeartbeatSettings, now_s: float) -> Ownership:
+def judge(
+    storage: Storage, layout: TimelineLayout, instant: Instant, settings: HeartbeatSettings, now_s: float
+) -> Ownership:
     """Is pending `instant` being executed by someone (alive) or abandoned?
 
     A heartbeat file decides when present. Without one: an INFLIGHT instant is alive while its
@@ -135,7 +137,7 @@ def judge(storage: Storage, instant: Instant, settings: HeartbeatSettings, now_s
         age = now_s - beat_ms / 1000
         return Ownership(instant, age <= window_s, age, None, window_s)
     if instant.state is State.INFLIGHT:
-        status = storage.status(instant_path(instant))
+        status = storage.status(layout.instant_path(instant))
         if status is not None and status.mtime_ns is not None:
             age = now_s - status.mtime_ns / 1e9
             return Ownership(instant, age <= window_s, None, age, window_s)
@@ -143,10 +145,15 @@ def judge(storage: Storage, instant: Instant, settings: HeartbeatSettings, now_s
 
 
 def refuse_if_alive(
-    storage: Storage, instant: Instant, settings: HeartbeatSettings, now_s: float, doing: str
+    storage: Storage,
+    layout: TimelineLayout,
+    instant: Instant,
+    settings: HeartbeatSettings,
+    now_s: float,
+    doing: str,
 ) -> Ownership:
     """`judge`, raising `InstantOwnedError` (naming the instant and the evidence) when alive."""
-    verdict = judge(storage, instant, settings, now_s)
+    verdict = judge(storage, layout, instant, settings, now_s)
     if verdict.alive:
         raise InstantOwnedError(
             f"{storage.base_uri}: not {doing} {instant_name(instant)}: another executor owns it "

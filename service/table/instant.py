@@ -1,9 +1,16 @@
-"""Instants of the active timeline (layout version 1): actions, states, and file names both ways."""
+"""Instants of the active timeline: actions, states, and file names both ways.
+
+Both timeline layouts share one grammar for requested and inflight files (`<requested time>.<ext>`);
+layout 2 (table versions 8 and 9) names a completed instant `<requested time>_<completion time>.<ext>`
+(Hudi's `InstantFileNameGeneratorV2` / `InstantFileNameParserV2`) and adds the `clustering` action. A
+completed name without a completion time is layout 1's, and "legacy" on layout 2. Which grammar a
+table's timeline follows is `service.table.layout.TimelineLayout`'s to say.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
 from service.errors import CorruptTableError
@@ -21,14 +28,19 @@ class Action(StrEnum):
     RESTORE = "restore"
     INDEXING = "indexing"
     SCHEMA_COMMIT = "schemacommit"
+    # Layout 2 only: a pending clustering (HUDI-7905); it completes as a replacecommit.
+    CLUSTERING = "clustering"
 
     @property
     def comparable(self) -> Action:
-        """The action an instant completes as (compaction as commit, logcompaction as deltacommit)."""
+        """The action an instant completes as (compaction as commit, logcompaction as deltacommit,
+        clustering as replacecommit: Hudi's `InstantComparatorV2`)."""
         if self is Action.COMPACTION:
             return Action.COMMIT
         if self is Action.LOG_COMPACTION:
             return Action.DELTA_COMMIT
+        if self is Action.CLUSTERING:
+            return Action.REPLACE_COMMIT
         return self
 
 
@@ -67,30 +79,50 @@ _EXTENSIONS: dict[tuple[Action, State], str] = {
     (Action.INDEXING, State.REQUESTED): ".indexing.requested",
     (Action.INDEXING, State.INFLIGHT): ".indexing.inflight",
     (Action.INDEXING, State.COMPLETED): ".indexing",
+    (Action.CLUSTERING, State.REQUESTED): ".clustering.requested",
+    (Action.CLUSTERING, State.INFLIGHT): ".clustering.inflight",
 }
+# Extensions only layout 2 knows (`HoodieTimeline.VALID_EXTENSIONS_IN_ACTIVE_TIMELINE` of 1.x).
+LAYOUT_2_ONLY_EXTENSIONS = frozenset({".clustering.requested", ".clustering.inflight"})
 # Completed compaction / log compaction are plain commit / deltacommit files.
 _BY_EXTENSION: dict[str, tuple[Action, State]] = {ext: key for key, ext in _EXTENSIONS.items()}
 
 # Java's timeline filter: digits, then an extension; we accept 14- (legacy) and 17-digit times.
-_TIMELINE_NAME = re.compile(r"^(\d+)(\.[A-Za-z.]+)$")
+# Layout 2's completed names carry `_<completion time>` after the requested time
+# (`InstantFileNameParserV2`'s `^(\d+(_\d+)?)(\.\w+)(\.\D+)?$`).
+_TIMELINE_NAME = re.compile(r"^(\d+)(?:_(\d+))?(\.[A-Za-z.]+)$")
 INSTANT_TIME_LENGTHS = (14, 17)
+COMPLETION_TIME_LENGTH = 17
 
 
 @dataclass(frozen=True, slots=True)
 class Instant:
-    """One instant in one state. Ordered by time, then action, then state (as Hudi orders them)."""
+    """One instant in one state. Ordered by time, then action, then state (as Hudi orders them).
+
+    `completion_time` is known for completed instants of layout-2 timelines (from the file name); it
+    is not part of an instant's identity or order (Hudi orders the active timeline by requested time).
+    """
 
     timestamp: str
     action: Action
     state: State
+    completion_time: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if (self.action, self.state) not in _EXTENSIONS:
-            raise ValueError(f"{self.action.value} has no {self.state.name} state in table version 6")
+            raise ValueError(f"{self.action.value} has no {self.state.name} state")
+        if self.completion_time is not None and self.state is not State.COMPLETED:
+            raise ValueError(f"{self}: only a completed instant has a completion time")
 
     @property
     def file_name(self) -> str:
-        return self.timestamp + _EXTENSIONS[(self.action, self.state)]
+        """`<requested>[_<completion>]<ext>`: the completion time is in the name when it is known."""
+        time = self.timestamp if self.completion_time is None else f"{self.timestamp}_{self.completion_time}"
+        return time + _EXTENSIONS[(self.action, self.state)]
+
+    def completed_at(self, completion_time: str | None) -> Instant:
+        """This instant completed (as its comparable action) at `completion_time` (None: layout 1)."""
+        return Instant(self.timestamp, self.action.comparable, State.COMPLETED, completion_time)
 
     @property
     def is_completed(self) -> bool:
@@ -121,16 +153,32 @@ def is_timeline_file_name(name: str) -> bool:
     return bool(name) and name[0].isdigit() and "." in name
 
 
-def parse_instant_file_name(name: str) -> Instant:
-    """Parse `<timestamp><extension>`; raises CorruptTableError naming the file for anything unknown."""
+def parse_instant_file_name(name: str, layout_version: int = 1) -> Instant:
+    """Parse `<timestamp>[_<completion>]<extension>` as timeline layout `layout_version` names files;
+    raises CorruptTableError naming the file for anything unknown."""
     match = _TIMELINE_NAME.match(name)
     if not match:
         raise CorruptTableError(f"unrecognised timeline file name {name!r}")
-    timestamp, ext = match.groups()
+    timestamp, completion, ext = match.groups()
     if len(timestamp) not in INSTANT_TIME_LENGTHS:
         raise CorruptTableError(f"timeline file {name!r}: instant time must have 14 or 17 digits")
     try:
         action, state = _BY_EXTENSION[ext]
     except KeyError:
         raise CorruptTableError(f"timeline file {name!r}: unknown action/state extension {ext!r}") from None
-    return Instant(timestamp, action, state)
+    if layout_version < 2 and (completion is not None or ext in LAYOUT_2_ONLY_EXTENSIONS):
+        raise CorruptTableError(
+            f"timeline file {name!r}: a timeline layout version 2 name (table version 8+) in a "
+            f"layout version {layout_version} timeline"
+        )
+    if completion is not None:
+        if state is not State.COMPLETED:
+            raise CorruptTableError(
+                f"timeline file {name!r}: a {state.name.lower()} instant has no completion time"
+            )
+        if len(completion) != COMPLETION_TIME_LENGTH:
+            raise CorruptTableError(
+                f"timeline file {name!r}: completion time {completion!r} must have "
+                f"{COMPLETION_TIME_LENGTH} digits"
+            )
+    return Instant(timestamp, action, state, completion)

@@ -24,7 +24,28 @@ from service.table.storage import Storage
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 PROPERTIES_BACKUP = ".hoodie/hoodie.properties.backup"
 
-SUPPORTED_TABLE_VERSION = 6
+# `hoodie.table.keygenerator.type` (Hudi 1.0's `KeyGeneratorType`) -> the class it stands for; 1.x
+# tables record the type, not the class (`HoodieTableConfig.getKeyGeneratorClassName`).
+_KEYGEN_PACKAGE = "org.apache.hudi.keygen."
+_KEY_GENERATOR_TYPES = {
+    "SIMPLE": "SimpleKeyGenerator",
+    "SIMPLE_AVRO": "SimpleAvroKeyGenerator",
+    "COMPLEX": "ComplexKeyGenerator",
+    "COMPLEX_AVRO": "ComplexAvroKeyGenerator",
+    "TIMESTAMP": "TimestampBasedKeyGenerator",
+    "TIMESTAMP_AVRO": "TimestampBasedAvroKeyGenerator",
+    "CUSTOM": "CustomKeyGenerator",
+    "CUSTOM_AVRO": "CustomAvroKeyGenerator",
+    "NON_PARTITION": "NonpartitionedKeyGenerator",
+    "NON_PARTITION_AVRO": "NonpartitionedAvroKeyGenerator",
+    "GLOBAL_DELETE": "GlobalDeleteKeyGenerator",
+    "GLOBAL_DELETE_AVRO": "GlobalAvroDeleteKeyGenerator",
+    "AUTO_RECORD": "AutoRecordGenKeyGenerator",
+}
+# `hoodie.table.format` (Hudi 1.1's pluggable table format): only Hudi's own is read.
+NATIVE_TABLE_FORMAT = "native"
+# Base file formats whose files the service reads and writes (`HoodieFileFormat`).
+_SERVED_BASE_FILE_FORMATS = ("PARQUET", "HFILE", "ORC")
 
 
 # MetadataPartitionType partition paths the service writes (service/table/mdt/commit.py).
@@ -89,11 +110,23 @@ class TableConfig:
 
     @property
     def partition_fields(self) -> list[str]:
-        return _split(self.raw.get("hoodie.table.partition.fields"))
+        """Partition field names; 1.x writes the custom key generator's as `field:TYPE`, whose type
+        is cut off as `BaseKeyGenerator.CUSTOM_KEY_GENERATOR_SPLIT_REGEX` does."""
+        return [f.split(":", 1)[0] for f in _split(self.raw.get("hoodie.table.partition.fields"))]
 
     @property
     def precombine_field(self) -> str | None:
-        return self.raw.get("hoodie.table.precombine.field") or None
+        """The first ordering field: `hoodie.table.ordering.fields` (Hudi 1.1, which drops
+        `hoodie.table.precombine.field` on upgrade), else `hoodie.table.precombine.field`."""
+        fields = self.ordering_fields
+        return fields[0] if fields else None
+
+    @property
+    def ordering_fields(self) -> list[str]:
+        """`HoodieTableConfig.getOrderingFields`: `ordering.fields`, falling back to `precombine.field`."""
+        return _split(
+            self.raw.get("hoodie.table.ordering.fields") or self.raw.get("hoodie.table.precombine.field")
+        )
 
     @property
     def hive_style_partitioning(self) -> bool:
@@ -101,12 +134,21 @@ class TableConfig:
 
     @property
     def base_file_extension(self) -> str:
-        return "." + self.raw.get("hoodie.table.base.file.format", "PARQUET").lower()
+        return "." + self.base_file_format.lower()
 
     @property
     def key_generator_class(self) -> str | None:
-        """`hoodie.table.keygenerator.class` as written; None when the table does not record it."""
-        return self.raw.get("hoodie.table.keygenerator.class") or None
+        """`hoodie.table.keygenerator.class`, else the class `hoodie.table.keygenerator.type` names
+        (1.x tables record only the type); None when the table records neither."""
+        name = self.raw.get("hoodie.table.keygenerator.class")
+        if name:
+            return name
+        kind = (self.raw.get("hoodie.table.keygenerator.type") or "").strip().upper()
+        if not kind:
+            return None
+        simple = _KEY_GENERATOR_TYPES.get(kind)
+        # An unknown type keeps its name, so the key generator's refusal names what the table says.
+        return _KEYGEN_PACKAGE + simple if simple is not None else f"hoodie.table.keygenerator.type={kind}"
 
     @property
     def populate_meta_fields(self) -> bool:
@@ -123,6 +165,24 @@ class TableConfig:
     @property
     def archive_folder(self) -> str:
         return self.raw.get("hoodie.archivelog.folder", "archived")
+
+    @property
+    def timeline_path(self) -> str:
+        """`hoodie.timeline.path` (layout 2): the timeline folder under `.hoodie`."""
+        return self.raw.get("hoodie.timeline.path") or "timeline"
+
+    @property
+    def timeline_history_path(self) -> str:
+        """`hoodie.timeline.history.path` (layout 2): the archived (LSM) timeline, in the timeline folder."""
+        return self.raw.get("hoodie.timeline.history.path") or "history"
+
+    @property
+    def table_format(self) -> str:
+        return self.raw.get("hoodie.table.format") or NATIVE_TABLE_FORMAT
+
+    @property
+    def base_file_format(self) -> str:
+        return self.raw.get("hoodie.table.base.file.format", "PARQUET").upper()
 
     @property
     def checksum_valid(self) -> bool:
@@ -154,19 +214,24 @@ class TableConfig:
                 raw[key] = value
         return TableConfig(raw)
 
+    def check_readable(self, base_uri: str) -> None:
+        """Refuse tables whose files the service cannot read at all (the version is
+        `TableFormat.for_table`'s to check)."""
+        if self.table_format != NATIVE_TABLE_FORMAT:
+            raise UnsupportedTableError(
+                f"table {self.name!r} at {base_uri} has hoodie.table.format={self.table_format}: "
+                f"only Hudi's own format ({NATIVE_TABLE_FORMAT}) is read, not a pluggable table format"
+            )
+        if self.base_file_format not in _SERVED_BASE_FILE_FORMATS:
+            raise UnsupportedTableError(
+                f"table {self.name!r} at {base_uri} has hoodie.table.base.file.format="
+                f"{self.base_file_format}; the service reads "
+                f"{', '.join(_SERVED_BASE_FILE_FORMATS)} base files only"
+            )
+
     def check_supported(self, base_uri: str) -> None:
         """Refuse tables the product must not touch, with the reason and the way out."""
-        if self.version != SUPPORTED_TABLE_VERSION:
-            planned = " (table versions 8 and 9 are planned)" if self.version in (8, 9) else ""
-            raise UnsupportedTableError(
-                f"table {self.name!r} at {base_uri} has hoodie.table.version={self.version}; "
-                f"only version {SUPPORTED_TABLE_VERSION} (Hudi 0.14/0.15) is supported{planned}"
-            )
-        if self.timeline_layout_version != 1:
-            raise UnsupportedTableError(
-                f"table {self.name!r} at {base_uri} has hoodie.timeline.layout.version="
-                f"{self.timeline_layout_version}; table version 6 requires layout version 1"
-            )
+        self.check_readable(base_uri)
         if self.metadata_partitions_inflight:
             parts = ",".join(self.metadata_partitions_inflight)
             raise UnsupportedTableError(

@@ -8,14 +8,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 
 from service.config.hoodie import TimelineTimezone
-from service.errors import ConfigError
+from service.errors import ConfigError, TableServicesRefusedError, UnsupportedTableError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import FileSystemView
+from service.table.layout import METAFOLDER, TimelineLayout
 from service.table.mdt.files_listing import files_partition_served, list_partitions_via_mdt
 from service.table.paths import PathGuard
-from service.table.properties import TableConfig, load_table_config
+from service.table.properties import TableConfig, TableServiceKind, load_table_config
 from service.table.storage import FileStatus, Storage
-from service.table.timeline import METAFOLDER, Timeline, load_timeline
+from service.table.table_format import TableFormat
+from service.table.timeline import Timeline, load_timeline
 from service.table.timeline_facts import TimelineFactsReader
 
 
@@ -23,6 +25,7 @@ from service.table.timeline_facts import TimelineFactsReader
 class HudiTable:
     storage: Storage
     config: TableConfig
+    format: TableFormat
     storage_options: Mapping[str, str] = field(default_factory=dict)
     # Completed instants never change, so their decoded metadata is cached across reloads.
     facts_reader: TimelineFactsReader = field(init=False)
@@ -30,18 +33,37 @@ class HudiTable:
     _timeline: Timeline | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.facts_reader = TimelineFactsReader(self.storage, self.path_guard)
+        self.facts_reader = TimelineFactsReader(self.storage, self.layout, self.path_guard)
 
     @classmethod
     def open(
         cls, base_uri: str, storage_options: Mapping[str, str] | None = None, check_supported: bool = True
     ) -> HudiTable:
-        """Open a table; refuses (UnsupportedTableError) tables the product must not touch."""
+        """Open a table; refuses (UnsupportedTableError) tables the product cannot read. Whether a
+        table service may touch it is `check_service_supported`'s to say (`status` reads every table)."""
         storage = Storage.for_base_uri(base_uri, storage_options)
         config = load_table_config(storage)
+        table_format = TableFormat.for_table(config, storage.base_uri, strict=check_supported)
         if check_supported:
-            config.check_supported(storage.base_uri)
-        return cls(storage, config, dict(storage_options or {}))
+            config.check_readable(storage.base_uri)
+        return cls(storage, config, table_format, dict(storage_options or {}))
+
+    @property
+    def layout(self) -> TimelineLayout:
+        return self.format.layout
+
+    def check_service_supported(self, service: TableServiceKind) -> None:
+        """TableServicesRefusedError, with the reason and the way out, when `service` must not touch
+        the table: its version is not served for it yet, the metadata table has partitions the service
+        does not keep in sync, or (`TableConfig.check_service_supported`) its type or merge rules."""
+        self.format.check_serves(service, self.name, self.base_uri)
+        try:
+            self.config.check_supported(self.base_uri)
+        except TableServicesRefusedError:
+            raise
+        except UnsupportedTableError as exc:
+            raise TableServicesRefusedError(str(exc)) from exc
+        self.config.check_service_supported(service, self.base_uri)
 
     @property
     def name(self) -> str:
@@ -71,7 +93,7 @@ class HudiTable:
         return local_zone
 
     def load_timeline(self) -> Timeline:
-        self._timeline = load_timeline(self.storage, self._timeline)
+        self._timeline = load_timeline(self.storage, self.layout, self._timeline)
         return self._timeline
 
     def recent_timeline(self) -> Timeline:
@@ -81,7 +103,7 @@ class HudiTable:
     @property
     def lists_through_mdt(self) -> bool:
         """Whether listings come from the metadata table's `files` partition (see `list_partitions`)."""
-        return files_partition_served(self.config)
+        return self.format.lists_through_mdt and files_partition_served(self.config)
 
     def list_partitions(self, only: Iterable[str] | None = None) -> dict[str, list[FileStatus]]:
         """Partition path → data files directly in it, as Hudi's file-system view lists them.

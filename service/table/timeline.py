@@ -1,8 +1,9 @@
-"""The active timeline: load it from `.hoodie`, select instants, create instant files, new instant times.
+"""The active timeline: load it, select instants, create instant files, new instant times.
 
-`Timeline` is an immutable snapshot; selection is pure. Loading lists `.hoodie` only (no recursion)
-and keeps, like Java, the highest state of each (timestamp, comparable action). Writing goes through
-`Storage.create_if_absent`, so two processes can never both create the same instant file.
+`Timeline` is an immutable snapshot; selection is pure. Loading lists the layout's timeline folder only
+(no recursion) and keeps, like Java, the highest state of each (timestamp, comparable action). Writing
+goes through `Storage.create_if_absent`, so two processes can never both create the same instant file.
+Where the folder is and how files are named is the table's `TimelineLayout` (`service.table.layout`).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from datetime import datetime, timedelta, tzinfo
 from functools import cached_property
 
 from service.errors import CorruptTableError
-from service.table.instant import Action, Instant, State, is_timeline_file_name, parse_instant_file_name
+from service.table.instant import Action, Instant, State
+from service.table.layout import TimelineLayout
 from service.table.storage import Storage
 
-METAFOLDER = ".hoodie"
 INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S"
 
 # Actions whose completed instants add data files: Java's getCommitsTimeline / hudi-rs's commits.
-WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
+WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING})
 # getCommitsAndCompactionTimeline: what the file-system view and the cleaner's ECTR look at.
 COMMITS_AND_COMPACTION_ACTIONS = WRITE_ACTIONS | {Action.COMPACTION, Action.LOG_COMPACTION}
 
@@ -115,35 +116,33 @@ def _collapse(instants: Iterable[Instant]) -> tuple[Instant, ...]:
 # ---------------------------------------------------------------- loading and reading
 
 
-def load_timeline(storage: Storage, previous: Timeline | None = None) -> Timeline:
-    """List `.hoodie` once and build the active timeline. Unknown instant-like names raise.
+def load_timeline(storage: Storage, layout: TimelineLayout, previous: Timeline | None = None) -> Timeline:
+    """List the timeline folder once and build the active timeline. Unknown instant-like names raise.
 
-    `previous` (an earlier load of the same table) is returned as is when `.hoodie` holds exactly the
+    `previous` (an earlier load of the same table) is returned as is when the folder holds exactly the
     same instant files: a timeline is a function of those names, and an idle table's tick then costs
     one listing, not a re-parse.
     """
-    names = frozenset(n for n in storage.list_file_names(METAFOLDER) if is_timeline_file_name(n))
+    names = frozenset(
+        n for n in storage.list_file_names(layout.timeline_dir) if layout.is_instant_file_name(n)
+    )
     if previous is not None and previous.files == names:
         return previous
     instants: list[Instant] = []
     for name in names:
         try:
-            instant = parse_instant_file_name(name)
+            instant = layout.parse_file_name(name)
         except CorruptTableError as exc:
-            raise CorruptTableError(f"{storage.qualify(f'{METAFOLDER}/{name}')}: {exc}") from None
+            raise CorruptTableError(f"{storage.qualify(layout.timeline_dir)}: {exc}") from None
         instants.append(instant)
     return Timeline(_collapse(instants), names)
 
 
-def instant_path(instant: Instant) -> str:
-    return f"{METAFOLDER}/{instant.file_name}"
-
-
-def read_requested(storage: Storage, instant: Instant) -> bytes | None:
+def read_requested(storage: Storage, layout: TimelineLayout, instant: Instant) -> bytes | None:
     """The `.requested` file of an instant (plans live there even once inflight); None if absent."""
     requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
     try:
-        return storage.read_bytes(instant_path(requested))
+        return storage.read_bytes(layout.instant_path(requested))
     except FileNotFoundError:
         return None
 
@@ -151,13 +150,15 @@ def read_requested(storage: Storage, instant: Instant) -> bytes | None:
 # ---------------------------------------------------------------- writing
 
 
-def create_instant_file(storage: Storage, instant: Instant, content: bytes = b"") -> None:
+def create_instant_file(
+    storage: Storage, layout: TimelineLayout, instant: Instant, content: bytes = b""
+) -> None:
     """Create the file of `instant` exclusively (InstantExistsError if present)."""
-    storage.create_if_absent(instant_path(instant), content)
+    storage.create_if_absent(layout.instant_path(instant), content)
 
 
-def delete_instant_file(storage: Storage, instant: Instant) -> bool:
-    return storage.delete_file(instant_path(instant))
+def delete_instant_file(storage: Storage, layout: TimelineLayout, instant: Instant) -> bool:
+    return storage.delete_file(layout.instant_path(instant))
 
 
 # ---------------------------------------------------------------- instant times

@@ -25,9 +25,10 @@ from service.table.codecs import (
 )
 from service.table.fs_view import FileGroupId, TimelineFacts
 from service.table.instant import Action, Instant, State
+from service.table.layout import TimelineLayout
 from service.table.paths import PathGuard
 from service.table.storage import Storage
-from service.table.timeline import Timeline, instant_path
+from service.table.timeline import Timeline
 
 M = TypeVar("M", bound=AvroRootModel | CommitMetadata)
 V = TypeVar("V")
@@ -36,8 +37,11 @@ _CACHE_LIMIT = 20_000
 
 
 class TimelineFactsReader:
-    def __init__(self, storage: Storage, path_guard: Callable[[str], PathGuard]) -> None:
+    def __init__(
+        self, storage: Storage, layout: TimelineLayout, path_guard: Callable[[str], PathGuard]
+    ) -> None:
         self._storage = storage
+        self._layout = layout
         self._path_guard = path_guard  # `HudiTable.path_guard`: confinement for paths of a stored file
         self._cache: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -49,7 +53,7 @@ class TimelineFactsReader:
     def requested_plan(self, instant: Instant, model_type: type[M]) -> M | None:
         """Decode the `.requested` file of a pending instant (plans are read from there, as Java does)."""
         requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
-        if not self._storage.exists(instant_path(requested)):
+        if not self._storage.exists(self._layout.instant_path(requested)):
             return None
         return self._decode_file(requested, model_type)
 
@@ -72,7 +76,7 @@ class TimelineFactsReader:
         """Whether the `.requested` file of `instant` is a clustering plan; only the answer is cached
         (a completed clustering's plan can list thousands of slices nobody reads again)."""
         requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
-        if not self._storage.exists(instant_path(requested)):
+        if not self._storage.exists(self._layout.instant_path(requested)):
             return False
         return self.derived(
             requested, "is_clustering", lambda: self._read(requested, RequestedReplaceMetadata).is_clustering
@@ -86,7 +90,7 @@ class TimelineFactsReader:
         if requested is None or not requested.is_clustering or requested.clustering_plan is None:
             return None
         requested_file = Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED)
-        guard = self._path_guard(self._storage.qualify(instant_path(requested_file)))
+        guard = self._path_guard(self._storage.qualify(self._layout.instant_path(requested_file)))
         kind = f"{PlannedClustering.__name__}:{'names' if file_names_only else 'paths'}"
         return self.derived(
             requested_file,
@@ -98,10 +102,12 @@ class TimelineFactsReader:
         return self.derived(instant, model_type.__name__, lambda: self._read(instant, model_type))
 
     def _read(self, instant: Instant, model_type: type[M]) -> M:
-        return decode(model_type, self._read_bytes(instant), self._storage.qualify(instant_path(instant)))
+        return decode(
+            model_type, self._read_bytes(instant), self._storage.qualify(self._layout.instant_path(instant))
+        )
 
     def _read_bytes(self, instant: Instant) -> bytes:
-        path = instant_path(instant)
+        path = self._layout.instant_path(instant)
         try:
             return self._storage.read_bytes(path)
         except FileNotFoundError:
@@ -126,7 +132,7 @@ class TimelineFactsReader:
             decoded = self._cache.get(f"{instant.file_name}:{model.__name__}")
         if isinstance(decoded, CommitMetadata):  # already decoded in full: no need to read the file again
             return CommitSummary.of(decoded)
-        source = self._storage.qualify(instant_path(instant))
+        source = self._storage.qualify(self._layout.instant_path(instant))
         return decode_commit_summary(self._read_bytes(instant), source, replace)
 
     def read(self, timeline: Timeline) -> TimelineFacts:

@@ -15,7 +15,8 @@ from service.cleaning import Cleaner, CleanOptions, CleanRunResult, render_resul
 from service.errors import HudiTableServiceError, PlanRefusedError
 from service.table import codecs
 from service.table.instant import Action, Instant, State
-from service.table.timeline import create_instant_file, instant_path
+from service.table.layout import LAYOUT_1
+from service.table.timeline import create_instant_file
 from tests.clean.helpers import fid, make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
@@ -79,8 +80,8 @@ def test_clean_writes_hudi_instants_and_deletes_planned_files(tmp_path: Path) ->
 
     storage = t.storage
     requested = Instant(clean.instant_time, Action.CLEAN, State.REQUESTED)
-    plan_bytes = storage.read_bytes(instant_path(requested))
-    assert storage.read_bytes(instant_path(requested.with_state(State.INFLIGHT))) == plan_bytes
+    plan_bytes = storage.read_bytes(LAYOUT_1.instant_path(requested))
+    assert storage.read_bytes(LAYOUT_1.instant_path(requested.with_state(State.INFLIGHT))) == plan_bytes
     plan = codecs.decode(codecs.CleanerPlan, plan_bytes, "plan")
     assert plan.version == 2 and plan.policy == "KEEP_LATEST_COMMITS"
     assert plan.earliest_instant_to_retain == codecs.ActionInstant(
@@ -97,7 +98,9 @@ def test_clean_writes_hudi_instants_and_deletes_planned_files(tmp_path: Path) ->
         for p, n in (("a", 1), ("b", 2))
     }
     meta = codecs.decode(
-        codecs.CleanMetadata, storage.read_bytes(instant_path(requested.with_state(State.COMPLETED))), "meta"
+        codecs.CleanMetadata,
+        storage.read_bytes(LAYOUT_1.instant_path(requested.with_state(State.COMPLETED))),
+        "meta",
     )
     assert (meta.start_clean_time, meta.total_files_deleted, meta.version) == (clean.instant_time, 4, 2)
     assert (meta.earliest_commit_to_retain, meta.last_completed_commit_timestamp) == (ts(4), ts(4))
@@ -221,7 +224,7 @@ def test_pending_plan_completed_by_another_writer_is_fine(tmp_path: Path) -> Non
     def other_writer_first(instant: Instant, metadata: codecs.CleanMetadata, *rest: Any) -> bool:
         completed = Instant(instant.timestamp, Action.CLEAN, State.COMPLETED)
         # e.g. a Java writer running the same plan
-        create_instant_file(t.storage, completed, codecs.encode(metadata))
+        create_instant_file(t.storage, LAYOUT_1, completed, codecs.encode(metadata))
         return original(instant, metadata, *rest)
 
     cleaner._complete = other_writer_first  # type: ignore[method-assign]
@@ -255,7 +258,9 @@ def test_version_1_plan_is_migrated_and_finished(tmp_path: Path) -> None:
         files_to_be_deleted_per_partition={"a": (t.file_name("a", fid(1), ts(1)),)},
         version=1,
     )
-    create_instant_file(t.storage, Instant(ts(5), Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+    create_instant_file(
+        t.storage, LAYOUT_1, Instant(ts(5), Action.CLEAN, State.REQUESTED), codecs.encode(plan)
+    )
     [clean] = _cleaner(tmp_path, {COMMITS: 10}).run().cleans
     assert clean.resumed and clean.files_deleted == 1
     assert _rel(t, "a", 1, 1) not in _data_files(tmp_path)

@@ -15,6 +15,7 @@ import pytest
 from service.errors import PathOutsideTableError
 from service.table import codecs
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.timeline import create_instant_file
 from tests.clean.helpers import fid, make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable, ts
@@ -59,7 +60,9 @@ def _store_plan(
             files_to_be_deleted_per_partition={p: tuple(n) for p, n in v1_names.items()},
             version=1,
         )
-        create_instant_file(t.storage, Instant(PLAN, Action.CLEAN, State.REQUESTED), codecs.encode(plan))
+        create_instant_file(
+            t.storage, LAYOUT_1, Instant(PLAN, Action.CLEAN, State.REQUESTED), codecs.encode(plan)
+        )
     else:
         paths = files if files is not None else {"a": [_old_version(t)]}
         t.requested_clean(

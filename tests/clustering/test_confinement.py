@@ -19,6 +19,7 @@ from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.markers import create_marker
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, delete_instant_file
@@ -58,8 +59,8 @@ def _rewrite_first_slice(t: FixtureTable, every_slice: bool = False, **update: A
             )
         }
     )
-    delete_instant_file(storage, requested)
-    create_instant_file(storage, requested, codecs.encode(hostile))
+    delete_instant_file(storage, LAYOUT_1, requested)
+    create_instant_file(storage, LAYOUT_1, requested, codecs.encode(hostile))
     return requested.file_name
 
 
@@ -125,7 +126,7 @@ def test_slice_delta_file_paths_are_confined(fixture: FixtureTable) -> None:
 
 def test_inflight_hostile_plan_is_refused_before_its_attempt_is_rolled_back(fixture: FixtureTable) -> None:
     t = fixture
-    create_instant_file(t.storage, Instant(T, Action.REPLACE_COMMIT, State.INFLIGHT))
+    create_instant_file(t.storage, LAYOUT_1, Instant(T, Action.REPLACE_COMMIT, State.INFLIGHT))
     output = f"p1/{t.file_name('p1', 'n1-0', T)}"
     create_marker(t.storage, T, output)
     t.write_base_file(FileSpec("p1", "n1-0"), T)

@@ -164,7 +164,7 @@ def test_crash_between_data_files_and_commit_is_rolled_back_then_retried(
     # What a killed process leaves: the inflight instant, data files and markers, no commit.
     timeline = table.load_timeline()
     plan = read_clustering_plan(table, timeline.find(instant, Action.REPLACE_COMMIT))  # type: ignore[arg-type]
-    create_instant_file(table.storage, Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT))
+    create_instant_file(table.storage, table.layout, Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT))
     written = run_groups(
         group_jobs(table, instant, plan, config, None), SparkExecutor(session=spark).run_group, 2
     )

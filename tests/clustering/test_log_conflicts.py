@@ -12,10 +12,10 @@ from service.clustering.log_conflicts import check_no_log_appends
 from service.errors import ConflictError
 from service.table.clustering_plan import PlannedClustering, PlannedGroup, PlannedSlice
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.log_format.merge import InstantFilter
 from service.table.log_format.slice_reader import instant_filter
 from service.table.table import HudiTable
-from service.table.timeline import instant_path
 from tests.clean.helpers import fid
 from tests.log_format.encode import avro_block, row
 from tests.support.fixtures import FileSpec, FixtureTable, LogSpec, ts
@@ -33,7 +33,7 @@ def _append(t: FixtureTable, instant: str, version: int, state: State = State.CO
 
 
 def _instant_path(timestamp: str, state: State) -> str:
-    return instant_path(Instant(timestamp, Action.DELTA_COMMIT, state))
+    return LAYOUT_1.instant_path(Instant(timestamp, Action.DELTA_COMMIT, state))
 
 
 def _planned(t: FixtureTable) -> tuple[HudiTable, PlannedClustering, InstantFilter]:

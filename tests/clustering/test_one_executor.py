@@ -72,7 +72,7 @@ def inflight_clustering(tmp_path: Path) -> Iterator[tuple[FixtureTable, HudiTabl
     t = _table(tmp_path)
     table = HudiTable.open(str(t.base))
     instant = _schedule(table, _lock(t))
-    create_instant_file(table.storage, Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT))
+    create_instant_file(table.storage, table.layout, Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT))
     beat = t.base / ".hoodie" / ".heartbeat" / instant
     beat.parent.mkdir(parents=True)
     beat.write_bytes(b"")
@@ -220,7 +220,7 @@ def test_every_instant_transition_is_written_under_the_lock(
     config = HoodieConfig.from_mapping({}, table.name)
     # An abandoned attempt: the takeover rolls it back (R requested, inflight, completed), re-creates
     # the inflight file and commits.
-    create_instant_file(table.storage, Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT))
+    create_instant_file(table.storage, table.layout, Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT))
     _set_age(t.base / ".hoodie" / f"{instant}.replacecommit.inflight", 600)
     created.clear()
     assert execute_clustering(table, instant, config, _nothing_written, lock, zone=UTC).committed

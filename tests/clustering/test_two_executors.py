@@ -151,7 +151,7 @@ def test_sigkilled_owner_is_taken_over_only_after_its_heartbeat_expired(
     inflight = table.load_timeline().find(instant, Action.REPLACE_COMMIT)
     assert inflight is not None
     deadline = time.monotonic() + 30
-    while judge(table.storage, inflight, settings, time.time()).alive:
+    while judge(table.storage, table.layout, inflight, settings, time.time()).alive:
         assert time.monotonic() < deadline, "the dead owner's heartbeat never expired"
         time.sleep(0.2)
     result = execute_clustering(table, instant, config, executor.run_group, lock, zone=UTC)

@@ -146,6 +146,7 @@ def test_hudi_executes_our_plan_and_reads_same_rows(
     with InProcessTableLock(h.table_name, key=str(h.base_path)):
         create_instant_file(
             table.storage,
+            table.layout,
             Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
             # Marked as scheduled by us (extraMetadata), as schedule_clustering writes it.
             codecs.encode(mark_as_ours(requested_metadata(outcome.plan, table.storage))),

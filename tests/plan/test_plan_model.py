@@ -11,10 +11,11 @@ from service.errors import CorruptTableError, PathOutsideTableError
 from service.table import codecs
 from service.table.clustering_plan import PlannedClustering, decode_clustering_plan
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.paths import PathGuard
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from service.table.timeline import create_instant_file, instant_path
+from service.table.timeline import create_instant_file
 from strategies.clustering import plan_clustering
 from strategies.clustering.model import TOTAL_IO_READ_MB
 from tests.plan.snapshots import COMMIT, MB, NOW, base_name, config_of, fid, snapshot
@@ -133,9 +134,9 @@ def test_plan_written_to_fixture_table_is_seen_as_pending_clustering(tmp_path: P
     ]
     instant = Instant(ts(3), Action.REPLACE_COMMIT, State.REQUESTED)
     create_instant_file(
-        table.storage, instant, codecs.encode(requested_metadata(outcome.plan, table.storage))
+        table.storage, table.layout, instant, codecs.encode(requested_metadata(outcome.plan, table.storage))
     )
-    assert table.storage.exists(instant_path(instant))
+    assert table.storage.exists(LAYOUT_1.instant_path(instant))
 
     after = table.load_view()
     assert dict(after.facts.pending_clustering) == {fg: ts(3) for fg in outcome.plan.input_file_groups}
@@ -181,6 +182,6 @@ def test_pending_plan_with_a_partition_outside_the_table_refuses_the_view(tmp_pa
         }
     )
     instant = Instant(ts(2), Action.REPLACE_COMMIT, State.REQUESTED)
-    create_instant_file(table.storage, instant, codecs.encode(hostile))
+    create_instant_file(table.storage, table.layout, instant, codecs.encode(hostile))
     with pytest.raises(PathOutsideTableError, match="partitionPath"):
         table.load_view()

@@ -11,6 +11,7 @@ import pytest
 from service.config.schedule import ClusteringSchedule
 from service.table import codecs
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, create_instant_file
 from strategies.clustering import (
@@ -44,7 +45,10 @@ def _complete_clustering(fixture: FixtureTable, instant_time: str, slices: list[
         partition_to_replace_file_ids={"p1": tuple(fid for _, fid in slices)},
     )
     create_instant_file(
-        fixture.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED), codecs.encode(meta)
+        fixture.storage,
+        LAYOUT_1,
+        Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),
+        codecs.encode(meta),
     )
 
 

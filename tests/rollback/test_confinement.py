@@ -16,6 +16,7 @@ from service.errors import PathOutsideTableError
 from service.rollback import rollback_instant
 from service.table import codecs
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.markers import MARKERS_TYPE_FILE, marker_dir
 from service.table.timeline import create_instant_file, delete_instant_file
 from tests.rollback.scenarios import RecordingLock, Scenario, T, pending_clustering_scenario
@@ -64,7 +65,9 @@ def _write_rollback_plan(s: Scenario, *requests: codecs.RollbackRequest) -> None
         rollback_requests=requests,
         version=1,
     )
-    create_instant_file(s.table.storage, Instant(R, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan))
+    create_instant_file(
+        s.table.storage, s.table.layout, Instant(R, Action.ROLLBACK, State.REQUESTED), codecs.encode(plan)
+    )
 
 
 def _store_rollback_plan(s: Scenario, partition: str, files: list[str]) -> None:
@@ -151,8 +154,8 @@ def test_clustering_plan_partition_is_confined_before_listing(tmp_path: Path) ->
     hostile_plan = plan.model_copy(
         update={"clustering_plan": plan.clustering_plan.model_copy(update={"input_groups": (hostile,)})}
     )
-    delete_instant_file(storage, requested)
-    create_instant_file(storage, requested, codecs.encode(hostile_plan))
+    delete_instant_file(storage, LAYOUT_1, requested)
+    create_instant_file(storage, LAYOUT_1, requested, codecs.encode(hostile_plan))
     _rollback_refused(s, f"{T}.replacecommit.requested", "inputGroups[].slices[].partitionPath", "../x")
 
 

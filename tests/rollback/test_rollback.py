@@ -243,10 +243,10 @@ def test_rollback_rerun_after_crash_between_instant_deletes_and_completion(
     s = pending_clustering_scenario(tmp_path)
     real_create = rollback_module.create_instant_file
 
-    def create(storage: Any, instant: Instant, content: bytes = b"") -> None:
+    def create(storage: Any, layout: Any, instant: Instant, content: bytes = b"") -> None:
         if instant.action is Action.ROLLBACK and instant.state is State.COMPLETED:
             raise RuntimeError("killed before R.rollback")
-        real_create(storage, instant, content)
+        real_create(storage, layout, instant, content)
 
     with monkeypatch.context() as m:
         m.setattr(rollback_module, "create_instant_file", create)
@@ -297,7 +297,9 @@ def test_rollback_never_unschedules_a_compaction(tmp_path: Path) -> None:
     """A compaction is rolled back to its plan only (`rollbackInflightCompaction`): deleting the plan
     would orphan the log files writers appended to its slice."""
     s = pending_clustering_scenario(tmp_path)
-    create_instant_file(s.table.storage, Instant(ts(5), Action.COMPACTION, State.REQUESTED), b"")
+    create_instant_file(
+        s.table.storage, s.table.layout, Instant(ts(5), Action.COMPACTION, State.REQUESTED), b""
+    )
     with pytest.raises(UnsupportedTableError, match="never unscheduled"):
         rollback_instant(s.table, ts(5), RecordingLock(s.base), now=NOW, tz=UTC)
     assert s.table.storage.exists(f".hoodie/{ts(5)}.compaction.requested")

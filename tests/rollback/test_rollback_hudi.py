@@ -76,10 +76,13 @@ def _pending_clustering_with_outputs(h: HudiHistory) -> tuple[HudiTable, str, li
     with _lock(h):
         create_instant_file(
             table.storage,
+            table.layout,
             Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
             codecs.encode(requested_metadata(outcome.plan, table.storage)),
         )
-    create_instant_file(table.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT))
+    create_instant_file(
+        table.storage, table.layout, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
+    )
     outputs = []
     for i, group in enumerate(outcome.plan.groups):
         source = group.slices[0].base_file_path

@@ -150,5 +150,7 @@ class FaultyStorage(Storage):
     def open_table(self) -> HudiTable:
         """A `HudiTable` reading and writing through this storage."""
         from service.table.properties import load_table_config
+        from service.table.table_format import TableFormat
 
-        return HudiTable(self, load_table_config(self))
+        config = load_table_config(self)
+        return HudiTable(self, config, TableFormat.for_table(config, self.base_uri))

@@ -18,6 +18,7 @@ from bench.fixtures import write_partition_metafile
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.properties import TableConfig
 from service.table.storage import Storage
 from service.table.timeline import create_instant_file
@@ -177,7 +178,7 @@ class FixtureTable:
         logs = list(logs)
         stats = [self.write_base_file(f, instant_time) for f in files]
         stats += [self.write_log_file(spec, instant_time) for spec in logs]
-        create_instant_file(self.storage, Instant(instant_time, action, State.REQUESTED))
+        create_instant_file(self.storage, LAYOUT_1, Instant(instant_time, action, State.REQUESTED))
         if state is State.REQUESTED:
             return stats
         profile = b""
@@ -194,7 +195,7 @@ class FixtureTable:
             profile = codecs.encode(
                 codecs.CommitMetadata(partition_to_write_stats=self._stats_by_partition(written))
             )
-        create_instant_file(self.storage, Instant(instant_time, action, State.INFLIGHT), profile)
+        create_instant_file(self.storage, LAYOUT_1, Instant(instant_time, action, State.INFLIGHT), profile)
         if state is State.INFLIGHT:
             return stats
         meta = codecs.CommitMetadata(
@@ -202,7 +203,9 @@ class FixtureTable:
             extra_metadata={"schema": json.dumps(SCHEMA)},
             operation_type=operation,
         )
-        create_instant_file(self.storage, Instant(instant_time, action, State.COMPLETED), codecs.encode(meta))
+        create_instant_file(
+            self.storage, LAYOUT_1, Instant(instant_time, action, State.COMPLETED), codecs.encode(meta)
+        )
         return stats
 
     def replace(
@@ -216,10 +219,13 @@ class FixtureTable:
         stats = [self.write_base_file(f, instant_time) for f in files]
         create_instant_file(
             self.storage,
+            LAYOUT_1,
             Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
             codecs.encode(codecs.RequestedReplaceMetadata(operation_type=operation.value, version=1)),
         )
-        create_instant_file(self.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT))
+        create_instant_file(
+            self.storage, LAYOUT_1, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
+        )
         meta = codecs.ReplaceCommitMetadata(
             partition_to_write_stats=self._stats_by_partition(stats),
             extra_metadata={"schema": json.dumps(SCHEMA)},
@@ -227,7 +233,10 @@ class FixtureTable:
             partition_to_replace_file_ids={p: tuple(ids) for p, ids in replaced.items()},
         )
         create_instant_file(
-            self.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED), codecs.encode(meta)
+            self.storage,
+            LAYOUT_1,
+            Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),
+            codecs.encode(meta),
         )
 
     def pending_clustering(
@@ -254,10 +263,15 @@ class FixtureTable:
             extra_metadata={},
         )
         create_instant_file(
-            self.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED), codecs.encode(plan)
+            self.storage,
+            LAYOUT_1,
+            Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
+            codecs.encode(plan),
         )
         if inflight:
-            create_instant_file(self.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT))
+            create_instant_file(
+                self.storage, LAYOUT_1, Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
+            )
 
     def complete_clustering(
         self, instant_time: str, outputs: Iterable[FileSpec], replaced: Mapping[str, Iterable[str]]
@@ -272,7 +286,10 @@ class FixtureTable:
             partition_to_replace_file_ids={p: tuple(ids) for p, ids in replaced.items()},
         )
         create_instant_file(
-            self.storage, Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED), codecs.encode(meta)
+            self.storage,
+            LAYOUT_1,
+            Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),
+            codecs.encode(meta),
         )
         return stats
 
@@ -286,9 +303,12 @@ class FixtureTable:
                 for p, names in file_names_by_partition.items()
             },
         )
-        create_instant_file(self.storage, Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT))
+        create_instant_file(self.storage, LAYOUT_1, Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT))
         create_instant_file(
-            self.storage, Instant(instant_time, Action.SAVEPOINT, State.COMPLETED), codecs.encode(meta)
+            self.storage,
+            LAYOUT_1,
+            Instant(instant_time, Action.SAVEPOINT, State.COMPLETED),
+            codecs.encode(meta),
         )
 
     def _latest_path(self, partition: str, file_id: str) -> str:
@@ -314,7 +334,9 @@ class FixtureTable:
             ),
             version=2,
         )
-        create_instant_file(self.storage, Instant(instant_time, action, State.REQUESTED), codecs.encode(plan))
+        create_instant_file(
+            self.storage, LAYOUT_1, Instant(instant_time, action, State.REQUESTED), codecs.encode(plan)
+        )
 
     def completed_clean(
         self,
@@ -334,9 +356,11 @@ class FixtureTable:
             partition_metadata={},
         )
         requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
-        create_instant_file(self.storage, requested, codecs.encode(plan))
-        create_instant_file(self.storage, requested.with_state(State.INFLIGHT), codecs.encode(plan))
-        create_instant_file(self.storage, requested.with_state(State.COMPLETED), codecs.encode(meta))
+        create_instant_file(self.storage, LAYOUT_1, requested, codecs.encode(plan))
+        create_instant_file(self.storage, LAYOUT_1, requested.with_state(State.INFLIGHT), codecs.encode(plan))
+        create_instant_file(
+            self.storage, LAYOUT_1, requested.with_state(State.COMPLETED), codecs.encode(meta)
+        )
 
     def requested_clean(
         self,
@@ -354,7 +378,7 @@ class FixtureTable:
             earliest_commit_to_retain, last_completed_commit, policy, paths, tuple(partitions_to_be_deleted)
         )
         create_instant_file(
-            self.storage, Instant(instant_time, Action.CLEAN, State.REQUESTED), codecs.encode(plan)
+            self.storage, LAYOUT_1, Instant(instant_time, Action.CLEAN, State.REQUESTED), codecs.encode(plan)
         )
 
     def log_file_name(self, file_id: str, base_instant: str, version: int = 1) -> str:

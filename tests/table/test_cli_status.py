@@ -40,9 +40,10 @@ def test_cli_status_json_lists_live_file_groups(tmp_path: Path, capsys: pytest.C
     ("breakage", "message"),
     [
         ("not_a_table", r"is not a Hudi table"),
-        ("version", r"hoodie.table.version=8.*only version 6"),
-        ("metadata_table", r"partition\(s\) record_index .*keeps only files, column_stats, bloom_filters"),
-        ("metadata_inflight", r"metadata.partitions.inflight=files"),
+        ("version", r"hoodie.table.version=7; the service reads table versions 6, 8, 9"),
+        ("layout", r"version=8 with hoodie.timeline.layout.version=1; .* requires layout version 2"),
+        ("table_format", r"hoodie.table.format=iceberg: only Hudi's own format"),
+        ("lance", r"hoodie.table.base.file.format=LANCE; the service reads PARQUET, HFILE, ORC"),
         ("garbage_instant", r"20240101000100000\.commit"),
         ("garbage_name", r"20240101000200000\.comit"),
     ],
@@ -56,17 +57,43 @@ def test_cli_status_bad_tables_fail_with_one_clear_error(
         base = tmp_path / "empty"
         base.mkdir()
     elif breakage == "version":
+        _set(t, **{"hoodie.table.version": "7"})
+    elif breakage == "layout":
         _set(t, **{"hoodie.table.version": "8"})
-    elif breakage == "metadata_table":
-        _set(t, **{"hoodie.table.metadata.partitions": "files,record_index"})
-    elif breakage == "metadata_inflight":
-        _set(t, **{"hoodie.table.metadata.partitions.inflight": "files"})
+    elif breakage == "table_format":
+        _set(t, **{"hoodie.table.format": "iceberg"})
+    elif breakage == "lance":
+        _set(t, **{"hoodie.table.base.file.format": "LANCE"})
     elif breakage == "garbage_instant":
         (t.base / ".hoodie" / f"{ts(1)}.commit").write_bytes(b"{not json")
     elif breakage == "garbage_name":
         (t.base / ".hoodie" / f"{ts(2)}.comit").write_bytes(b"")
     with caplog.at_level(logging.ERROR):
         assert main(["status", "--base-path", str(base)]) == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert re.search(message, errors[0]), errors[0]
+
+
+@pytest.mark.parametrize(
+    ("updates", "message"),
+    [
+        (
+            {"hoodie.table.metadata.partitions": "files,record_index"},
+            r"partition\(s\) record_index .*keeps only files, column_stats, bloom_filters",
+        ),
+        ({"hoodie.table.metadata.partitions.inflight": "files"}, r"metadata.partitions.inflight=files"),
+    ],
+)
+def test_metadata_partitions_the_service_does_not_sync_refuse_services_not_status(
+    tmp_path: Path, updates: dict[str, str], message: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`status` reads the table (from storage); a clean, which writes the metadata table, is refused."""
+    t = _table(tmp_path)
+    _set(t, **updates)
+    assert main(["status", "--base-path", str(t.base), "--json"]) == 0
+    with caplog.at_level(logging.ERROR):
+        assert main(["clean", "--base-path", str(t.base)]) == 1
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1
     assert re.search(message, errors[0]), errors[0]

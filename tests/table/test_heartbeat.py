@@ -18,6 +18,7 @@ from service.table.heartbeat import (
     refuse_if_alive,
 )
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.storage import Storage
 
 T = "20240101000000000"
@@ -57,7 +58,7 @@ def test_a_heartbeat_file_decides_by_its_age(tmp_path: Path, age: float, alive: 
     storage = _storage(tmp_path)
     _touch(tmp_path, heartbeat_path(T), NOW - age)
     _touch(tmp_path, f".hoodie/{T}.replacecommit.inflight", NOW - 3600)  # ignored when a heartbeat exists
-    verdict = judge(storage, INFLIGHT, SETTINGS, NOW)
+    verdict = judge(storage, LAYOUT_1, INFLIGHT, SETTINGS, NOW)
     assert verdict.alive is alive
     assert verdict.heartbeat_age_seconds == pytest.approx(age, abs=0.01)
     assert is_expired(storage, T, int(NOW * 1000), SETTINGS) is not alive
@@ -65,9 +66,9 @@ def test_a_heartbeat_file_decides_by_its_age(tmp_path: Path, age: float, alive: 
 
 def test_a_heartbeat_on_a_requested_instant_is_a_claim(tmp_path: Path) -> None:
     storage = _storage(tmp_path)
-    assert not judge(storage, REQUESTED, SETTINGS, NOW).alive  # nobody claimed it
+    assert not judge(storage, LAYOUT_1, REQUESTED, SETTINGS, NOW).alive  # nobody claimed it
     _touch(tmp_path, heartbeat_path(T), NOW - 1)  # e.g. a takeover between rollback and inflight
-    assert judge(storage, REQUESTED, SETTINGS, NOW).alive
+    assert judge(storage, LAYOUT_1, REQUESTED, SETTINGS, NOW).alive
 
 
 @pytest.mark.parametrize(("inflight_age", "alive"), [(1.0, True), (5.0, False)])
@@ -76,7 +77,7 @@ def test_without_heartbeat_a_young_inflight_file_is_alive(
 ) -> None:
     storage = _storage(tmp_path)
     _touch(tmp_path, f".hoodie/{T}.replacecommit.inflight", NOW - inflight_age)
-    verdict = judge(storage, INFLIGHT, SETTINGS, NOW)
+    verdict = judge(storage, LAYOUT_1, INFLIGHT, SETTINGS, NOW)
     assert verdict.alive is alive and verdict.heartbeat_age_seconds is None
     assert verdict.pending_file_age_seconds == pytest.approx(inflight_age, abs=0.01)
     # Java's LAZY rule alone: a missing heartbeat is a beat at 0, i.e. expired.
@@ -88,7 +89,7 @@ def test_refusal_names_the_instant_and_the_heartbeat_age(tmp_path: Path) -> None
     _touch(tmp_path, heartbeat_path(T), NOW - 1.25)
     expected = rf"replacecommit {T} \(inflight\).*heartbeat 1\.2 s old"
     with pytest.raises(InstantOwnedError, match=expected) as e:
-        refuse_if_alive(storage, INFLIGHT, SETTINGS, NOW, "executing")
+        refuse_if_alive(storage, LAYOUT_1, INFLIGHT, SETTINGS, NOW, "executing")
     assert e.value.instant == T and e.value.heartbeat_age_seconds == pytest.approx(1.25, abs=0.01)
 
 

@@ -88,8 +88,8 @@ def test_properties_missing_is_not_a_hudi_table(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("updates", "message"),
     [
-        ({"hoodie.table.version": "8"}, r"hoodie.table.version=8.*versions 8 and 9 are planned"),
-        ({"hoodie.table.version": "5"}, r"hoodie.table.version=5"),
+        ({"hoodie.table.format": "iceberg"}, r"hoodie.table.format=iceberg"),
+        ({"hoodie.table.base.file.format": "LANCE"}, r"hoodie.table.base.file.format=LANCE"),
         (
             {"hoodie.table.metadata.partitions": "column_stats,files,record_index"},
             r"partition\(s\) record_index .*record.index.enable=false.*hoodie.metadata.enable=false",

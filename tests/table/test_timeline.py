@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from service.errors import CorruptTableError, InstantExistsError
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.storage import Storage
 from service.table.timeline import (
     Timeline,
@@ -39,7 +40,7 @@ def test_timeline_keeps_highest_state_per_instant(tmp_path: Path) -> None:
         "hoodie.properties",
     )
     (tmp_path / ".hoodie" / "archived").mkdir()
-    timeline = load_timeline(Storage.for_base_uri(str(tmp_path)))
+    timeline = load_timeline(Storage.for_base_uri(str(tmp_path)), LAYOUT_1)
     assert [(i.timestamp[-1], i.action, i.state) for i in timeline] == [
         ("1", Action.COMMIT, State.COMPLETED),
         ("2", Action.REPLACE_COMMIT, State.REQUESTED),
@@ -51,25 +52,25 @@ def test_timeline_keeps_highest_state_per_instant(tmp_path: Path) -> None:
 
 def test_timeline_completed_compaction_collapses_into_commit(tmp_path: Path) -> None:
     _touch(tmp_path, "20240101000000003.compaction.requested", "20240101000000003.commit")
-    timeline = load_timeline(Storage.for_base_uri(str(tmp_path)))
+    timeline = load_timeline(Storage.for_base_uri(str(tmp_path)), LAYOUT_1)
     assert [(i.action, i.state) for i in timeline] == [(Action.COMMIT, State.COMPLETED)]
 
 
 def test_timeline_rejects_garbage_instant_name_naming_file(tmp_path: Path) -> None:
     _touch(tmp_path, "20240101000000001.commit", "20240101000000002.comit")
     with pytest.raises(CorruptTableError, match=r"20240101000000002\.comit"):
-        load_timeline(Storage.for_base_uri(str(tmp_path)))
+        load_timeline(Storage.for_base_uri(str(tmp_path)), LAYOUT_1)
 
 
 def test_timeline_create_instant_file_is_exclusive(tmp_path: Path) -> None:
     storage = Storage.for_base_uri(str(tmp_path))
     instant = Instant("20240101000000001", Action.REPLACE_COMMIT, State.REQUESTED)
-    create_instant_file(storage, instant, b"plan")
+    create_instant_file(storage, LAYOUT_1, instant, b"plan")
     with pytest.raises(InstantExistsError):
-        create_instant_file(storage, instant, b"other")
-    assert read_requested(storage, instant.with_state(State.INFLIGHT)) == b"plan"
+        create_instant_file(storage, LAYOUT_1, instant, b"other")
+    assert read_requested(storage, LAYOUT_1, instant.with_state(State.INFLIGHT)) == b"plan"
     # The temp file used for the atomic create is gone and invisible to timeline listings.
-    assert load_timeline(storage).instants == (instant,)
+    assert load_timeline(storage, LAYOUT_1).instants == (instant,)
     assert list((tmp_path / ".hoodie" / ".aux" / ".hts-tmp").iterdir()) == []
 
 
@@ -81,7 +82,7 @@ def test_timeline_create_instant_file_races_have_one_winner(tmp_path: Path) -> N
 
     def attempt(i: int) -> bool:
         try:
-            create_instant_file(storage, instant, str(i).encode())
+            create_instant_file(storage, LAYOUT_1, instant, str(i).encode())
         except InstantExistsError:
             return False
         return True

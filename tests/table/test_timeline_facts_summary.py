@@ -13,8 +13,8 @@ from service.config.hoodie import HoodieConfig
 from service.errors import CorruptTableError
 from service.table import codecs
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.table import HudiTable
-from service.table.timeline import instant_path
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 
@@ -80,5 +80,5 @@ def test_commit_summary_reuses_a_full_decode_already_cached(tmp_path: Path) -> N
     table = HudiTable.open(str(tmp_path))
     instant = Instant(ts(2), Action.REPLACE_COMMIT, State.COMPLETED)
     full = table.facts_reader.commit_metadata(instant)
-    (tmp_path / instant_path(instant)).write_bytes(b"{")  # not read again
+    (tmp_path / LAYOUT_1.instant_path(instant)).write_bytes(b"{")  # not read again
     assert table.facts_reader.commit_summary(instant) == codecs.CommitSummary.of(full)

@@ -8,6 +8,7 @@ import pytest
 
 from service.errors import CorruptTableError
 from service.table.instant import Action, Instant, State
+from service.table.layout import LAYOUT_1
 from service.table.storage import Storage
 from service.table.timeline import load_timeline
 from tests.support.fixtures import FileSpec, FixtureTable, ts
@@ -29,18 +30,18 @@ def test_storage_list_file_names_skips_directories_and_missing_folders(tmp_path:
 def test_timeline_reload_reuses_the_previous_snapshot_until_hoodie_changes(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path / "t")
     t.commit(ts(1), [FileSpec("a", "f1")])
-    first = load_timeline(t.storage)
+    first = load_timeline(t.storage, LAYOUT_1)
 
-    assert load_timeline(t.storage, first) is first
+    assert load_timeline(t.storage, LAYOUT_1, first) is first
 
     t.commit(ts(2), [FileSpec("a", "f2")], state=State.INFLIGHT)
-    pending = load_timeline(t.storage, first)
+    pending = load_timeline(t.storage, LAYOUT_1, first)
     assert pending is not first
-    assert pending == load_timeline(t.storage)  # the same snapshot a fresh load builds
+    assert pending == load_timeline(t.storage, LAYOUT_1)  # the same snapshot a fresh load builds
     assert pending.last == Instant(ts(2), Action.COMMIT, State.INFLIGHT)
 
     (t.base / ".hoodie" / Instant(ts(2), Action.COMMIT, State.INFLIGHT).file_name).unlink()
-    assert load_timeline(t.storage, pending).instants == (
+    assert load_timeline(t.storage, LAYOUT_1, pending).instants == (
         Instant(ts(1), Action.COMMIT, State.COMPLETED),
         Instant(ts(2), Action.COMMIT, State.REQUESTED),
     )
@@ -49,8 +50,8 @@ def test_timeline_reload_reuses_the_previous_snapshot_until_hoodie_changes(tmp_p
 def test_timeline_reload_with_previous_still_rejects_unknown_instant_names(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path / "t")
     t.commit(ts(1), [FileSpec("a", "f1")])
-    first = load_timeline(t.storage)
+    first = load_timeline(t.storage, LAYOUT_1)
     (t.base / ".hoodie" / f"{ts(2)}.bogus").write_bytes(b"")
 
     with pytest.raises(CorruptTableError, match=r"\.bogus"):
-        load_timeline(t.storage, first)
+        load_timeline(t.storage, LAYOUT_1, first)

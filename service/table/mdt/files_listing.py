@@ -21,7 +21,7 @@ from service.table.mdt.records import (
     decode_files_record,
     partition_of_key,
 )
-from service.table.mdt.timeline import MDT_BASE, load_mdt_timeline, valid_instant_times
+from service.table.mdt.timeline import DATA_TABLE_LAYOUT, MDT_BASE, load_mdt_timeline, valid_instant_times
 from service.table.properties import TableConfig, load_table_config
 from service.table.storage import Storage
 from service.table.timeline import Timeline, load_timeline
@@ -193,7 +193,7 @@ def read_files_records(storage: Storage) -> dict[str, FilesRecord]:
         completed=frozenset(i.timestamp for i in commits.completed()),
         inflight=frozenset(i.timestamp for i in commits.pending()),
         timeline_start=first_commit.timestamp if first_commit else None,
-        valid=valid_instant_times(storage, load_timeline(storage), mdt_timeline),
+        valid=valid_instant_times(storage, load_timeline(storage, DATA_TABLE_LAYOUT), mdt_timeline),
     )
     file_slice = latest_files_slice(storage, mdt_timeline)
     log_records = _merge_logs(storage, file_slice, scan)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from service.errors import CorruptTableError, UnsupportedTableError
 from service.table.codecs import RollbackMetadata, RollbackPlan, decode
 from service.table.instant import Action, Instant, State, is_timeline_file_name, parse_instant_file_name
+from service.table.layout import LAYOUT_1
 from service.table.storage import Storage
-from service.table.timeline import Timeline, instant_path
+from service.table.timeline import Timeline
 
 MDT_BASE = ".hoodie/metadata"
 MDT_METAFOLDER = f"{MDT_BASE}/.hoodie"
@@ -19,6 +20,10 @@ SOLO_COMMIT_TIMESTAMP = "00000000000000"  # HoodieTimeline.INIT_INSTANT_TS
 _MILLIS_LENGTH = 17
 _SUFFIXES = ("001", "002", "003", "004", "005", "006")
 _INIT_SUFFIX_MIN = "010"  # PARTITION_INITIALIZATION_TIME_SUFFIX
+# The metadata table is read and written on layout-1 tables (table version 6) only: `TableFormat`
+# lists table versions 8 and 9 from storage and serves no write on them yet. Hudi 1.x's MDT (layout
+# 2, per-deltacommit log files, 17-digit special instants) gets its rules beside these when served.
+DATA_TABLE_LAYOUT = LAYOUT_1
 
 
 def load_mdt_timeline(storage: Storage) -> Timeline:
@@ -76,14 +81,20 @@ def _rolled_back_by(storage: Storage, instant: Instant) -> tuple[str, ...]:
             f"table {storage.base_uri}: restore {instant.timestamp} on the active timeline; reading the "
             "metadata table across a restore is not supported yet"
         )
-    data = storage.read_bytes(instant_path(instant))
+    data = storage.read_bytes(DATA_TABLE_LAYOUT.instant_path(instant))
     if data:
-        return decode(RollbackMetadata, data, storage.qualify(instant_path(instant))).commits_rollback
+        return decode(
+            RollbackMetadata, data, storage.qualify(DATA_TABLE_LAYOUT.instant_path(instant))
+        ).commits_rollback
     # TMU.getRollbackedCommits: an empty completed rollback falls back to its requested plan.
     requested = Instant(instant.timestamp, Action.ROLLBACK, State.REQUESTED)
     plan = decode(
-        RollbackPlan, storage.read_bytes(instant_path(requested)), storage.qualify(instant_path(requested))
+        RollbackPlan,
+        storage.read_bytes(DATA_TABLE_LAYOUT.instant_path(requested)),
+        storage.qualify(DATA_TABLE_LAYOUT.instant_path(requested)),
     )
     if plan.instant_to_rollback is None:
-        raise CorruptTableError(f"{storage.qualify(instant_path(requested))}: no instantToRollback")
+        raise CorruptTableError(
+            f"{storage.qualify(DATA_TABLE_LAYOUT.instant_path(requested))}: no instantToRollback"
+        )
     return (plan.instant_to_rollback.commit_time,)

@@ -1,0 +1,74 @@
+"""Where a table's timeline lives and how its files are named: Hudi's `TimelineLayout`, chosen once per table.
+
+Layout 1 (table version 6): instants directly in `.hoodie/`, completed files `<requested>.<action>`,
+clustering planned as a `replacecommit`. Layout 2 (table versions 8 and 9): instants in
+`.hoodie/<hoodie.timeline.path>/` (`TimelinePathProviderV2`), completed files
+`<requested>_<completion>.<action>` (`InstantFileNameGeneratorV2`), clustering planned under its own
+`clustering` action and completed as a `replacecommit`; the archived (LSM) timeline in
+`.hoodie/<timeline.path>/<hoodie.timeline.history.path>/` is Hudi's writers' to keep.
+The metadata table, a Hudi table of its own under `.hoodie/metadata/`, has the layout of its data table.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from service.errors import CorruptTableError
+from service.table.instant import Action, Instant, is_timeline_file_name, parse_instant_file_name
+
+METAFOLDER = ".hoodie"
+DEFAULT_TIMELINE_PATH = "timeline"  # HoodieTableConfig.TIMELINE_PATH's default
+DEFAULT_HISTORY_PATH = "history"  # HoodieTableConfig.TIMELINE_HISTORY_PATH's default
+
+
+@dataclass(frozen=True)
+class TimelineLayout:
+    """One table's timeline layout; every path is relative to the table's base path."""
+
+    version: int
+    timeline_dir: str
+    history_dir: str | None = None
+
+    @classmethod
+    def v1(cls, meta_folder: str = METAFOLDER) -> TimelineLayout:
+        return cls(1, meta_folder)
+
+    @classmethod
+    def v2(
+        cls,
+        meta_folder: str = METAFOLDER,
+        timeline_path: str = DEFAULT_TIMELINE_PATH,
+        history_path: str = DEFAULT_HISTORY_PATH,
+    ) -> TimelineLayout:
+        timeline_dir = posixpath.join(meta_folder, timeline_path)
+        return cls(2, timeline_dir, posixpath.join(timeline_dir, history_path))
+
+    def under(self, prefix: str) -> TimelineLayout:
+        """The same layout for a table whose base path is `prefix` (relative): the metadata table's."""
+        history = posixpath.join(prefix, self.history_dir) if self.history_dir is not None else None
+        return TimelineLayout(self.version, posixpath.join(prefix, self.timeline_dir), history)
+
+    @property
+    def clustering_action(self) -> Action:
+        """The action a pending clustering is written under (`replacecommit` on layout 1)."""
+        return Action.CLUSTERING if self.version >= 2 else Action.REPLACE_COMMIT
+
+    def is_instant_file_name(self, name: str) -> bool:
+        return is_timeline_file_name(name)
+
+    def parse_file_name(self, name: str) -> Instant:
+        """The instant a timeline file names; CorruptTableError (naming the path) when it is not one."""
+        try:
+            return parse_instant_file_name(name, self.version)
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{posixpath.join(self.timeline_dir, name)}: {exc}") from None
+
+    def instant_path(self, instant: Instant) -> str:
+        """The file of `instant` in its state. A completed instant's name carries its completion time
+        on layout 2 when known; without one it is a legacy name, which is read but never written."""
+        return posixpath.join(self.timeline_dir, instant.file_name)
+
+
+# Table version 6's layout (`.hoodie/`), for code that serves only such tables.
+LAYOUT_1 = TimelineLayout.v1()

@@ -1,0 +1,87 @@
+"""The child side of `tests.support.hudi_jvm`: one SparkSession with one Hudi bundle, serving calls.
+
+Run as `python -m tests.support.hudi_jvm_child ADDRESS BUNDLE WORK_DIR`; it listens at the Unix socket ADDRESS
+(authkey from `HTS_CHILD_AUTHKEY`) for its one parent, starts Spark, says "ready", and answers each
+`(name, kwargs)` with `("ok", result)` or `("error", traceback text)` until it receives `("stop", {})`.
+One bundle per JVM: Hudi 0.15.0, 1.0.2 and 1.1.1 cannot share a classpath, so a test that needs a Hudi
+other than the session's 0.15.0 talks to such a child.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Listener
+from pathlib import Path
+from typing import Any
+
+from tests.support.spark import spark_conf
+
+
+def _session(bundle: Path, work_dir: Path) -> Any:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    conf = spark_conf(work_dir)
+    conf["spark.jars"] = str(bundle)
+    conf["spark.app.name"] = f"hudi-table-service-tests-{bundle.stem}"
+    conf["spark.driver.memory"] = "1g"
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class _Calls:
+    """What the parent may ask: write rows through the datasource, run SQL, read a table."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def write(
+        self, base_path: str, rows: list[dict[str, Any]], schema: str, options: dict[str, str], mode: str
+    ) -> None:
+        df = self.spark.createDataFrame(rows, schema)
+        df.write.format("hudi").options(**options).mode(mode).save(base_path)
+
+    def sql(self, statement: str) -> list[dict[str, Any]]:
+        return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
+
+    def read(self, base_path: str, options: dict[str, str]) -> list[dict[str, Any]]:
+        reader = self.spark.read.format("hudi").options(**options)
+        return [row.asDict(recursive=True) for row in reader.load(base_path).collect()]
+
+    def version(self) -> str:
+        jvm = self.spark.sparkContext._jvm
+        return str(jvm.org.apache.hudi.common.table.HoodieTableVersion.current().versionCode())
+
+
+def main(argv: list[str]) -> int:
+    address, bundle, work_dir = argv
+    with Listener(address, family="AF_UNIX", authkey=os.environ["HTS_CHILD_AUTHKEY"].encode()) as listener:
+        conn = listener.accept()
+    spark = _session(Path(bundle), Path(work_dir))
+    calls = _Calls(spark)
+    conn.send(("ready", None))
+    try:
+        while True:
+            name, kwargs = conn.recv()
+            if name == "stop":
+                conn.send(("ok", None))
+                return 0
+            try:
+                method: Callable[..., Any] = getattr(calls, name)
+                conn.send(("ok", method(**kwargs)))
+            except Exception:  # the parent raises it, with this traceback, in the calling test
+                conn.send(("error", traceback.format_exc()))
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
