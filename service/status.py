@@ -22,14 +22,22 @@ def table_status(table: HudiTable) -> dict[str, Any]:
             "name": table.config.name,
             "database": table.config.database_name or None,
             "type": table.config.table_type.value,
-            "version": table.config.version,
+            "version": table.format.table_version,
+            "table_version": table.format.table_version,
+            "timeline_layout_version": table.layout.version,
             "base_path": table.base_uri,
             "partition_fields": table.config.partition_fields,
             "record_key_fields": table.config.record_key_fields,
             "timeline_timezone": table.config.timeline_timezone.value,
         },
         "instants": [
-            {"timestamp": i.timestamp, "action": i.action.value, "state": i.state.name} for i in timeline
+            {
+                "timestamp": i.timestamp,
+                "action": i.action.value,
+                "state": i.state.name,
+                "completion_time": i.completion_time,
+            }
+            for i in timeline
         ],
         "pending_clustering": _pending_clustering(table, view),
         "pending_clean": [
@@ -57,7 +65,8 @@ def _pending_clustering(table: HudiTable, view: FileSystemView) -> list[dict[str
     by_instant: dict[str, list[list[str]]] = {}
     for (partition, file_id), instant in sorted(view.facts.pending_clustering.items()):
         by_instant.setdefault(instant, []).append([partition, file_id])
-    state = {i.timestamp: i.state.name for i in view.timeline.pending().by_actions([Action.REPLACE_COMMIT])}
+    pending = view.timeline.pending().by_actions([Action.REPLACE_COMMIT, Action.CLUSTERING])
+    state = {i.timestamp: i.state.name for i in pending}
     return [
         {
             "timestamp": ts,

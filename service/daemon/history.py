@@ -256,7 +256,9 @@ def _decode(table: HudiTable, instant: Instant, model: type[M]) -> M:
         data = table.storage.read_bytes(rel)
     except FileNotFoundError:
         raise CorruptTableError(f"{table.storage.qualify(rel)} vanished while reading the timeline") from None
-    return decode(model, data, table.storage.qualify(rel))
+    return decode(
+        model, data, table.storage.qualify(rel), avro_commit=table.layout.commit_metadata_is_avro(instant)
+    )
 
 
 def _clustering_plan(table: HudiTable, instant: Instant) -> PlannedClustering | None:

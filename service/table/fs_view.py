@@ -18,6 +18,7 @@ from service.table.data_files import (
     parse_base_file,
     parse_log_file,
 )
+from service.table.slicing import CompletionTimes, slice_log_files_by_completion
 from service.table.storage import FileStatus
 from service.table.timeline import Timeline
 
@@ -139,6 +140,9 @@ class FileSystemView:
         listing: Mapping[str, Iterable[FileStatus]],
         facts: TimelineFacts,
         base_file_extension: str = ".parquet",
+        *,
+        table: str = "",
+        logs_by_completion_time: bool = False,
     ) -> FileSystemView:
         """Group listed files into file groups of committed slices, as Java's
         `AbstractTableFileSystemView.buildFileGroups` with `addPendingCompactionFileSlice`.
@@ -152,6 +156,10 @@ class FileSystemView:
         are skipped by the log scanner, and the files go with their slice (cleaned with it).
         A group in a pending compaction plan `C` gets slice `C` even before any file carries `C`
         (`HoodieFileGroup.addNewFileSliceAtInstant`): writers append to it from then on.
+
+        `logs_by_completion_time` (timeline layout 2): a log file's name holds the deltacommit that
+        wrote it; it counts once that deltacommit completed and joins a slice by its completion time
+        (`service.table.slicing`).
         """
         visible = timeline.commits_and_compaction()
         first_active = next(
@@ -166,6 +174,8 @@ class FileSystemView:
 
         slices: dict[FileGroupId, dict[str, tuple[BaseFile | None, list[LogFile]]]] = {}
         uncommitted: list[str] = []
+        times = CompletionTimes.of(timeline) if logs_by_completion_time else None
+        logs_to_place: dict[FileGroupId, list[LogFile]] = {}
         for partition, statuses in listing.items():
             for status in statuses:
                 if status.is_dir or status.name.startswith(PARTITION_METAFILE_PREFIX):
@@ -186,11 +196,26 @@ class FileSystemView:
                 log = parse_log_file(partition, status.name, status.size)
                 if log is None:
                     continue  # not a Hudi data file (e.g. a checksum file); Java ignores it too
+                if times is not None:
+                    written_by = log.base_instant_time
+                    if written_by in times.by_instant or times.is_archived(written_by):
+                        logs_to_place.setdefault((partition, log.file_id), []).append(log)
+                    else:
+                        uncommitted.append(log.path)
+                    continue
                 if not committed(log.base_instant_time):
                     uncommitted.append(log.path)
                     continue
                 bucket = slices.setdefault((partition, log.file_id), {})
                 bucket.setdefault(log.base_instant_time, (None, []))[1].append(log)
+
+        for fg_id, group_logs in logs_to_place.items():
+            by_instant = slices.setdefault(fg_id, {})
+            compaction = facts.pending_compaction.get(fg_id)
+            bases = set(by_instant) | ({compaction[0]} if compaction is not None else set())
+            assert times is not None
+            for instant, placed in slice_log_files_by_completion(table, bases, group_logs, times).items():
+                by_instant.setdefault(instant, (None, []))[1].extend(placed)
 
         groups: dict[FileGroupId, FileGroup] = {}
         for fg_id, by_instant in slices.items():

@@ -54,6 +54,12 @@ class TimelineLayout:
         """The action a pending clustering is written under (`replacecommit` on layout 1)."""
         return Action.CLUSTERING if self.version >= 2 else Action.REPLACE_COMMIT
 
+    @property
+    def slices_logs_by_completion_time(self) -> bool:
+        """Whether a log file's name holds its deltacommit, placed by completion time (layout 2), or
+        the base instant of its slice (layout 1): `service.table.slicing`."""
+        return self.version >= 2
+
     def is_instant_file_name(self, name: str) -> bool:
         return is_timeline_file_name(name)
 
@@ -63,6 +69,13 @@ class TimelineLayout:
             return parse_instant_file_name(name, self.version)
         except CorruptTableError as exc:
             raise CorruptTableError(f"{posixpath.join(self.timeline_dir, name)}: {exc}") from None
+
+    def commit_metadata_is_avro(self, instant: Instant) -> bool:
+        """Whether the instant's commit metadata file is an Avro container (layout 2's requested,
+        inflight and completed files) rather than JSON (layout 1, and layout 2's legacy completed
+        names: `CommitMetadataSerDeV2` falls back to `CommitMetadataSerDeV1` for those only)."""
+        legacy = instant.is_completed and instant.completion_time is None
+        return self.version >= 2 and not legacy
 
     def instant_path(self, instant: Instant) -> str:
         """The file of `instant` in its state. A completed instant's name carries its completion time

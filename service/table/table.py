@@ -167,4 +167,11 @@ class HudiTable:
         facts = self.facts_reader.read(timeline)
         lister = self.list_storage_partitions if from_storage else self.list_partitions
         listing = lister(partitions)
-        return FileSystemView.build(timeline, listing, facts, self.config.base_file_extension)
+        return FileSystemView.build(
+            timeline,
+            listing,
+            facts,
+            self.config.base_file_extension,
+            table=self.name,
+            logs_by_completion_time=self.layout.slices_logs_by_completion_time,
+        )

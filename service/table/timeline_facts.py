@@ -89,7 +89,7 @@ class TimelineFactsReader:
         requested = self.requested_plan(instant, RequestedReplaceMetadata)
         if requested is None or not requested.is_clustering or requested.clustering_plan is None:
             return None
-        requested_file = Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED)
+        requested_file = Instant(instant.timestamp, instant.action, State.REQUESTED)
         guard = self._path_guard(self._storage.qualify(self._layout.instant_path(requested_file)))
         kind = f"{PlannedClustering.__name__}:{'names' if file_names_only else 'paths'}"
         return self.derived(
@@ -103,7 +103,10 @@ class TimelineFactsReader:
 
     def _read(self, instant: Instant, model_type: type[M]) -> M:
         return decode(
-            model_type, self._read_bytes(instant), self._storage.qualify(self._layout.instant_path(instant))
+            model_type,
+            self._read_bytes(instant),
+            self._storage.qualify(self._layout.instant_path(instant)),
+            avro_commit=self._layout.commit_metadata_is_avro(instant),
         )
 
     def _read_bytes(self, instant: Instant) -> bytes:
@@ -133,7 +136,8 @@ class TimelineFactsReader:
         if isinstance(decoded, CommitMetadata):  # already decoded in full: no need to read the file again
             return CommitSummary.of(decoded)
         source = self._storage.qualify(self._layout.instant_path(instant))
-        return decode_commit_summary(self._read_bytes(instant), source, replace)
+        avro = self._layout.commit_metadata_is_avro(instant)
+        return decode_commit_summary(self._read_bytes(instant), source, replace, avro=avro)
 
     def read(self, timeline: Timeline) -> TimelineFacts:
         replaced: dict[FileGroupId, str] = {}
@@ -151,7 +155,9 @@ class TimelineFactsReader:
                 # be planned over: check (and cache the summary of) each once. The summary checks
                 # every write stat as the full decode does, without building the models.
                 self.commit_summary(instant)
-            elif instant.action is Action.REPLACE_COMMIT:
+            elif instant.action in (Action.REPLACE_COMMIT, Action.CLUSTERING):
+                # Pending: a clustering plan (`clustering` on layout 2, `replacecommit` on layout 1),
+                # or an insert overwrite's requested file, which holds no plan.
                 plan = self.clustering_plan(instant, file_names_only=True)
                 for group in plan.groups if plan is not None else ():
                     for fg_id in group.file_group_ids:

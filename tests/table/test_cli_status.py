@@ -33,7 +33,9 @@ def test_cli_status_json_lists_live_file_groups(tmp_path: Path, capsys: pytest.C
     assert [(g["partition_path"], g["file_id"], g["base_instant"]) for g in report["file_groups"]] == [
         ("a", FID, ts(1))
     ]
-    assert report["instants"] == [{"timestamp": ts(1), "action": "commit", "state": "COMPLETED"}]
+    assert report["instants"] == [
+        {"timestamp": ts(1), "action": "commit", "state": "COMPLETED", "completion_time": None}
+    ]
 
 
 @pytest.mark.parametrize(

@@ -66,14 +66,15 @@ def encode(model: TimelineModel) -> bytes:
     return encode_avro(model)
 
 
-def decode(model_type: type[T], data: bytes, source: str) -> T:
-    """Read a timeline file's bytes as `model_type`; `source` names the file in errors.
+def decode(model_type: type[T], data: bytes, source: str, *, avro_commit: bool = False) -> T:
+    """Read a timeline file's bytes as `model_type`; `source` names the file in errors. Commit metadata
+    is JSON unless `avro_commit` (`TimelineLayout.commit_metadata_is_avro` decides per file).
 
     Empty files: commit metadata → empty metadata, requested replace → all fields None (no plan),
     anything else → CorruptTableError.
     """
     if issubclass(model_type, CommitMetadata):
-        return decode_commit(model_type, data, source)
+        return decode_commit(model_type, data, source, avro=avro_commit)
     return decode_avro(model_type, data, source)
 
 

@@ -1,5 +1,9 @@
-"""JSON commit metadata: HoodieCommitMetadata (`T.commit`, `T.deltacommit`, inflight workload profiles)
+"""Commit metadata: HoodieCommitMetadata (`T.commit`, `T.deltacommit`, inflight workload profiles)
 and HoodieReplaceCommitMetadata (`T.replacecommit`), with their HoodieWriteStat entries.
+
+Timeline layout 1 stores them as JSON (`CommitMetadataSerDeV1`); layout 2 as a one-record Avro
+container of `org.apache.hudi.avro.model.HoodieCommitMetadata` / `HoodieReplaceCommitMetadata`
+(`CommitMetadataSerDeV2`), whose fields carry the JSON names, so both decode through one reader.
 
 Writing follows Jackson's field order and pretty printing; reading is as lenient as Hudi's mapper
 (unknown fields ignored, missing or null longs read as 0, an empty file is an empty metadata), except
@@ -8,6 +12,7 @@ that `operationType` must be a WriteOperationType name, as Jackson insists.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -15,6 +20,7 @@ from enum import StrEnum
 from operator import itemgetter
 from typing import Any, TypeVar
 
+import fastavro
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from service.errors import CorruptTableError
@@ -175,12 +181,13 @@ _STAT_STRINGS = {"fileId", "path", "prevCommit", "tempPath", "partitionPath"}
 _STAT_BOXED_LONGS = {"minEventTime", "maxEventTime"}
 
 
-def decode_commit(model_type: type[M], data: bytes, source: str) -> M:
-    """Parse commit metadata JSON; an empty file gives an empty metadata, as in Java."""
+def decode_commit(model_type: type[M], data: bytes, source: str, *, avro: bool = False) -> M:
+    """Parse commit metadata (JSON, or with `avro` layout 2's Avro container); an empty file gives an
+    empty metadata, as in Java."""
     if not data:
         return model_type()
     reader = _Reader(source)
-    obj = _parse_root(data, source)
+    obj = _parse_root(data, source, avro)
     written = reader.as_object(obj.get("partitionToWriteStats"), "partitionToWriteStats")
     fields: dict[str, Any] = {
         "partition_to_write_stats": {
@@ -232,13 +239,13 @@ class CommitSummary:
         return frozenset((p, f) for p, in_partition in ids.items() for f in in_partition)
 
 
-def decode_commit_summary(data: bytes, source: str, replace: bool) -> CommitSummary:
+def decode_commit_summary(data: bytes, source: str, replace: bool, *, avro: bool = False) -> CommitSummary:
     """`CommitSummary.of(decode_commit(...))` without building write stats: every stat is checked as
     `decode_commit` checks it, so exactly the same files fail, with the same error."""
     if not data:
         return CommitSummary()
     reader = _Reader(source)
-    obj = _parse_root(data, source)
+    obj = _parse_root(data, source, avro)
     written = reader.as_object(obj.get("partitionToWriteStats"), "partitionToWriteStats")
     for partition, stats in written.items():
         for stat in reader.as_array(stats, partition):
@@ -254,12 +261,44 @@ def decode_commit_summary(data: bytes, source: str, replace: bool) -> CommitSumm
     )
 
 
-def _parse_root(data: bytes, source: str) -> dict[str, Any]:
+# `org.apache.hudi.avro.model` records layout 2 stores commit metadata as.
+_AVRO_COMMIT_RECORDS = frozenset(
+    {
+        "org.apache.hudi.avro.model.HoodieCommitMetadata",
+        "org.apache.hudi.avro.model.HoodieReplaceCommitMetadata",
+    }
+)
+
+
+def _parse_root(data: bytes, source: str, avro: bool) -> dict[str, Any]:
+    if avro:
+        return _parse_avro_root(data, source)
     try:
         root = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise CorruptTableError(f"{source}: not JSON commit metadata: {e}") from e
     return _Reader(source).as_object(root, "root")
+
+
+def _parse_avro_root(data: bytes, source: str) -> dict[str, Any]:
+    """The one record of an Avro container file (`TimelineMetadataUtils.deserializeAvroMetadata`).
+    Hudi 1.x throws on JSON here (`CommitMetadataSerDeV2`), and so do we, naming the file."""
+    try:
+        reader = fastavro.reader(io.BytesIO(data))
+        name = reader.writer_schema.get("name") if isinstance(reader.writer_schema, dict) else None
+        records = list(reader)
+    except Exception as e:  # fastavro raises many kinds (ValueError, EOFError, SchemaResolutionError, ...)
+        raise CorruptTableError(
+            f"{source}: not an Avro commit metadata file (timeline layout 2 stores commit metadata as "
+            f"Avro; Hudi 1.x refuses JSON here): {e}"
+        ) from e
+    if name not in _AVRO_COMMIT_RECORDS:
+        raise CorruptTableError(f"{source}: Avro record {name!r} is not Hudi's commit metadata")
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise CorruptTableError(
+            f"{source}: an Avro commit metadata file holds one record, found {len(records)}"
+        )
+    return records[0]
 
 
 def _decode_commit_fields(reader: _Reader, obj: dict[str, Any], replace: bool) -> dict[str, Any]:
