@@ -53,7 +53,7 @@ from service.table.paths import PathGuard
 from service.table.properties import TableConfig
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema
-from service.table.timeline import Timeline, create_instant_file, next_instant_time
+from service.table.timeline import Timeline, complete_instant, create_instant_file, next_instant_time
 from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, LastClean, clean_due, plan_clean
 from strategies.cleaning.trigger import commits_since_last_clean
 
@@ -308,9 +308,10 @@ class Cleaner:
             try:
                 if current.state is State.REQUESTED:
                     self.lock.check_held()
-                    # Java re-serialises the same plan into the inflight file.
+                    # Java re-serialises the same plan into the inflight file (1.1.x leaves it empty).
+                    inflight = content if self.table.format.clean_inflight_holds_plan else b""
                     create_instant_file(
-                        storage, self.table.layout, current.with_state(State.INFLIGHT), content
+                        storage, self.table.layout, current.with_state(State.INFLIGHT), inflight
                     )
             except InstantExistsError:
                 heartbeat.stop()
@@ -330,9 +331,12 @@ class Cleaner:
         index partitions' against the table's latest schema) when the table has the metadata table;
         True when another writer had completed it already."""
         content = codecs.encode(metadata)
-        completed = Instant(instant.timestamp, Action.CLEAN, State.COMPLETED)
         with self.lock:
-            if self.table.storage.exists(self.table.layout.instant_path(completed)):
+            timeline = self.table.load_timeline()
+            # Looked up on the timeline, not by name: on layout 2 the completed name carries a
+            # completion time only its writer knew.
+            current = timeline.find(instant.timestamp, Action.CLEAN)
+            if current is not None and current.is_completed:
                 log.info(
                     "table %s: clean %s was completed by another writer", self.table.name, instant.timestamp
                 )
@@ -341,15 +345,17 @@ class Cleaner:
             if self._owned is not None:
                 self._owned.check_owned()  # Java's HeartbeatUtils.abortIfHeartbeatExpired before a commit
             storage = self.table.storage
-            timeline = self.table.load_timeline()
 
             def indexes(config: TableConfig) -> IndexRecords:
                 schema = latest_table_schema(self.table, timeline)
                 return clean_index_records(config, metadata, instant.timestamp, schema, storage.base_uri)
 
             sync_files_partition(storage, timeline, instant.timestamp, clean_records(metadata), indexes)
+            pending = Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT)
             try:
-                create_instant_file(storage, self.table.layout, completed, content)
+                complete_instant(
+                    storage, self.table.layout, timeline, pending, content, self.now(), self.zone
+                )
             except InstantExistsError:
                 return True
         log.debug("table %s: completed clean %s", self.table.name, instant.timestamp)

@@ -55,6 +55,11 @@ class TimelineLayout:
         return Action.CLUSTERING if self.version >= 2 else Action.REPLACE_COMMIT
 
     @property
+    def names_completion_time(self) -> bool:
+        """Whether a completed instant's file name carries its completion time (layout 2)."""
+        return self.version >= 2
+
+    @property
     def slices_logs_by_completion_time(self) -> bool:
         """Whether a log file's name holds its deltacommit, placed by completion time (layout 2), or
         the base instant of its slice (layout 1): `service.table.slicing`."""

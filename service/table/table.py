@@ -56,7 +56,7 @@ class HudiTable:
         """TableServicesRefusedError, with the reason and the way out, when `service` must not touch
         the table: its version is not served for it yet, the metadata table has partitions the service
         does not keep in sync, or (`TableConfig.check_service_supported`) its type or merge rules."""
-        self.format.check_serves(service, self.name, self.base_uri)
+        self.format.check_serves(service, self.config, self.base_uri)
         try:
             self.config.check_supported(self.base_uri)
         except TableServicesRefusedError:

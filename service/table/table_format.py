@@ -21,13 +21,18 @@ _LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
 # What a version's tables are served for so far; the rest is refused with `_NOT_YET`'s reason.
 _WRITES_SERVED = {
     6: frozenset(TableServiceKind),
-    8: frozenset[TableServiceKind](),
-    9: frozenset[TableServiceKind](),
+    8: frozenset({TableServiceKind.CLEANING}),
+    9: frozenset({TableServiceKind.CLEANING}),
 }
 _NOT_YET = (
     "{service} of table version {version} (Hudi 1.x) is not served yet; `status` reads the table. "
     "Run Hudi's own {service} on it meanwhile, or keep its writers at table version 6 "
     "(hoodie.write.auto.upgrade=false, or hoodie.write.table.version=6) before their first write"
+)
+_MDT_NOT_YET = (
+    "its metadata table (hoodie.table.metadata.partitions={partitions}) is not kept in sync on table "
+    "version {version} (Hudi 1.x) yet, so no {service} touches the table. Run Hudi's own {service} on it "
+    "meanwhile, or disable its metadata table (hoodie.metadata.enable=false on its writers)"
 )
 
 
@@ -41,6 +46,13 @@ class TableFormat:
     # Whether listings may come from the metadata table's `files` partition. Off on 8/9 until the
     # reader of Hudi 1.x's metadata table (per-deltacommit log files) is proven: storage is listed.
     lists_through_mdt: bool
+    # Whether the service writes this version's metadata table (services refuse tables that have one
+    # otherwise), and rolls back failed writes (a pending failed write then holds cleaning back only).
+    writes_mdt: bool
+    rolls_back: bool
+    # What `T.clean.inflight` holds: the plan again (Hudi 0.x, 1.0.x), or nothing (1.1.x's
+    # `ActiveTimelineV2.transitionCleanRequestedToInflight`).
+    clean_inflight_holds_plan: bool
 
     @classmethod
     def for_table(cls, config: TableConfig, base_uri: str, *, strict: bool = True) -> TableFormat:
@@ -51,21 +63,43 @@ class TableFormat:
         """
         version = config.version
         layout_version = config.timeline_layout_version
+        layout = _layout(config, layout_version)
         expected = _LAYOUT_OF_VERSION.get(version)
         if expected is None or expected != layout_version:
             if strict:
                 raise UnsupportedTableError(_unsupported(config, base_uri, expected))
-            return cls(version, _layout(config, layout_version), frozenset(), layout_version < 2)
-        return cls(version, _layout(config, layout_version), _WRITES_SERVED[version], layout_version < 2)
+            return cls(version, layout, frozenset(), False, False, False, True)
+        v6 = version == 6
+        return cls(
+            table_version=version,
+            layout=layout,
+            services=_WRITES_SERVED[version],
+            lists_through_mdt=v6,
+            writes_mdt=v6,
+            rolls_back=v6,
+            clean_inflight_holds_plan=version < 9,
+        )
 
     def serves(self, service: TableServiceKind) -> bool:
         return service in self.services
 
-    def check_serves(self, service: TableServiceKind, table: str, base_uri: str) -> None:
+    def check_serves(self, service: TableServiceKind, config: TableConfig, base_uri: str) -> None:
         """TableServicesRefusedError (a refusal with its way out, not a failure) when not served."""
+        where = f"table {config.name!r} at {base_uri}"
         if not self.serves(service):
             reason = _NOT_YET.format(service=service.value, version=self.table_version)
-            raise TableServicesRefusedError(f"table {table!r} at {base_uri}: {reason}")
+            raise TableServicesRefusedError(f"{where}: {reason}")
+        self.check_writes_mdt(config, base_uri, service.value)
+
+    def check_writes_mdt(self, config: TableConfig, base_uri: str, doing: str) -> None:
+        """TableServicesRefusedError when the table has a metadata table this version's writes would
+        leave stale: the check before any service, and again before any metadata-table write."""
+        partitions = config.metadata_partitions + config.metadata_partitions_inflight
+        if partitions and not self.writes_mdt:
+            reason = _MDT_NOT_YET.format(
+                partitions=",".join(partitions), version=self.table_version, service=doing
+            )
+            raise TableServicesRefusedError(f"table {config.name!r} at {base_uri}: {reason}")
 
 
 def _layout(config: TableConfig, layout_version: int) -> TimelineLayout:

@@ -102,6 +102,12 @@ class Timeline:
     def max_timestamp(self) -> str | None:
         return max((i.timestamp for i in self.instants), default=None)
 
+    @property
+    def latest_time(self) -> str | None:
+        """The latest requested or completion time on the timeline: a new time must sort after it."""
+        completions = (i.completion_time for i in self.instants if i.completion_time is not None)
+        return max((t for t in (self.max_timestamp, max(completions, default=None)) if t), default=None)
+
 
 def _collapse(instants: Iterable[Instant]) -> tuple[Instant, ...]:
     best: dict[tuple[str, Action], Instant] = {}
@@ -179,13 +185,36 @@ def parse_instant_time(timestamp: str, tz: tzinfo) -> datetime:
 
 
 def next_instant_time(timeline: Timeline, now: datetime, tz: tzinfo, floor: str | None = None) -> str:
-    """A new instant time: `now` in the timeline's zone, forced strictly after every existing instant.
+    """A new instant time: `now` in the timeline's zone, forced strictly after every requested and
+    completion time on the timeline (Hudi 1.x's `TimeGenerator` draws both from one clock).
 
     `floor` is a time this process generated before and that may not be on the timeline yet.
     """
     candidate = format_instant_time(now.astimezone(tz))
-    highest = max((t for t in (timeline.max_timestamp, floor) if t), default=None)
+    highest = max((t for t in (timeline.latest_time, floor) if t), default=None)
     if highest is not None and candidate <= highest:
         bumped = parse_instant_time(highest, tz) + timedelta(milliseconds=1)
         candidate = format_instant_time(bumped)
     return candidate
+
+
+def complete_instant(
+    storage: Storage,
+    layout: TimelineLayout,
+    timeline: Timeline,
+    instant: Instant,
+    content: bytes,
+    now: datetime,
+    tz: tzinfo,
+) -> Instant:
+    """Create the completed file of pending `instant` (exclusively) and return the completed instant.
+
+    On layout 2 its name carries a completion time generated here, strictly after every time on
+    `timeline`, which the caller loaded under the table lock it still holds (Hudi completes instants
+    inside `TransactionManager.beginStateChange`, drawing the time from the same generator). The
+    requested and inflight files stay, as Hudi keeps them.
+    """
+    completion = next_instant_time(timeline, now, tz) if layout.names_completion_time else None
+    completed = instant.completed_at(completion)
+    create_instant_file(storage, layout, completed, content)
+    return completed

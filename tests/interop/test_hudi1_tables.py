@@ -4,26 +4,44 @@ and refuses to write to them until their services are served."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import os
 import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from service.cleaning.orchestrator import CleanOptions
 from service.cli import main
 from service.status import table_status
 from service.table.table import HudiTable
-from tests.support.hudi1_histories import Hudi1History, HudiSlice, build_history, hudi_latest_slices
+from tests.clean.helpers import make_cleaner
+from tests.support.hudi1_histories import (
+    SCHEMA,
+    Hudi1History,
+    HudiSlice,
+    build_history,
+    hudi_latest_slices,
+    rows,
+    writer_options,
+)
 from tests.support.hudi_jvm import HudiJvm, hudi_jvm
-from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices
+from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices, hudi_rs_snapshot
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 # (table type, metadata table on): Hudi 1.x's defaults keep the metadata table on.
-HISTORIES = [("COPY_ON_WRITE", True), ("MERGE_ON_READ", True), ("MERGE_ON_READ", False)]
+HISTORIES = [
+    ("COPY_ON_WRITE", True),
+    ("COPY_ON_WRITE", False),
+    ("MERGE_ON_READ", True),
+    ("MERGE_ON_READ", False),
+]
 
 
 @pytest.fixture(scope="module", params=["1.0.2", "1.1.1"])
@@ -101,7 +119,7 @@ def test_status_reports_the_version_and_completion_times(
     assert report["replaced_file_groups"] > 0
 
 
-@pytest.mark.parametrize("service", ["clean", "cluster", "compact"])
+@pytest.mark.parametrize("service", ["cluster", "compact"])
 def test_services_are_refused_by_name_and_nothing_changes(
     hudi1: HudiJvm,
     histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
@@ -109,7 +127,7 @@ def test_services_are_refused_by_name_and_nothing_changes(
     service: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    history, _ = histories[("MERGE_ON_READ", True)]
+    history, _ = histories[("MERGE_ON_READ", False)]
     copy = tmp_path / "t"
     shutil.copytree(history.base, copy)
     before = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
@@ -161,3 +179,128 @@ def test_crafted_bad_timeline_files_fail_status_naming_the_file(
     assert len(errors) == 1
     assert bad.name in errors[0], errors[0]
     assert re.search(message, errors[0]), errors[0]
+
+
+def test_clean_is_refused_on_a_table_with_the_metadata_table_and_nothing_changes(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history, _ = histories[("MERGE_ON_READ", True)]
+    copy = tmp_path / "t"
+    shutil.copytree(history.base, copy)
+    before = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
+    with caplog.at_level(logging.WARNING):
+        assert main(["clean", "--base-path", str(copy)]) != 0
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert re.search(rf"metadata table .* not kept in sync on table version {hudi1.table_version}", said), (
+        said
+    )
+    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == before
+
+
+# -- cleaning on versions 8 and 9 (metadata table off), against Hudi 1.x's own cleaner
+
+CLEAN_CONFIGS = [
+    ("KEEP_LATEST_COMMITS", 1),
+    ("KEEP_LATEST_COMMITS", 3),
+    ("KEEP_LATEST_FILE_VERSIONS", 1),
+    ("KEEP_LATEST_FILE_VERSIONS", 2),
+]
+_RETAINED = {
+    "KEEP_LATEST_COMMITS": ("retain_commits", "hoodie.cleaner.commits.retained"),
+    "KEEP_LATEST_FILE_VERSIONS": ("file_versions_retained", "hoodie.cleaner.fileversions.retained"),
+}
+_copies = itertools.count()
+
+
+def _hudi_clean(jvm: HudiJvm, base: Path, policy: str, retained: int) -> list[dict[str, Any]]:
+    name = f"cleaned_{next(_copies)}"
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    args = f"clean_policy => '{policy}', {_RETAINED[policy][0]} => {retained}"
+    return jvm.sql(f"call run_clean(table => '{name}', {args}, options => 'hoodie.metadata.enable=false')")
+
+
+def _snapshot(jvm: HudiJvm, base: Path) -> list[tuple[Any, ...]]:
+    rows = jvm.read(base, {"hoodie.metadata.enable": "false"})
+    return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in rows)
+
+
+def _hudi_rs_snapshot(base: Path) -> list[tuple[Any, ...]]:
+    rows = hudi_rs_snapshot(base).to_pylist()
+    return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in rows)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize(("policy", "retained"), CLEAN_CONFIGS)
+def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+    table_type: str,
+    policy: str,
+    retained: int,
+) -> None:
+    history, _ = histories[(table_type, False)]
+    hudi_copy, our_copy = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(history.base, hudi_copy)
+    shutil.copytree(history.base, our_copy)
+    before = _data_files(history.base)
+    snapshot = _snapshot(hudi1, history.base)
+
+    _hudi_clean(hudi1, hudi_copy, policy, retained)
+    props = {"hoodie.cleaner.policy": policy, _RETAINED[policy][1]: retained}
+    # The volume breaker is not Hudi's (tests/clean cover it): here only what Hudi deletes counts.
+    [ours] = make_cleaner(our_copy, props, CleanOptions(force=True), now=None).run().cleans
+
+    hudi_deleted = before - _data_files(hudi_copy)
+    our_deleted = before - _data_files(our_copy)
+    assert our_deleted == hudi_deleted
+    assert ours.files_deleted == len(our_deleted)
+    timeline = our_copy / ".hoodie" / "timeline"
+    names = [p.name for p in timeline.iterdir() if p.name[:1].isdigit()]
+    [completed] = [n for n in names if re.fullmatch(rf"{ours.instant_time}_\d{{17}}\.clean", n)]
+    # The completion time sorts after every requested and completion time written before it.
+    times_before = {
+        t for n in os.listdir(history.base / ".hoodie" / "timeline") for t in re.findall(r"\d{17}", n)
+    }
+    assert completed[18:35] > max(times_before | {ours.instant_time})
+    inflight = (timeline / f"{ours.instant_time}.clean.inflight").read_bytes()
+    # 1.0.x writes the plan again into the inflight file, 1.1.x leaves it empty.
+    assert (inflight == (timeline / f"{ours.instant_time}.clean.requested").read_bytes()) is (
+        hudi1.table_version == 8
+    )
+    assert (inflight == b"") is (hudi1.table_version == 9)
+
+    # Hudi's reader (metadata table off, as the table has none) and hudi-rs read what they read before.
+    assert _snapshot(hudi1, our_copy) == snapshot
+    assert _hudi_rs_snapshot(our_copy) == snapshot
+    # Hudi's own cleaner accepts our clean: it plans from our completed instant and fails on nothing.
+    _hudi_clean(hudi1, our_copy, policy, retained)
+    assert _data_files(our_copy) <= before - our_deleted
+    # Hudi's writer goes on: its upsert lands exactly once.
+    opts = {
+        **writer_options(history.table_name, table_type, False),
+        "hoodie.datasource.write.operation": "upsert",
+    }
+    hudi1.write(our_copy, rows([0, 3, 100], 50), SCHEMA, opts)
+    after = _snapshot(hudi1, our_copy)
+    assert [r for r in after if r[0] in (0, 3, 100)] == [
+        (0, "americas", 50, "v50"),
+        (3, "asia", 50, "v50"),
+        (100, "americas", 50, "v50"),
+    ]
+    new_ids = {0, 3, 100} - {r[0] for r in snapshot}
+    assert len(after) == len({r[0] for r in after}) == len(snapshot) + len(new_ids)
+
+
+def _data_files(base: Path) -> set[str]:
+    return {
+        p.relative_to(base).as_posix()
+        for p in base.rglob("*")
+        if p.is_file()
+        and ".hoodie" not in p.relative_to(base).parts
+        and not p.name.startswith((".hoodie_partition_metadata", ".."))
+        and not p.name.endswith(".crc")
+    }

@@ -59,6 +59,7 @@ from service.table.mdt.records import (
 from service.table.mdt.timeline import MDT_BASE, MDT_METAFOLDER, load_mdt_timeline
 from service.table.properties import TableConfig, load_table_config
 from service.table.storage import Storage
+from service.table.table_format import TableFormat
 from service.table.timeline import Timeline
 
 log = logging.getLogger(__name__)
@@ -239,6 +240,10 @@ def sync_files_partition(
     config = load_table_config(storage)  # re-read under the lock: a writer may have changed the MDT
     if not mdt_sync_required(config):
         return []
+    # Only this version's metadata table is written here (a writer may have upgraded the table).
+    TableFormat.for_table(config, storage.base_uri).check_writes_mdt(
+        config, storage.base_uri, "metadata table write"
+    )
     state = check_mdt(storage, config, data_timeline)
     records = merge_by_key(records, storage.qualify(MDT_BASE))
     existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)
