@@ -21,11 +21,13 @@ from service.cli import main
 from service.status import table_status
 from service.table.table import HudiTable
 from tests.clean.helpers import make_cleaner
+from tests.support import leaks
 from tests.support.hudi1_histories import (
     SCHEMA,
     Hudi1History,
     HudiSlice,
     build_history,
+    build_upgraded_history,
     hudi_latest_slices,
     rows,
     writer_options,
@@ -47,7 +49,9 @@ HISTORIES = [
 @pytest.fixture(scope="module", params=["1.0.2", "1.1.1"])
 def hudi1(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HudiJvm]:
     root = tmp_path_factory.mktemp(f"hudi-{request.param}")
+    before = leaks.snapshot()
     with hudi_jvm(request.param, root / "jvm") as jvm:
+        leaks.expect_started_since(before)  # the child, its JVM and their Python workers live for the module
         yield jvm
 
 
@@ -65,7 +69,21 @@ def histories(
 
 
 def _ours(table: HudiTable) -> list[HudiSlice]:
-    status = table_status(table)
+    """Our latest slices as `show_fsview_latest` lists them: merged (`getLatestMergedFileSlicesBeforeOrOn`),
+    so a group under a pending compaction shows the slice it compacts with the logs appended since."""
+    view = table.load_view(from_storage=True)
+    out = []
+    for fg in view.live_file_groups:
+        merged = fg.snapshot_slices
+        oldest = merged[-1]
+        logs = tuple(sorted(lf.file_name for s in merged for lf in s.log_files))
+        base = oldest.base_file.file_name if oldest.base_file else ""
+        out.append(HudiSlice(fg.partition_path, fg.file_id, oldest.base_instant_time, base, logs))
+    return sorted(out)
+
+
+def _status_slices(table: HudiTable) -> list[HudiSlice]:
+    """What `status` reports: each live group's latest slice."""
     return sorted(
         HudiSlice(
             g["partition_path"],
@@ -74,7 +92,7 @@ def _ours(table: HudiTable) -> list[HudiSlice]:
             g["base_file"] or "",
             tuple(sorted(lf["name"] for lf in g["log_files"])),
         )
-        for g in status["file_groups"]
+        for g in table_status(table)["file_groups"]
     )
 
 
@@ -91,6 +109,7 @@ def test_status_lists_the_latest_file_slices_hudi_and_hudi_rs_list(
     assert table.layout.version == 2
     ours = _ours(table)
     assert ours == theirs
+    assert _status_slices(table) == ours  # no pending compaction in this history: latest = merged
     if table_type == "MERGE_ON_READ":
         # The history appends to compacted groups: slices whose logs completion time placed.
         assert any(s.log_files and s.base_file for s in ours)
@@ -304,3 +323,42 @@ def _data_files(base: Path) -> set[str]:
         and not p.name.startswith((".hoodie_partition_metadata", ".."))
         and not p.name.endswith(".crc")
     }
+
+
+# -- a version-6 table (Hudi 0.15) upgraded in place by a Hudi 1.x writer
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_table_hudi_1x_upgraded_in_place_is_read_and_cleaned_as_hudi_does(
+    spark: Any, hudi1: HudiJvm, tmp_path: Path, table_type: str
+) -> None:
+    history = build_upgraded_history(spark, hudi1, tmp_path / "tables", table_type)
+    table = HudiTable.open(str(history.base))
+    assert (table.format.table_version, table.layout.version) == (hudi1.table_version, 2)
+    ours, theirs = _ours(table), hudi_latest_slices(hudi1, history.table_name)
+    # On merge-on-read the 1.0.2 upgrade leaves its full compaction inflight (its base files written).
+    # Readers merge the slice it compacts with the logs appended since (hudi-rs's snapshot below reads
+    # their records); `show_fsview_latest` lists only the compacted slice's own logs there.
+    pending = table.load_view().facts.pending_compaction
+    assert [(s.partition, s.file_id, s.base_instant, s.base_file) for s in ours] == [
+        (s.partition, s.file_id, s.base_instant, s.base_file) for s in theirs
+    ]
+    for mine, hudis in zip(ours, theirs, strict=True):
+        if (mine.partition, mine.file_id) in pending:
+            assert set(hudis.log_files) <= set(mine.log_files)
+        else:
+            assert mine.log_files == hudis.log_files
+
+    hudi_copy, our_copy = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(history.base, hudi_copy)
+    shutil.copytree(history.base, our_copy)
+    before = _data_files(history.base)
+    snapshot = _snapshot(hudi1, history.base)
+    _hudi_clean(hudi1, hudi_copy, "KEEP_LATEST_COMMITS", 1)
+    props = {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS", "hoodie.cleaner.commits.retained": 1}
+    make_cleaner(our_copy, props, CleanOptions(force=True), now=None).run()
+    our_deleted = before - _data_files(our_copy)
+    assert our_deleted == before - _data_files(hudi_copy)
+    assert our_deleted or table_type == "MERGE_ON_READ"  # a pending compaction may hold every slice
+    assert _snapshot(hudi1, our_copy) == snapshot
+    assert _hudi_rs_snapshot(our_copy) == snapshot

@@ -121,3 +121,24 @@ def _log_names(text: str | None) -> list[str]:
     for part in (text or "").split("pathStr='")[1:]:
         names.append(part.split("'", 1)[0].rsplit("/", 1)[-1])
     return names
+
+
+def build_upgraded_history(spark: Any, jvm: HudiJvm, root: Path, table_type: str) -> Hudi1History:
+    """A table written at version 6 by Hudi 0.15 (`spark`, the test session's), then upserted once by
+    `jvm`'s Hudi 1.x with its defaults, which upgrades it in place (`UpgradeDowngrade`: on
+    merge-on-read it compacts first) to the writer's table version."""
+    name = f"up{jvm.table_version}_{table_type.lower()}"
+    h = Hudi1History(root / name, name, table_type, False)
+    for ids, batch, operation in (
+        (range(0, 12), 0, "insert"),
+        (range(12, 24), 1, "insert"),
+        (range(4, 16), 2, "upsert"),
+    ):
+        opts = {**writer_options(name, table_type, False), "hoodie.datasource.write.operation": operation}
+        spark.createDataFrame(rows(ids, batch), SCHEMA).write.format("hudi").options(**opts).mode(
+            "append"
+        ).save(str(h.base))
+    _write(jvm, h, range(0, 24, 3), 3, "upsert")
+    _write(jvm, h, range(0, 24, 4), 4, "upsert")
+    jvm.sql(f"create table {name} using hudi location '{h.base}'")
+    return h
