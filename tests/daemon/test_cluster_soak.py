@@ -31,11 +31,21 @@ from tests.support.ports import free_port
 from tests.support.replicas import ReplicaProcess
 from tests.support.zookeeper import ZookeeperServer
 
-pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
-
 SOAK_SECONDS = float(os.environ.get("HTS_SOAK_SECONDS", "120"))
 KILL_EVERY_S = float(os.environ.get("HTS_SOAK_KILL_EVERY", "60"))
 QUIET_SECONDS = 240.0  # at most, after the last kill: the daemon finishes what the dead replicas left
+# pytest-timeout: the soak and the quiet period, plus starting, verifying and stopping (a longer
+# HTS_SOAK_SECONDS gets a longer limit).
+TIMEOUT_S = int(SOAK_SECONDS + QUIET_SECONDS + 900)
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.hudi,
+    pytest.mark.zk,
+    pytest.mark.slow,
+    pytest.mark.timeout(TIMEOUT_S),
+]
+
 ROWS = 200
 TABLES = ("soak_a", "soak_b")
 LOCKS = "/hudi/soak-locks"
