@@ -17,17 +17,19 @@ ENV VIRTUAL_ENV=/opt/hudi-table-service \
     PYTHONUNBUFFERED=1 \
     JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 
-# Dependencies first, in their own layer: source changes do not reinstall PySpark.
-COPY pyproject.toml README.md /src/
+# Dependencies first, in their own layer: source changes do not reinstall PySpark. Every package at
+# the exact version of constraints.txt (what CI ran), as `./run setup` installs them; the build
+# backend is pinned in pyproject.toml's [build-system].
+COPY pyproject.toml README.md constraints.txt /src/
 RUN python3 -m venv "$VIRTUAL_ENV" \
     && mkdir -p /src/service /src/strategies \
     && touch /src/service/__init__.py /src/strategies/__init__.py \
-    && pip install --no-cache-dir /src \
+    && pip install --no-cache-dir -c /src/constraints.txt /src \
     && pip uninstall -y hudi-table-service
 
 COPY service /src/service
 COPY strategies /src/strategies
-RUN pip install --no-cache-dir --no-deps /src && rm -rf /src
+RUN pip install --no-cache-dir --no-deps -c /src/constraints.txt /src && rm -rf /src
 
 RUN useradd --system --uid 10001 --create-home --home-dir /var/lib/hudi-table-service hts
 USER 10001

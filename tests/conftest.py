@@ -18,10 +18,22 @@ from tests.support.zookeeper import ZookeeperServer
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytest_plugins = ["tests.support.histories"]
+pytest_plugins = ["tests.support.histories", "tests.support.no_skips"]
 
 # Threads take a moment to end after close(): kazoo's connection thread waits out its select.
 LEAK_GRACE_SECONDS = 5.0
+# pytest-timeout's limit for tests marked `slow` or `spark` (pyproject's `timeout` is the default):
+# the slowest of them take a few minutes on a loaded 2-core machine, session fixtures included.
+SLOW_TEST_TIMEOUT_S = 900
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `slow` or `spark` get `SLOW_TEST_TIMEOUT_S` unless they set their own timeout."""
+    for item in items:
+        if item.get_closest_marker("timeout") is None and (
+            item.get_closest_marker("slow") is not None or item.get_closest_marker("spark") is not None
+        ):
+            item.add_marker(pytest.mark.timeout(SLOW_TEST_TIMEOUT_S))
 
 
 @pytest.fixture(scope="session")

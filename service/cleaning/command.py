@@ -27,7 +27,7 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-delete-fraction",
         type=float,
         default=DEFAULT_MAX_DELETE_FRACTION,
-        help="volume breaker: refuse a plan deleting more than this share of the table's data files",
+        help="volume breaker: refuse a plan deleting more than this share of the files of live file groups",
     )
 
 

@@ -5,8 +5,12 @@
    belong to a committed slice of a known file group (never a pending write's file). A missing
    file is fine: it is already deleted.
 2. No file of the latest snapshot (refused always).
-3. The volume breaker against every data file of the table (`--force` overrides; the table is then
-   not counted: `total_files` covers the listed partitions only).
+3. The volume breaker (`strategies.cleaning.safety`; `--force` overrides): the plan's files of live
+   file groups against every file of the table's live file groups, every retained version; files
+   of file groups a completed replacecommit replaced count on neither side. When the view lists
+   only some partitions (an incremental clean, the plan's partitions at execution) and the plan is
+   over the limit within them, the whole table's view is loaded to count before deciding (not with
+   `--force`: `volume` then covers the listed partitions only).
 """
 
 from __future__ import annotations
@@ -16,17 +20,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from service.errors import PlanRefusedError
-from service.table.data_files import PARTITION_METAFILE_PREFIX, parse_base_file, parse_log_file
+from service.table.data_files import parse_base_file, parse_log_file
 from service.table.fs_view import FileSystemView
 from service.table.table import HudiTable
-from strategies.cleaning import refuse_latest_snapshot_targets, refuse_volume
+from strategies.cleaning import (
+    VolumeCount,
+    count_volume,
+    live_file_sizes,
+    refuse_latest_snapshot_targets,
+    refuse_volume,
+)
 
 
 @dataclass(frozen=True)
 class CheckedPlan:
     present: Mapping[str, int]  # planned paths still on storage -> size in bytes
-    total_files: int  # data files the breaker compared against (the listed partitions' when forced)
-    total_bytes: int
+    volume: VolumeCount  # the breaker's count (the listed partitions' when forced)
 
     @property
     def bytes_to_delete(self) -> int:
@@ -58,20 +67,20 @@ def check_plan(
             if path in committed:
                 present[path] = committed[path]
     refuse_latest_snapshot_targets(table.name, instant, present, view)
-    bytes_to_delete = sum(present.values())
-    total_files = len(committed) + len(uncommitted)
-    total_bytes = sum(committed.values())
+    live = live_file_sizes(view)
+    volume = count_volume(present, live)
     if force:
         # `--force` runs the plan whatever its volume: the whole-table count below would only feed
         # a breaker that is off, at one LIST per partition of the table on an object store.
-        return CheckedPlan(present, total_files, total_bytes)
-    if not view_lists_every_partition and len(present) > max_delete_fraction * total_files:
+        return CheckedPlan(present, volume)
+    if not view_lists_every_partition and volume.fraction > max_delete_fraction:
         # Over the limit within the listed partitions only: count the whole table before deciding.
-        total_files, total_bytes = _count_table_data_files(table)
-    refuse_volume(
-        table.name, instant, len(present), bytes_to_delete, total_files, total_bytes, max_delete_fraction
-    )
-    return CheckedPlan(present, total_files, total_bytes)
+        # Its view, not a raw listing: which files belong to live file groups is the view's to say
+        # (through the metadata table when served, as the planner lists). The listed partitions'
+        # live files stay counted even if that listing lags behind storage.
+        volume = count_volume(present, {**live_file_sizes(table.load_view(view.timeline)), **live})
+    refuse_volume(table.name, instant, volume, max_delete_fraction)
+    return CheckedPlan(present, volume)
 
 
 def _check_data_file(table: HudiTable, instant: str, partition: str, path: str) -> None:
@@ -94,7 +103,8 @@ def _check_data_file(table: HudiTable, instant: str, partition: str, path: str) 
 
 
 def committed_file_sizes(view: FileSystemView) -> dict[str, int]:
-    """Path -> size of every file of every committed slice (live and replaced groups)."""
+    """Path -> size of every file of every committed slice (live and replaced groups): the files a
+    plan may name."""
     out: dict[str, int] = {}
     for fg in view.file_groups.values():
         for fs in fg.slices:
@@ -103,20 +113,3 @@ def committed_file_sizes(view: FileSystemView) -> dict[str, int]:
             for lf in fs.log_files:
                 out[lf.path] = lf.size_bytes
     return out
-
-
-def _count_table_data_files(table: HudiTable) -> tuple[int, int]:
-    """Every base and log file the table lists, any version: (count, bytes). From storage that includes
-    uncommitted files; through a served metadata table only committed ones, a smaller denominator that
-    can only make the breaker trip sooner."""
-    extension = table.config.base_file_extension
-    count = size = 0
-    for partition, statuses in table.list_partitions().items():
-        for status in statuses:
-            name = status.name
-            if status.is_dir or name.startswith(PARTITION_METAFILE_PREFIX):
-                continue
-            if (name.endswith(extension) and not name.startswith(".")) or parse_log_file(partition, name):
-                count += 1
-                size += status.size
-    return count, size

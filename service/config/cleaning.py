@@ -33,8 +33,9 @@ class CleaningTriggerStrategy(JavaEnum):
     NUM_COMMITS = auto()
 
 
-# The product's volume breaker, not a Hudi key: a clean deleting more than this fraction of a table's data
-# files is refused unless forced (`daemon.deletion.max_delete_fraction`, `clean --max-delete-fraction`).
+# The product's volume breaker, not a Hudi key: a clean deleting more than this fraction of the files of
+# a table's live file groups (replaced groups' files not counted: `strategies.cleaning.safety`) is
+# refused unless forced (`daemon.deletion.max_delete_fraction`, `clean --max-delete-fraction`).
 DEFAULT_MAX_DELETE_FRACTION = 0.75
 
 

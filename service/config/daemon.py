@@ -68,7 +68,8 @@ class LoggingSettings(_Model):
 
 
 class DeletionSettings(_Model):
-    # The cleaner's volume breaker: refuse a plan deleting more than this fraction of a table's files.
+    # The cleaner's volume breaker: refuse a plan deleting more than this fraction of the files of the
+    # table's live file groups (`strategies.cleaning.safety`).
     max_delete_fraction: float = Field(default=DEFAULT_MAX_DELETE_FRACTION, gt=0, le=1)
 
 

@@ -12,7 +12,10 @@ from strategies.cleaning.plan import CleanPlan, CleanTarget
 from strategies.cleaning.planner import plan_clean
 from strategies.cleaning.retention import RETENTION_ACTIONS, earliest_commit_to_retain
 from strategies.cleaning.safety import (
+    VolumeCount,
+    count_volume,
     latest_snapshot_paths,
+    live_file_sizes,
     refuse_latest_snapshot_targets,
     refuse_volume,
 )
@@ -27,10 +30,13 @@ __all__ = [
     "CleanTarget",
     "LastClean",
     "PartitionScope",
+    "VolumeCount",
     "clean_due",
     "commits_since_last_clean",
+    "count_volume",
     "earliest_commit_to_retain",
     "latest_snapshot_paths",
+    "live_file_sizes",
     "partitions_to_scan",
     "plan_clean",
     "refuse_latest_snapshot_targets",

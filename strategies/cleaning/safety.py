@@ -3,16 +3,23 @@
 - The latest snapshot is never a target: a plan naming any file of a live file group's latest
   slice (on merge-on-read with a pending compaction, also the slice it compacts, which snapshot
   readers merge with the new one) is refused, always.
-- The volume breaker: a plan deleting more than a fraction (default 0.75) of all data files under
-  the table (every version, live or replaced) is refused unless forced.
+- The volume breaker guards the history readers still use: a plan deleting more than a fraction
+  (default 0.75) of the files of the table's live file groups (every retained version: base and log
+  files of each committed slice) is refused unless forced. Files of file groups replaced by a
+  completed replacecommit (clustering, insert overwrite; `TimelineFacts.replaced`) count in neither
+  the numerator nor the denominator: no reader reads them once the replacecommit completed, and
+  Hudi's cleaner deletes them whole once retention releases them
+  (`CleanPlanner.getReplacedFilesEligibleToClean`). Counting them made the normal clean after a
+  clustering (which replaced most files) trip the breaker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from service.errors import PlanRefusedError
-from service.table.fs_view import FileSystemView
+from service.table.fs_view import FileSlice, FileSystemView
 
 
 def latest_snapshot_paths(view: FileSystemView) -> frozenset[str]:
@@ -35,22 +42,69 @@ def refuse_latest_snapshot_targets(
         )
 
 
-def refuse_volume(
-    table: str,
-    instant: str,
-    files_to_delete: int,
-    bytes_to_delete: int,
-    total_files: int,
-    total_bytes: int,
-    max_fraction: float,
-) -> None:
-    """PlanRefusedError when the plan deletes more than `max_fraction` of the table's data files."""
-    if total_files <= 0 or files_to_delete / total_files <= max_fraction:
+def live_file_sizes(view: FileSystemView) -> dict[str, int]:
+    """Path -> size of every file of every committed slice of the view's live file groups (those no
+    completed replacecommit replaced): what the volume breaker counts."""
+    return {
+        path: size
+        for fg in view.file_groups.values()
+        if not fg.is_replaced
+        for fs in fg.slices
+        for path, size in _slice_file_sizes(fs)
+    }
+
+
+def _slice_file_sizes(fs: FileSlice) -> list[tuple[str, int]]:
+    base = [(fs.base_file.path, fs.base_file.size_bytes)] if fs.base_file is not None else []
+    return base + [(lf.path, lf.size_bytes) for lf in fs.log_files]
+
+
+@dataclass(frozen=True)
+class VolumeCount:
+    """What the volume breaker compares: the plan's deletions of files of live file groups against
+    every file of the live file groups; `replaced_files` (deletions of replaced groups' files) is
+    reported, not counted."""
+
+    files_to_delete: int
+    bytes_to_delete: int
+    live_files: int
+    live_bytes: int
+    replaced_files: int = 0
+
+    @property
+    def fraction(self) -> float:
+        return self.files_to_delete / self.live_files if self.live_files else 0.0
+
+
+def count_volume(targets: Mapping[str, int], live: Mapping[str, int]) -> VolumeCount:
+    """The breaker's count for `targets` (a plan's files present on storage -> size) over `live`
+    (`live_file_sizes` of a view listing at least the targets' partitions): a target outside `live`
+    is a file of a replaced file group (a plan names only committed slices' files)."""
+    deleting = [size for path, size in targets.items() if path in live]
+    return VolumeCount(
+        files_to_delete=len(deleting),
+        bytes_to_delete=sum(deleting),
+        live_files=len(live),
+        live_bytes=sum(live.values()),
+        replaced_files=len(targets) - len(deleting),
+    )
+
+
+def refuse_volume(table: str, instant: str, count: VolumeCount, max_fraction: float) -> None:
+    """PlanRefusedError when the plan deletes more than `max_fraction` of the files of the table's
+    live file groups (`count_volume`)."""
+    if count.live_files <= 0 or count.fraction <= max_fraction:
         return
-    byte_share = f"{bytes_to_delete / total_bytes:.0%}" if total_bytes else "n/a"
+    byte_share = f"{count.bytes_to_delete / count.live_bytes:.0%}" if count.live_bytes else "n/a"
+    replaced = (
+        f"; besides {count.replaced_files} file(s) of replaced file groups, not counted"
+        if count.replaced_files
+        else ""
+    )
     raise PlanRefusedError(
-        f"table {table!r}: clean {instant} would delete {files_to_delete} of {total_files} data files "
-        f"({files_to_delete / total_files:.0%}; {bytes_to_delete} of {total_bytes} bytes, {byte_share}), "
-        f"more than the limit of {max_fraction:.0%}; check the cleaning policy and retention, or pass "
-        "--force to run it anyway"
+        f"table {table!r}: clean {instant} would delete {count.files_to_delete} of the "
+        f"{count.live_files} files of live file groups (every retained version; {count.fraction:.0%}; "
+        f"{count.bytes_to_delete} of {count.live_bytes} bytes, {byte_share}{replaced}), "
+        f"more than the limit of {max_fraction:.0%}; check the cleaning policy and "
+        "retention, or pass --force to run it anyway"
     )

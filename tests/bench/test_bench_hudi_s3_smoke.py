@@ -17,7 +17,8 @@ from bench.hudi_s3 import Options
 from bench.s3_proxy import KINDS
 from tests.support.paths import REPO_ROOT
 
-pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+# pytest-timeout above the benchmark process's own 1800 s limit, so that limit reports first.
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 def test_hudi_s3_bench_counts_both_contenders_requests(tmp_path: Path) -> None:

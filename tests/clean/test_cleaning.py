@@ -312,7 +312,7 @@ def test_volume_breaker_refuses_before_writing_a_plan(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path)
     _many_versions(t)
     before = _data_files(tmp_path)
-    with pytest.raises(PlanRefusedError, match=r"8 of 10 data files \(80%.*--force"):
+    with pytest.raises(PlanRefusedError, match=r"8 of the 10 files of live file groups \(.*80%.*--force"):
         _cleaner(tmp_path, {VERSIONS: 1}).run()
     assert _data_files(tmp_path) == before and _clean_instants(tmp_path) == []
     # A higher limit, or --force, lets it run.
@@ -339,6 +339,68 @@ def test_volume_breaker_counts_every_partition_of_an_incremental_clean(tmp_path:
     # Incremental: only partition a is listed, where 5 of its 7 files go (71%); of the table, 5 of 22.
     result = _cleaner(tmp_path, {COMMITS: 1}, CleanOptions(max_delete_fraction=0.5)).run()
     assert result.files_deleted == 5 and result.cleans[0].incremental
+
+
+def _clustered_small_files(t: FixtureTable) -> None:
+    """4 single-version file groups in each of 3 partitions, then a clustering replacing all 12 by
+    one file group per partition."""
+    partitions = ("a", "b", "c")
+    for i in range(1, 5):
+        t.commit(ts(i), [FileSpec(p, fid(10 * n + i)) for n, p in enumerate(partitions, start=1)])
+    inputs = [(p, fid(10 * n + i)) for n, p in enumerate(partitions, start=1) for i in range(1, 5)]
+    t.pending_clustering(ts(5), inputs, inflight=True)
+    outputs = [FileSpec(p, fid(10 * n)) for n, p in enumerate(partitions, start=1)]
+    t.complete_clustering(ts(5), outputs, {p: [f for q, f in inputs if q == p] for p in partitions})
+
+
+def test_volume_breaker_does_not_count_files_of_replaced_file_groups(tmp_path: Path) -> None:
+    """The normal clean after a clustering: it deletes the 12 replaced files, 80% of the 15 files
+    on storage but none of the live file groups' (which the old breaker refused, issue 31)."""
+    t = FixtureTable(tmp_path)
+    _clustered_small_files(t)
+    result = _cleaner(tmp_path, {VERSIONS: 1, "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS"}).run()
+    assert result.files_deleted == 12
+    assert _data_files(tmp_path) == {
+        f"{p}/{t.file_name(p, fid(10 * n), ts(5))}" for n, p in enumerate("abc", 1)
+    }
+
+
+def test_volume_breaker_trips_on_live_file_groups_beside_replaced_ones(tmp_path: Path) -> None:
+    """Replaced groups' files in the plan do not hide a plan deleting most live groups' versions:
+    5 versions of the 3 clustered groups, keeping 1 deletes 12 of their 15 files (80%)."""
+    t = FixtureTable(tmp_path)
+    _clustered_small_files(t)
+    for i in range(6, 10):
+        t.commit(ts(i), [FileSpec(p, fid(10 * n)) for n, p in enumerate("abc", start=1)])
+    before = _data_files(tmp_path)
+    props = {VERSIONS: 1, "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS"}
+    message = (
+        r"12 of the 15 files of live file groups \(.*80%.*besides 12 file\(s\) of replaced file groups, "
+        r"not counted.*more than the limit of 75%"
+    )
+    with pytest.raises(PlanRefusedError, match=message):
+        _cleaner(tmp_path, props).run()
+    assert _data_files(tmp_path) == before and _clean_instants(tmp_path) == []
+
+
+def test_volume_breaker_whole_table_count_leaves_out_replaced_file_groups(tmp_path: Path) -> None:
+    """An incremental clean over the limit within its listed partition counts the whole table, by
+    the same rule: files of file groups replaced in partitions it does not list count for nothing.
+    Partition a: 5 of its 7 files go (71%); b to f hold 15 files of replaced groups only."""
+    t = FixtureTable(tmp_path)
+    for i in range(1, 4):
+        t.commit(ts(i), [FileSpec(p, fid(n)) for n, p in enumerate("abcdef", start=1)])
+    replaced = {p: [fid(n)] for n, p in enumerate("bcdef", start=2)}
+    t.replace(ts(3)[:-3] + "500", [], replaced, operation=codecs.WriteOperationType.DELETE_PARTITION)
+    t.commit(ts(4), [FileSpec("a", fid(1))])
+    t.commit(ts(5), [FileSpec("a", fid(1))])
+    t.completed_clean(ts(6), earliest_commit_to_retain=ts(4), last_completed_commit=ts(5))
+    t.commit(ts(7), [FileSpec("a", fid(1))])
+    t.commit(ts(8), [FileSpec("a", fid(1))])
+    forced = _cleaner(tmp_path, {COMMITS: 1}, CleanOptions(dry_run=True, force=True)).run()
+    assert [(c.incremental, c.files_planned) for c in forced.cleans] == [(True, 5)]
+    with pytest.raises(PlanRefusedError, match=r"5 of the 7 files of live file groups \(.*71%"):
+        _cleaner(tmp_path, {COMMITS: 1}, CleanOptions(max_delete_fraction=0.5)).run()
 
 
 def test_partition_left_empty_is_removed(tmp_path: Path) -> None:

@@ -1,13 +1,17 @@
 """Soak (issue 16): three replicas as processes, Hudi's Spark writer upserting into two tables, and a
-replica SIGKILLed (and restarted a little later) at random every `HTS_SOAK_KILL_EVERY` seconds for
+replica SIGKILLed (and restarted a little later) every `HTS_SOAK_KILL_EVERY` seconds for
 `HTS_SOAK_SECONDS` (default 120 s, so CI spends about four minutes here; the issue's 10 minutes is
 `HTS_SOAK_SECONDS=600`).
 
-The kill schedule comes from `HTS_SOAK_SEED` (random when unset); seed and schedule are printed and
-written to `<tmp>/soak.log`, so a failure replays with the same seed. At the end, after a quiet
+Each kill hits the replica running a clustering (executing or committing, as its status API says),
+waiting up to `MID_SERVICE_WAIT_S` for one (issue 31: a kill of an idle replica tests little); only
+when none runs by then does it fall back to the scheduled replica. Every run must kill at least one
+replica mid-clustering. How long each replica stays down comes from `HTS_SOAK_SEED` (random when
+unset); seed and schedule are printed and written to `<tmp>/soak.log`. At the end, after a quiet
 period in which the daemon finishes what the dead left: every order the writer committed is read
 exactly once with its latest value by Hudi's reader (files listed through the metadata table and
-through storage alike), and neither timeline holds a requested or inflight instant.
+through storage alike), neither timeline holds a requested or inflight instant, and the daemon
+clustered and cleaned each table (completed replacecommits and cleans seen on its timeline).
 """
 
 from __future__ import annotations
@@ -31,11 +35,23 @@ from tests.support.ports import free_port
 from tests.support.replicas import ReplicaProcess
 from tests.support.zookeeper import ZookeeperServer
 
-pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
-
 SOAK_SECONDS = float(os.environ.get("HTS_SOAK_SECONDS", "120"))
 KILL_EVERY_S = float(os.environ.get("HTS_SOAK_KILL_EVERY", "60"))
 QUIET_SECONDS = 240.0  # at most, after the last kill: the daemon finishes what the dead replicas left
+MID_SERVICE_WAIT_S = 45.0  # at most, at each kill time: for a replica to be running a clustering
+# pytest-timeout: the soak and the quiet period, plus starting, verifying and stopping (a longer
+# HTS_SOAK_SECONDS gets a longer limit).
+TIMEOUT_S = int(SOAK_SECONDS + QUIET_SECONDS + 900)
+RUNNING = ("executing", "committing")
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.hudi,
+    pytest.mark.zk,
+    pytest.mark.slow,
+    pytest.mark.timeout(TIMEOUT_S),
+]
+
 ROWS = 200
 TABLES = ("soak_a", "soak_b")
 LOCKS = "/hudi/soak-locks"
@@ -77,7 +93,8 @@ tables:
 
 
 class KillSchedule:
-    """Every `every_s`: SIGKILL a random replica, restart it `down_s` (random, 0-15 s) later."""
+    """Every `every_s`: SIGKILL the replica running a clustering (else the scheduled random one) and
+    restart it `down_s` (random, 0-15 s) later. `hits` lists the kills that hit a running clustering."""
 
     def __init__(self, replicas: list[ReplicaProcess], seed: int, duration_s: float, log: Path) -> None:
         rng = random.Random(seed)
@@ -86,10 +103,11 @@ class KillSchedule:
         self.plan = [
             (at, rng.randrange(len(replicas)), rng.uniform(0, 15)) for at in kill_times if at < duration_s
         ]
+        self.hits: list[str] = []
         self._log = log
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="soak-kills", daemon=True)
-        self.say(f"seed {seed}; schedule (s after start, replica, seconds down): {self.plan}")
+        self.say(f"seed {seed}; schedule (s after start, fallback replica, seconds down): {self.plan}")
 
     def say(self, line: str) -> None:
         print(f"soak: {line}", flush=True)
@@ -100,13 +118,29 @@ class KillSchedule:
         self._started = time.monotonic()
         self._thread.start()
 
+    def _mid_clustering(self) -> tuple[ReplicaProcess, str] | None:
+        """The first replica found running a clustering within `MID_SERVICE_WAIT_S`, and what it runs."""
+        deadline = time.monotonic() + MID_SERVICE_WAIT_S
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            for replica in self.replicas:
+                for table, service, phase in replica.running():
+                    if service == "clustering" and phase in RUNNING:
+                        return replica, f"{service} of {table} ({phase})"
+            self._stop.wait(0.2)
+        return None
+
     def _run(self) -> None:
         for at, index, down_s in self.plan:
             if self._stop.wait(max(0.0, self._started + at - time.monotonic())):
                 return
-            replica = self.replicas[index]
+            found = self._mid_clustering()
+            if found is None:
+                replica, doing = self.replicas[index], f"no clustering ran within {MID_SERVICE_WAIT_S:g} s"
+            else:
+                replica, doing = found
+                self.hits.append(f"{replica.replica_id}: {doing}")
             replica.kill()
-            self.say(f"SIGKILLed {replica.replica_id}; restarting it in {down_s:.1f} s")
+            self.say(f"SIGKILLed {replica.replica_id} ({doing}); restarting it in {down_s:.1f} s")
             if self._stop.wait(down_s):
                 return
             replica.start()
@@ -143,13 +177,21 @@ def _completed_commits(base: Path) -> int:
     return len(HudiTable.open(str(base)).load_timeline().by_actions([Action.COMMIT]).completed())
 
 
-def test_soak_replicas_killed_at_random_beside_a_hudi_writer_lose_nothing(
+def _services_done(base: Path) -> set[str]:
+    """Completed replacecommits (clusterings: only the daemon writes them here) and cleans on the active
+    timeline. Hudi's writer archives old instants, so callers collect these as the soak goes."""
+    completed = HudiTable.open(str(base)).load_timeline().completed()
+    return {i.file_name for i in completed if i.action in (Action.REPLACE_COMMIT, Action.CLEAN)}
+
+
+def test_soak_replicas_killed_mid_clustering_beside_a_hudi_writer_lose_nothing(
     replicas: list[ReplicaProcess], zookeeper_server: ZookeeperServer, spark: Any, tmp_path: Path
 ) -> None:
     zk = zookeeper_server.connect_string
     seed = int(os.environ.get("HTS_SOAK_SEED") or random.randrange(2**31))
     kills = KillSchedule(replicas, seed, SOAK_SECONDS, tmp_path / "soak.log")
     written: dict[str, list[int]] = {t: [] for t in TABLES}
+    done: dict[str, set[str]] = {t: set() for t in TABLES}
     for table in TABLES:  # the tables exist before the replicas start
         _write(spark, tmp_path / table, table, 0, zk)
         written[table].append(0)
@@ -174,6 +216,7 @@ def test_soak_replicas_killed_at_random_beside_a_hudi_writer_lose_nothing(
                     else:
                         failures += 1
                     kills.say(f"writer: batch {batch} on {table} raised (committed: {landed}): {causes[:3]}")
+                done[table] |= _services_done(tmp_path / table)
             batch += 1
     finally:
         kills.stop()
@@ -186,6 +229,8 @@ def test_soak_replicas_killed_at_random_beside_a_hudi_writer_lose_nothing(
 
     def pending() -> dict[str, list[str]]:
         found = {t: [i.file_name for i in table.load_timeline().pending()] for t, table in tables.items()}
+        for t in TABLES:
+            done[t] |= _services_done(tmp_path / t)
         return {t: names for t, names in found.items() if names}
 
     deadline = time.monotonic() + QUIET_SECONDS
@@ -198,6 +243,13 @@ def test_soak_replicas_killed_at_random_beside_a_hudi_writer_lose_nothing(
     for replica in replicas:
         kills.say(f"--- {replica.replica_id} log tail:\n{replica.log_tail(1500)}")
     assert left == {}, f"orphan instants after the quiet period (seed {seed})"
+    kills.say(f"kills mid-clustering: {kills.hits}; services done: {done}")
+    for table in TABLES:  # the daemon served each table: it clustered and cleaned it
+        actions = {name.split(".")[1] for name in done[table]}
+        assert actions == {"replacecommit", "clean"}, (table, sorted(done[table]), seed)
+    assert kills.hits, (
+        f"no kill hit a replica running a clustering (seed {seed}); see {tmp_path / 'soak.log'}"
+    )
     for table in TABLES:
         assert verify_demo_table(spark, str(tmp_path / table), written[table], ROWS), (table, seed)
     assert sum(map(len, written.values())) > len(TABLES)  # the writer committed beside the replicas

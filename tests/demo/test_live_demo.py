@@ -15,7 +15,14 @@ from service.table.mdt.timeline import load_mdt_timeline
 from service.table.table import HudiTable
 from tests.support.ports import free_port
 
-pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
+# Each run: the demo's duration below, Hudi's writer and the daemon starting, the final reads.
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.hudi,
+    pytest.mark.zk,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+]
 
 
 # Merge-on-read runs longer: the writer's updates wait (Hudi rejects updates to groups under a pending

@@ -8,6 +8,7 @@ its heartbeats stop, its Spark JVM exits with its parent (PySpark's gateway ends
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -75,6 +76,22 @@ class ReplicaProcess:
                 return set(HELD.findall(response.read().decode()))
         except (urllib.error.URLError, OSError):
             return None
+
+    def running(self) -> list[tuple[str, str, str]]:
+        """(table, service, phase) of every service this replica runs now on a table it holds, as its
+        status API reports them (`/api/v1/tables`); empty when it is down or runs nothing."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/tables", timeout=2) as response:
+                tables = json.loads(response.read())["tables"]
+        except (urllib.error.URLError, OSError, ValueError):
+            return []
+        return [
+            (table["name"], service, section["phase"])
+            for table in tables
+            if table["held"]
+            for service, section in table["services"].items()
+            if section["phase"] is not None
+        ]
 
     def log_tail(self, chars: int = 3000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else "(no log)"

@@ -1,0 +1,72 @@
+"""The volume breaker's count as pure logic over an in-memory file-system view (no files, no Spark).
+
+It compares a plan's deletions of files of live file groups with every file of the live file groups
+(every retained version); files of file groups a completed replacecommit replaced count for nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from service.errors import PlanRefusedError
+from service.table.data_files import base_file_name
+from service.table.fs_view import FileSystemView, TimelineFacts
+from service.table.instant import Action, Instant, State
+from service.table.storage import FileStatus
+from service.table.timeline import Timeline
+from strategies.cleaning import VolumeCount, count_volume, live_file_sizes, refuse_volume
+from tests.support.fixtures import ts
+
+SIZE = 100
+REPLACE = ts(10)
+TIMELINE = Timeline.of(
+    [Instant(ts(i), Action.COMMIT, State.COMPLETED) for i in range(1, 7)]
+    + [Instant(REPLACE, Action.REPLACE_COMMIT, State.COMPLETED)]
+)
+
+
+def _path(file_id: str, i: int) -> str:
+    return f"p/{base_file_name(file_id, '0-0-0', ts(i))}"
+
+
+def _view() -> FileSystemView:
+    """Live groups g1, g2 with 6 versions each (ts 1-6); groups r1-r6, one version each, replaced by
+    a clustering that wrote n1 (one version): 13 live files, 6 replaced ones."""
+    paths = [_path(g, i) for g in ("g1", "g2") for i in range(1, 7)]
+    paths += [_path(f"r{n}", 1) for n in range(1, 7)] + [f"p/{base_file_name('n1', '0-0-0', REPLACE)}"]
+    listing = {"p": [FileStatus(p, SIZE, False) for p in paths]}
+    facts = TimelineFacts(replaced={("p", f"r{n}"): REPLACE for n in range(1, 7)})
+    return FileSystemView.build(TIMELINE, listing, facts)
+
+
+REPLACED = {_path(f"r{n}", 1): SIZE for n in range(1, 7)}
+
+
+def _old_versions(keep: int) -> dict[str, int]:
+    """The versions of g1 and g2 older than their newest `keep`."""
+    return {_path(g, i): SIZE for g in ("g1", "g2") for i in range(1, 7 - keep)}
+
+
+def test_live_file_sizes_are_every_version_of_live_groups_only() -> None:
+    live = live_file_sizes(_view())
+    assert len(live) == 13 and not set(REPLACED) & set(live)
+
+
+def test_replaced_groups_files_count_in_neither_numerator_nor_denominator() -> None:
+    count = count_volume(REPLACED, live_file_sizes(_view()))
+    assert count == VolumeCount(0, 0, 13, 13 * SIZE, replaced_files=6)
+    refuse_volume("t", "c1", count, 0.75)  # every file of the plan replaced: never trips
+
+
+def test_a_plan_deleting_most_live_versions_trips_whatever_replaced_files_it_holds() -> None:
+    live = live_file_sizes(_view())
+    most = count_volume({**REPLACED, **_old_versions(keep=1)}, live)  # 10 of 13 live files: 77%
+    assert (most.files_to_delete, most.live_files, most.replaced_files) == (10, 13, 6)
+    with pytest.raises(
+        PlanRefusedError, match=r"10 of the 13 files of live file groups \(.*77%.*6 file\(s\)"
+    ):
+        refuse_volume("t", "c1", most, 0.75)
+    # Without the replaced files in the plan it trips alike; keeping 2 versions (8 of 13, 62%) passes.
+    with pytest.raises(PlanRefusedError, match="10 of the 13"):
+        refuse_volume("t", "c1", count_volume(_old_versions(keep=1), live), 0.75)
+    refuse_volume("t", "c1", count_volume({**REPLACED, **_old_versions(keep=2)}, live), 0.75)

@@ -1,0 +1,76 @@
+"""The suite cannot hang or skip its real parts.
+
+Every test runs under a pytest-timeout limit, so a hung ZooKeeper, Spark or Hudi test fails the run
+instead of running until CI's own limit: pyproject's default, longer for tests marked `slow` or
+`spark` (tests/conftest.py), and the longest suites' own. A skipped test fails the run
+(`tests/support/no_skips.py`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import SLOW_TEST_TIMEOUT_S
+from tests.daemon.test_cluster_soak import TIMEOUT_S as SOAK_TIMEOUT_S
+from tests.support.paths import REPO_ROOT
+
+MODULES = {
+    "plain": "tests/clean/test_volume_breaker.py",
+    "zk": "tests/lock/test_zookeeper_lock.py",
+    "slow": "tests/clean/test_breaker_after_clustering_hudi.py",
+    "spark_only": "tests/harness/test_harness.py",
+    "demo": "tests/demo/test_live_demo.py",
+    "soak": "tests/daemon/test_cluster_soak.py",
+}
+
+
+def _collected_timeouts() -> dict[str, set[float]]:
+    """Module key -> the limits its tests get, as a fresh pytest session collects them."""
+    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "tests.support.timeout_report",
+            "-p", "no:cacheprovider", *MODULES.values()]  # fmt: skip
+    done = subprocess.run(
+        argv, cwd=REPO_ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    found: dict[str, set[float]] = {key: set() for key in MODULES}
+    for line in done.stdout.splitlines():
+        if line.startswith("TIMEOUT "):
+            _, seconds, nodeid = line.split(" ", 2)
+            key = next(k for k, module in MODULES.items() if nodeid.startswith(module + "::"))
+            found[key].add(float(seconds))
+    return found
+
+
+def test_every_test_has_a_timeout_longer_for_slow_suites() -> None:
+    found = _collected_timeouts()
+    assert found == {
+        "plain": {300.0},
+        "zk": {300.0},
+        "slow": {float(SLOW_TEST_TIMEOUT_S)},
+        "spark_only": {float(SLOW_TEST_TIMEOUT_S)},
+        "demo": {1200.0},
+        "soak": {float(SOAK_TIMEOUT_S)},
+    }
+    assert SOAK_TIMEOUT_S >= 120 + 240 + 600  # the default soak, its quiet period, and room to start
+
+
+def test_a_skipped_test_fails_the_run(tmp_path: Path) -> None:
+    """A test skipping because a real part is missing fails the run, naming its reason; without the
+    plugin the same run passes with a skip."""
+    (tmp_path / "test_needs_a_part.py").write_text(
+        "import pytest\n\n\ndef test_needs_a_part() -> None:\n    pytest.skip('the part is missing')\n"
+    )
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+            str(tmp_path / "test_needs_a_part.py")]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    guarded = subprocess.run([*argv, "-p", "tests.support.no_skips"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert guarded.returncode == 1, guarded.stdout
+    assert "1 failed" in guarded.stdout and "not skip): the part is missing" in guarded.stdout
+    plain = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and "1 skipped" in plain.stdout, plain.stdout
