@@ -126,9 +126,18 @@ def demo_writer_options(
     return opts
 
 
+def demo_updates_per_batch(rows_per_batch: int) -> int:
+    """How many orders of each batch after the first are updates: half of them, rounded down."""
+    return rows_per_batch // 2
+
+
 def demo_first_order(batch: int, rows_per_batch: int) -> int:
-    """The first order id of batch `batch` (its ids are consecutive; half of them the previous batch's)."""
-    return max(0, batch * rows_per_batch - rows_per_batch // 2)
+    """The first order id of batch `batch`; its `rows_per_batch` ids are consecutive.
+
+    Batch 0 holds orders [0, R). Each later batch starts `demo_updates_per_batch(R)` ids before the
+    previous batch ends: its first R // 2 orders are the previous batch's newest R // 2 (updates; from
+    batch 2 on, exactly the orders the previous batch added), its other R - R // 2 orders are new."""
+    return batch * (rows_per_batch - demo_updates_per_batch(rows_per_batch))
 
 
 def demo_latest(batches: Iterable[int], rows_per_batch: int) -> dict[int, int]:
@@ -142,7 +151,8 @@ def demo_latest(batches: Iterable[int], rows_per_batch: int) -> dict[int, int]:
 
 
 def demo_batch(spark: SparkSession, batch: int, rows_per_batch: int) -> DataFrame:
-    """Batch `batch`: half updates of the previous batch's orders, half new orders (batch 0: all new)."""
+    """Batch `batch` (`demo_first_order`): R // 2 updates of the previous batch's newest orders, the
+    rest new orders (batch 0: all new)."""
     from pyspark.sql import functions as F
 
     first_id = demo_first_order(batch, rows_per_batch)

@@ -1,19 +1,24 @@
 """`hudi-table-service demo`: the daemon on an embedded default, beside Hudi's own writer.
 
 ZooKeeper on loopback; Hudi's Spark writer commits a batch every few seconds under optimistic
-concurrency with Hudi's ZookeeperBasedLockProvider; the daemon, locking the same znode, schedules and
-executes clustering and cleaning as the triggers fire, with its metrics page up. With `--table-type
-MERGE_ON_READ` the writer's updates land in log files and the daemon's clustering merges them. The
-writer keeps Hudi's default metadata table (`files` partition), which the daemon updates with every instant it
-completes. At the end the table is read back through Hudi twice, listing files through the metadata
-table and through storage: every order exactly once with its latest value, the same rows from the same
-files both ways. Each run writes a fresh table under the work directory.
+concurrency with Hudi's ZookeeperBasedLockProvider, each batch after the first updating the previous
+batch's newest half of orders and adding as many new ones (`demo_first_order`); a batch Hudi rejects
+(an update to a file group under pending clustering) is retried until it commits. The daemon, locking
+the same znode, schedules and executes clustering and cleaning as the triggers fire, with its metrics
+page up. With `--table-type MERGE_ON_READ` the writer's updates land in log files, which every
+clustering merges (the daemon's compaction is off here): each is printed with the log files it merged
+and the updated records they held. The writer keeps Hudi's default metadata table (`files` partition),
+which the daemon updates with every instant it completes. At the end the table is read back through
+Hudi twice, listing files through the metadata table and through storage: every order exactly once with
+its latest value, the same rows from the same files both ways; the last line counts the rows written
+and the updates among them. Each run writes a fresh table under the work directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import posixpath
 import threading
 import time
 from pathlib import Path
@@ -22,8 +27,16 @@ from typing import TYPE_CHECKING
 import yaml
 
 from service.config.daemon import load_daemon_config
+from service.config.hoodie_keys import HEARTBEAT_INTERVAL_MS
 from service.daemon import Daemon
-from service.demo.hudi_writer import demo_batch, demo_latest, demo_spark, demo_writer_options, hts_home
+from service.demo.hudi_writer import (
+    demo_batch,
+    demo_latest,
+    demo_spark,
+    demo_updates_per_batch,
+    demo_writer_options,
+    hts_home,
+)
 from service.demo.zookeeper import LoopbackZookeeper, zookeeper_available
 from service.errors import HudiTableServiceError
 from service.executor import SparkExecutor
@@ -36,6 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 LOCK_BASE_PATH = "/hudi/locks"
+DEMO_HEARTBEAT_MS = 5000  # x hoodie.client.heartbeat.tolerable.misses (2): a failed attempt expires in 10 s
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +67,8 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def demo_config(base_path: str, zk: str, metrics_port: int) -> dict[str, object]:
+    """The daemon's config: Z-order clustering after 4 commits, cleaning keeping 3 commits, and no
+    compaction, so the writer's log files on a merge-on-read table are what its clusterings merge."""
     lock = {
         "provider": "zookeeper",
         "properties": {
@@ -63,7 +79,13 @@ def demo_config(base_path: str, zk: str, metrics_port: int) -> dict[str, object]
     }
     return {
         "daemon": {
-            "poll_interval_seconds": 5,
+            # Within a second of the writer's commit that makes clustering due, so the plan is mostly
+            # written before the writer's next batch starts (which Hudi then rejects) rather than
+            # while a batch updating its file groups is in flight (then the clustering rolls back).
+            "poll_interval_seconds": 1,
+            # A tick failing on a transient state (e.g. Hudi's writer mid metadata-table compaction)
+            # is retried within seconds, not after the default 30 s.
+            "failures": {"backoff_initial_seconds": 2, "backoff_max_seconds": 30},
             "spark": {"master": "local[2]"},
             "lock": lock,
             "metrics": {"host": "127.0.0.1", "port": metrics_port},
@@ -73,14 +95,32 @@ def demo_config(base_path: str, zk: str, metrics_port: int) -> dict[str, object]
             "hoodie.layout.optimize.strategy": "ZORDER",
             "hoodie.clustering.plan.strategy.sort.columns": "quantity,amount",
             "hoodie.cleaner.commits.retained": 3,
+            # The writer's (optimistic concurrency forces it there): each clean first rolls back the
+            # writer's rejected attempts once their heartbeat (the writer's interval) expired.
+            "hoodie.cleaner.policy.failed.writes": "LAZY",
+            HEARTBEAT_INTERVAL_MS: DEMO_HEARTBEAT_MS,
         },
-        "tables": [{"name": "demo", "base_path": base_path, "timezone": "UTC"}],
+        "tables": [
+            {
+                "name": "demo",
+                "base_path": base_path,
+                "timezone": "UTC",
+                # Compaction (on by default for merge-on-read) would merge the same log files whenever
+                # its trigger fires beside a clustering's; the demo shows the clustering merging them.
+                "compaction": {"enabled": False},
+            }
+        ],
     }
 
 
 def _write_batch(spark: SparkSession, base: str, batch: int, rows: int, zk: str, table_type: str) -> None:
     opts = demo_writer_options("demo", zk, LOCK_BASE_PATH, table_type)
     opts["hoodie.table.timeline.timezone"] = "UTC"
+    # An attempt Hudi rejects (an update to a file group under pending clustering, SparkRejectUpdateStrategy)
+    # stays pending until a clean rolls it back once its heartbeat expired (LAZY failed writes), and
+    # holds back the earliest commit to retain meanwhile: with Hudi's 60 s beat and 2 misses, every
+    # clean of a 2-minute demo would wait for the last rejected attempt.
+    opts[HEARTBEAT_INTERVAL_MS] = str(DEMO_HEARTBEAT_MS)
     operation = "insert" if batch == 0 else "upsert"
     df = demo_batch(spark, batch, rows)
     df.write.format("hudi").options(**opts).option("hoodie.datasource.write.operation", operation).mode(
@@ -88,24 +128,71 @@ def _write_batch(spark: SparkSession, base: str, batch: int, rows: int, zk: str,
     ).save(base)
 
 
+def _batch_summary(batch: int, rows: int) -> str:
+    if batch == 0:
+        return f"{rows} new orders"
+    updates = demo_updates_per_batch(rows)
+    return f"{rows} orders: {updates} updates of batch {batch - 1}'s newest orders, {rows - updates} new"
+
+
+def _last_writer_commit(table: HudiTable) -> str:
+    """The newest completed instant only the writer makes: a deltacommit on merge-on-read, a commit on
+    copy-on-write (the daemon there writes only replacecommits and cleans); "" when none."""
+    merge_on_read = table.config.table_type is TableType.MERGE_ON_READ
+    action = Action.DELTA_COMMIT if merge_on_read else Action.COMMIT
+    done = table.load_timeline().by_actions([action]).completed()
+    return max((i.timestamp for i in done), default="")
+
+
+def _failure_reason(exc: Exception) -> str:
+    """The innermost Java exception of a failed `save` (Py4J's message holds the whole trace)."""
+    lines = [line.strip() for line in str(exc).splitlines()] or [type(exc).__name__]
+    causes = [line.removeprefix("Caused by: ") for line in lines if "Exception: " in line]
+    return (causes[-1] if causes else lines[0])[:200]
+
+
 def _writer(
     spark: SparkSession, base: str, rows: int, interval: float, zk: str, table_type: str,
     stop: threading.Event, written: list[int],
 ) -> None:  # fmt: skip
+    """Commit batch after batch until `stop`. A failed attempt is retried with the same rows until the
+    batch commits, so each committed batch updates the orders of the previous committed one; an
+    attempt whose instant completed before `save` raised counts as committed (not written twice)."""
+    table = HudiTable.open(base)
     batch = len(written)
     while not stop.is_set():
-        for attempt in range(1, 6):
+        attempt = 1
+        while not stop.is_set():
+            before = _last_writer_commit(table)
             try:
                 _write_batch(spark, base, batch, rows, zk, table_type)
-                written.append(batch)
-                print(f"  writer: committed batch {batch} ({rows} orders, half of them updates)", flush=True)
-                break
             except Exception as exc:  # Hudi rejects updates to file groups being clustered: retry
-                reason = str(exc).splitlines()[0][:160]
-                print(f"  writer: batch {batch} attempt {attempt} failed, retrying: {reason}", flush=True)
-                stop.wait(2.0)
-        batch += 1
+                reason = _failure_reason(exc)
+                if _last_writer_commit(table) == before:
+                    print(f"  writer: batch {batch} attempt {attempt} failed, retrying: {reason}", flush=True)
+                    attempt += 1
+                    stop.wait(2.0)
+                    continue
+                # Its instant completed (a later step of `save` raised): the batch is in, do not rewrite it.
+                said = f"batch {batch} attempt {attempt} committed, then raised"
+                print(f"  writer: {said}: {reason}", flush=True)
+            written.append(batch)
+            print(f"  writer: committed batch {batch} ({_batch_summary(batch, rows)})", flush=True)
+            batch += 1
+            break
         stop.wait(interval)
+
+
+def _log_file_updates(table: HudiTable, log_names: set[str]) -> int:
+    """Updated records the log files named `log_names` hold: the `numUpdateWrites` of the completed
+    deltacommits' write stats (HoodieDeltaWriteStat of Hudi's HoodieAppendHandle) whose path is one of
+    them (a deltacommit Hudi's writer archived since is not counted)."""
+    updates = 0
+    for instant in table.load_timeline().by_actions([Action.DELTA_COMMIT]).completed():
+        for stat in table.facts_reader.commit_metadata(instant).write_stats:
+            if stat.path is not None and posixpath.basename(stat.path) in log_names:
+                updates += stat.num_update_writes
+    return updates
 
 
 def _report_progress(table: HudiTable, seen: set[str]) -> None:
@@ -122,8 +209,13 @@ def _report_progress(table: HudiTable, seen: set[str]) -> None:
         if instant.action is Action.REPLACE_COMMIT:
             plan = table.facts_reader.clustering_plan(instant, file_names_only=True)
             slices = [s for g in plan.groups for s in g.slices] if plan is not None else []
-            merged = sum(1 for s in slices if s.log_file_paths)
-            detail = f" ({len(slices)} file slices, {merged} with log files)"
+            detail = f"{len(slices)} file slices"
+            if merge_on_read:
+                merged = sum(1 for s in slices if s.log_file_paths)
+                logs = {posixpath.basename(p) for s in slices for p in s.log_file_paths}
+                said = f"{len(logs)} log files, {_log_file_updates(table, logs)} updated records merged"
+                detail += f", {merged} with log files: {said}"
+            detail = f" ({detail})"
         print(f"  daemon: {services[instant.action]} at {instant.timestamp}{detail}", flush=True)
 
 
@@ -141,7 +233,8 @@ def _hudi_read(spark: SparkSession, base: str, metadata: bool) -> list[tuple[int
 
 def verify_demo_table(spark: SparkSession, base: str, written: list[int], rows: int) -> bool:
     """Hudi's reader returns every order of the `written` batches exactly once with its latest value,
-    listing files through the metadata table and through storage alike (printed; True if so)."""
+    listing files through the metadata table and through storage alike (printed, the last line with
+    the rows written and how many of them were updates; True if so)."""
     latest = demo_latest(written, rows)
     ok = True
     reads = {metadata: _hudi_read(spark, base, metadata) for metadata in (True, False)}
@@ -162,6 +255,15 @@ def verify_demo_table(spark: SparkSession, base: str, written: list[int], rows: 
     ok = ok and same
     both = "the same rows from the same files" if same else "MISMATCH between the two reads"
     print(f"verify (metadata table vs storage listing): {both}", flush=True)
+    rows_written = len(written) * rows
+    # A batch's order ids are distinct: every written row beyond an order's first one updated it.
+    updates = rows_written - len(latest)
+    verdict = "every order holds its latest value, read both ways" if ok else "MISMATCH (above)"
+    print(
+        f"verify: {rows_written} rows written in {len(written)} batches, {updates} of them updates, "
+        f"{len(latest)} orders: {verdict}",
+        flush=True,
+    )
     return ok
 
 
@@ -183,6 +285,7 @@ def run_demo(args: argparse.Namespace) -> int:
         )
         _write_batch(spark, base, 0, args.rows_per_batch, zk, args.table_type)
         written = [0]
+        print(f"  writer: committed batch 0 ({_batch_summary(0, args.rows_per_batch)})", flush=True)
         config_path = Path(base + "-daemon.yaml")
         config_path.write_text(yaml.safe_dump(demo_config(base, zk, args.metrics_port), sort_keys=False))
         daemon = Daemon(load_daemon_config(config_path), executor=SparkExecutor(session=spark))
