@@ -253,6 +253,7 @@ class TableTicker:
                 runtime.compaction_not_applicable_logged, level = True, logging.INFO
             log.log(level, "table %s: %s; it is not compacted", name, table.config.table_type.value)
             return Outcome.NOT_APPLICABLE
+        table.check_service_supported(TableServiceKind.COMPACTION)  # the table version's, among others
         try:
             # The executor merges each slice as Hudi's readers do; a merge it does not reproduce is
             # refused before a plan is written (a Java writer would execute it, we could not).

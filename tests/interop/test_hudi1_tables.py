@@ -11,13 +11,18 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from service.cleaning.orchestrator import CleanOptions
 from service.cli import main
+from service.config.daemon import parse_daemon_config
+from service.daemon.runtime import Outcome, TableService
+from service.daemon.scheduler import Daemon
 from service.status import table_status
 from service.table.table import HudiTable
 from tests.clean.helpers import make_cleaner
@@ -362,3 +367,70 @@ def test_a_table_hudi_1x_upgraded_in_place_is_read_and_cleaned_as_hudi_does(
     assert our_deleted or table_type == "MERGE_ON_READ"  # a pending compaction may hold every slice
     assert _snapshot(hudi1, our_copy) == snapshot
     assert _hudi_rs_snapshot(our_copy) == snapshot
+
+
+# -- the daemon on versions 8 and 9
+
+
+def _daemon_config(tables: dict[str, Path]) -> str:
+    entries = "".join(
+        f"""
+  - name: {name}
+    base_path: {base}
+    clustering: {{enabled: true}}
+    compaction: {{enabled: true}}
+    timezone: UTC"""
+        for name, base in tables.items()
+    )
+    return f"""
+daemon:
+  poll_interval_seconds: 60
+  shutdown_grace_seconds: 10
+  metrics: {{host: 127.0.0.1, port: 0}}
+  lock: {{provider: in-process, properties: {{hoodie.write.lock.wait_time_ms: 5000}}}}
+  failures: {{backoff_initial_seconds: 30, backoff_max_seconds: 120, quarantine_after: 2}}
+defaults:
+  hoodie.cleaner.policy: KEEP_LATEST_FILE_VERSIONS
+  hoodie.cleaner.fileversions.retained: 1
+  hoodie.clean.max.commits: 1
+tables:{entries}
+"""
+
+
+def test_the_daemon_cleans_what_it_serves_and_refuses_the_rest_without_failing(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+) -> None:
+    """On version 8/9 merge-on-read tables: cleaning runs where the table has no metadata table;
+    clustering and compaction, and every service of a table with the metadata table, are refused
+    (a state with its reason), never failed or quarantined; nothing is written for them."""
+    plain, with_mdt = tmp_path / "plain", tmp_path / "mdt"
+    shutil.copytree(histories[("MERGE_ON_READ", False)][0].base, plain)
+    shutil.copytree(histories[("MERGE_ON_READ", True)][0].base, with_mdt)
+    untouched = sorted(str(p.relative_to(with_mdt)) for p in with_mdt.rglob("*"))
+    before = _data_files(plain)
+    planned_before = sorted(
+        p.name
+        for p in (plain / ".hoodie" / "timeline").iterdir()
+        if re.search(r"clustering|compaction", p.name)
+    )
+    config = parse_daemon_config(_daemon_config({"plain": plain, "mdt": with_mdt}))
+    daemon = Daemon(config, registry=CollectorRegistry(), serve_http=False)
+    plain_rt, mdt_rt = daemon.runtimes["plain"], daemon.runtimes["mdt"]
+    now = datetime.now(UTC)
+    for service in (TableService.CLUSTERING, TableService.COMPACTION):
+        assert daemon.run_iteration(plain_rt, service, now) is Outcome.REFUSED
+    assert daemon.run_iteration(plain_rt, TableService.CLEANING, now) is Outcome.DONE
+    assert _data_files(plain) < before
+    for service in TableService:
+        assert daemon.run_iteration(mdt_rt, service, now) is Outcome.REFUSED
+    for runtime in (plain_rt, mdt_rt):
+        assert not runtime.consecutive_failures and not runtime.quarantined
+    assert sorted(str(p.relative_to(with_mdt)) for p in with_mdt.rglob("*")) == untouched
+    planned = [
+        p.name
+        for p in (plain / ".hoodie" / "timeline").iterdir()
+        if re.search(r"clustering|compaction", p.name)
+    ]
+    assert sorted(planned) == planned_before  # Hudi's own plans of the history only
