@@ -209,13 +209,14 @@ class FileSystemView:
                 bucket = slices.setdefault((partition, log.file_id), {})
                 bucket.setdefault(log.base_instant_time, (None, []))[1].append(log)
 
-        for fg_id, group_logs in logs_to_place.items():
-            by_instant = slices.setdefault(fg_id, {})
-            compaction = facts.pending_compaction.get(fg_id)
-            bases = set(by_instant) | ({compaction[0]} if compaction is not None else set())
-            assert times is not None
-            for instant, placed in slice_log_files_by_completion(table, bases, group_logs, times).items():
-                by_instant.setdefault(instant, (None, []))[1].extend(placed)
+        if times is not None:
+            for fg_id, group_logs in logs_to_place.items():
+                by_instant = slices.setdefault(fg_id, {})
+                compaction = facts.pending_compaction.get(fg_id)
+                bases = set(by_instant) | ({compaction[0]} if compaction is not None else set())
+                placed = slice_log_files_by_completion(table, bases, group_logs, times)
+                for instant, logs in placed.items():
+                    by_instant.setdefault(instant, (None, []))[1].extend(logs)
 
         groups: dict[FileGroupId, FileGroup] = {}
         for fg_id, by_instant in slices.items():

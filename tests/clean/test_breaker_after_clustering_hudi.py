@@ -21,6 +21,7 @@ import pytest
 
 from service.cli import main
 from tests.support import hudi_tables as ht
+from tests.support.hudi_tables import data_files as _data_files
 from tests.support.mdt_histories import MDT_ON
 from tests.support.mor_tables import _MorBuilder
 from tests.support.paths import REPO_ROOT
@@ -34,17 +35,6 @@ KEEP_ONE_VERSION = [
     "--hoodie-conf", "hoodie.cleaner.policy=KEEP_LATEST_FILE_VERSIONS",
     "--hoodie-conf", "hoodie.cleaner.fileversions.retained=1",
 ]  # fmt: skip
-
-
-def _data_files(base: Path) -> set[str]:
-    return {
-        p.relative_to(base).as_posix()
-        for p in base.rglob("*")
-        if p.is_file()
-        and ".hoodie" not in p.relative_to(base).parts
-        and not p.name.startswith((".hoodie_partition_metadata", ".."))
-        and not p.name.endswith(".crc")
-    }
 
 
 def _reads(spark: SparkSession, base: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -27,6 +27,7 @@ from tests.clean.helpers import make_cleaner
 from tests.support import hudi_tables as ht
 from tests.support.fixtures import FileSpec, FixtureTable
 from tests.support.histories import HudiHistory
+from tests.support.hudi_tables import data_files as _data_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,17 +92,6 @@ def clean_history(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory)
 def _copy(history: CleanHistory, dest: Path) -> Path:
     shutil.copytree(history.base, dest, symlinks=True)
     return dest
-
-
-def _data_files(base: Path) -> set[str]:
-    return {
-        p.relative_to(base).as_posix()
-        for p in base.rglob("*")
-        if p.is_file()
-        and ".hoodie" not in p.relative_to(base).parts
-        and not p.name.startswith((".hoodie_partition_metadata", ".."))
-        and not p.name.endswith(".crc")
-    }
 
 
 def _read(spark: SparkSession, base: Path, as_of: str | None = None) -> list[dict[str, Any]]:

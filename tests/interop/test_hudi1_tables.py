@@ -39,6 +39,7 @@ from tests.support.hudi1_histories import (
 )
 from tests.support.hudi_jvm import HudiJvm, hudi_jvm
 from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices, hudi_rs_snapshot
+from tests.support.hudi_tables import data_files as _data_files
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -143,15 +144,24 @@ def test_status_reports_the_version_and_completion_times(
     assert report["replaced_file_groups"] > 0
 
 
-@pytest.mark.parametrize("service", ["cluster", "compact"])
-def test_services_are_refused_by_name_and_nothing_changes(
+@pytest.mark.parametrize(
+    ("service", "metadata", "reason"),
+    [
+        ("cluster", False, r"clustering of table version {v} \(Hudi 1.x\) is not served yet"),
+        ("compact", False, r"compaction of table version {v} \(Hudi 1.x\) is not served yet"),
+        ("clean", True, r"metadata table .* not kept in sync on table version {v}"),
+    ],
+)
+def test_services_not_served_are_refused_by_name_and_nothing_changes(
     hudi1: HudiJvm,
     histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
     tmp_path: Path,
     service: str,
+    metadata: bool,
+    reason: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    history, _ = histories[("MERGE_ON_READ", False)]
+    history, _ = histories[("MERGE_ON_READ", metadata)]
     copy = tmp_path / "t"
     shutil.copytree(history.base, copy)
     before = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
@@ -161,9 +171,7 @@ def test_services_are_refused_by_name_and_nothing_changes(
     with caplog.at_level(logging.WARNING):
         assert main(args) != 0
     said = " ".join(r.getMessage() for r in caplog.records)
-    assert re.search(
-        rf"{service}\w* of table version {hudi1.table_version} \(Hudi 1.x\) is not served yet", said
-    )
+    assert re.search(reason.format(v=hudi1.table_version), said), said
     assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == before
 
 
@@ -203,25 +211,6 @@ def test_crafted_bad_timeline_files_fail_status_naming_the_file(
     assert len(errors) == 1
     assert bad.name in errors[0], errors[0]
     assert re.search(message, errors[0]), errors[0]
-
-
-def test_clean_is_refused_on_a_table_with_the_metadata_table_and_nothing_changes(
-    hudi1: HudiJvm,
-    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    history, _ = histories[("MERGE_ON_READ", True)]
-    copy = tmp_path / "t"
-    shutil.copytree(history.base, copy)
-    before = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
-    with caplog.at_level(logging.WARNING):
-        assert main(["clean", "--base-path", str(copy)]) != 0
-    said = " ".join(r.getMessage() for r in caplog.records)
-    assert re.search(rf"metadata table .* not kept in sync on table version {hudi1.table_version}", said), (
-        said
-    )
-    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == before
 
 
 # -- cleaning on versions 8 and 9 (metadata table off), against Hudi 1.x's own cleaner
@@ -317,17 +306,6 @@ def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
     ]
     new_ids = {0, 3, 100} - {r[0] for r in snapshot}
     assert len(after) == len({r[0] for r in after}) == len(snapshot) + len(new_ids)
-
-
-def _data_files(base: Path) -> set[str]:
-    return {
-        p.relative_to(base).as_posix()
-        for p in base.rglob("*")
-        if p.is_file()
-        and ".hoodie" not in p.relative_to(base).parts
-        and not p.name.startswith((".hoodie_partition_metadata", ".."))
-        and not p.name.endswith(".crc")
-    }
 
 
 # -- a version-6 table (Hudi 0.15) upgraded in place by a Hudi 1.x writer

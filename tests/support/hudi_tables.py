@@ -324,6 +324,19 @@ def hudi_latest_file_slices(spark: SparkSession, base_path: str | Path) -> list[
     return sorted(result)
 
 
+def data_files(base: Path) -> set[str]:
+    """Base-relative paths of every base and log file of a local table (no `.hoodie`, partition
+    metafiles or checksum files)."""
+    return {
+        p.relative_to(base).as_posix()
+        for p in base.rglob("*")
+        if p.is_file()
+        and ".hoodie" not in p.relative_to(base).parts
+        and not p.name.startswith((".hoodie_partition_metadata", ".."))
+        and not p.name.endswith(".crc")
+    }
+
+
 def partition_paths(base_path: str | Path) -> list[str]:
     """Relative paths of directories holding `.hoodie_partition_metadata` ('' for the base path)."""
     root = Path(base_path)
