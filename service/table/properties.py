@@ -44,6 +44,8 @@ _KEY_GENERATOR_TYPES = {
 }
 # `hoodie.table.format` (Hudi 1.1's pluggable table format): only Hudi's own is read.
 NATIVE_TABLE_FORMAT = "native"
+# `hoodie.record.merge.mode` values (Hudi 1.0's `RecordMergeMode`); Hudi cannot load a table with another.
+_MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING", "CUSTOM")
 # Base file formats whose files the service reads and writes (`HoodieFileFormat`).
 _SERVED_BASE_FILE_FORMATS = ("PARQUET", "HFILE", "ORC")
 
@@ -221,6 +223,12 @@ class TableConfig:
             raise UnsupportedTableError(
                 f"table {self.name!r} at {base_uri} has hoodie.table.format={self.table_format}: "
                 f"only Hudi's own format ({NATIVE_TABLE_FORMAT}) is read, not a pluggable table format"
+            )
+        mode = self.raw.get("hoodie.record.merge.mode")
+        if mode is not None and mode.strip().upper() not in _MERGE_MODES:
+            raise UnsupportedTableError(
+                f"table {self.name!r} at {base_uri}: {PROPERTIES_FILE} has hoodie.record.merge.mode={mode}, "
+                f"which is none of Hudi's merge modes ({', '.join(_MERGE_MODES)})"
             )
         if self.base_file_format not in _SERVED_BASE_FILE_FORMATS:
             raise UnsupportedTableError(

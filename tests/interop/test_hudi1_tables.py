@@ -24,7 +24,10 @@ from service.config.daemon import parse_daemon_config
 from service.daemon.runtime import Outcome, TableService
 from service.daemon.scheduler import Daemon
 from service.status import table_status
+from service.table import codecs
+from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
+from service.table.timeline import create_instant_file, next_instant_time
 from tests.clean.helpers import make_cleaner
 from tests.support import leaks
 from tests.support.hudi1_histories import (
@@ -412,3 +415,49 @@ def test_the_daemon_cleans_what_it_serves_and_refuses_the_rest_without_failing(
         if re.search(r"clustering|compaction", p.name)
     ]
     assert sorted(planned) == planned_before  # Hudi's own plans of the history only
+
+
+def test_a_stored_clean_plan_naming_a_path_outside_the_table_is_refused_and_nothing_deleted(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A pending clean plan (Hudi's or anyone's) on a layout-2 timeline is untrusted input: a path
+    outside the table refuses the plan before anything is deleted, naming the plan file and the path."""
+    history, _ = histories[("COPY_ON_WRITE", False)]
+    copy = tmp_path / "t"
+    shutil.copytree(history.base, copy)
+    sentinel = tmp_path / "outside" / "victim.parquet"
+    sentinel.parent.mkdir()
+    sentinel.write_bytes(b"not the table's")
+    table = HudiTable.open(str(copy))
+    timeline = table.load_timeline()
+    plan_time = next_instant_time(timeline, datetime.now(UTC), UTC)
+    partition = "americas"
+    inside = next(iter(table.load_view().latest_file_slices(partition))).base_file
+    assert inside is not None
+    plan = codecs.CleanerPlan(
+        earliest_instant_to_retain=None,
+        last_completed_commit_timestamp=timeline.completed().last.timestamp,  # type: ignore[union-attr]
+        policy="KEEP_LATEST_COMMITS",
+        files_to_be_deleted_per_partition={},
+        version=2,
+        file_paths_to_be_deleted_per_partition={
+            partition: (
+                codecs.CleanFileInfo(file_path=f"file:{sentinel}", is_bootstrap_base_file=False),
+                codecs.CleanFileInfo(
+                    file_path=table.storage.qualify(inside.path), is_bootstrap_base_file=False
+                ),
+            )
+        },
+        partitions_to_be_deleted=(),
+    )
+    requested = Instant(plan_time, Action.CLEAN, State.REQUESTED)
+    create_instant_file(table.storage, table.layout, requested, codecs.encode(plan))
+    before = _data_files(copy)
+    with caplog.at_level(logging.ERROR):
+        assert main(["clean", "--base-path", str(copy), "--timezone", "UTC"]) != 0
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert f"{plan_time}.clean.requested" in said and str(sentinel) in said, said
+    assert sentinel.exists() and _data_files(copy) == before

@@ -46,6 +46,10 @@ def test_cli_status_json_lists_live_file_groups(tmp_path: Path, capsys: pytest.C
         ("layout", r"version=8 with hoodie.timeline.layout.version=1; .* requires layout version 2"),
         ("table_format", r"hoodie.table.format=iceberg: only Hudi's own format"),
         ("lance", r"hoodie.table.base.file.format=LANCE; the service reads PARQUET, HFILE, ORC"),
+        (
+            "merge_mode",
+            r"hoodie.properties has hoodie.record.merge.mode=LATEST_WINS, which is none of Hudi's",
+        ),
         ("garbage_instant", r"20240101000100000\.commit"),
         ("garbage_name", r"20240101000200000\.comit"),
     ],
@@ -66,6 +70,8 @@ def test_cli_status_bad_tables_fail_with_one_clear_error(
         _set(t, **{"hoodie.table.format": "iceberg"})
     elif breakage == "lance":
         _set(t, **{"hoodie.table.base.file.format": "LANCE"})
+    elif breakage == "merge_mode":
+        _set(t, **{"hoodie.record.merge.mode": "LATEST_WINS"})
     elif breakage == "garbage_instant":
         (t.base / ".hoodie" / f"{ts(1)}.commit").write_bytes(b"{not json")
     elif breakage == "garbage_name":
