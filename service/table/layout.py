@@ -44,11 +44,6 @@ class TimelineLayout:
         timeline_dir = posixpath.join(meta_folder, timeline_path)
         return cls(2, timeline_dir, posixpath.join(timeline_dir, history_path))
 
-    def under(self, prefix: str) -> TimelineLayout:
-        """The same layout for a table whose base path is `prefix` (relative): the metadata table's."""
-        history = posixpath.join(prefix, self.history_dir) if self.history_dir is not None else None
-        return TimelineLayout(self.version, posixpath.join(prefix, self.timeline_dir), history)
-
     @property
     def clustering_action(self) -> Action:
         """The action a pending clustering is written under (`replacecommit` on layout 1)."""

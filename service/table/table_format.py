@@ -68,7 +68,15 @@ class TableFormat:
         if expected is None or expected != layout_version:
             if strict:
                 raise UnsupportedTableError(_unsupported(config, base_uri, expected))
-            return cls(version, layout, frozenset(), False, False, False, True)
+            return cls(
+                table_version=version,
+                layout=layout,
+                services=frozenset(),
+                lists_through_mdt=False,
+                writes_mdt=False,
+                rolls_back=False,
+                clean_inflight_holds_plan=True,
+            )
         v6 = version == 6
         return cls(
             table_version=version,
