@@ -49,6 +49,7 @@ from service.table.instant import Action, Instant, State
 from service.table.listing_check import check_mdt_listing, verified_storage_view
 from service.table.mdt.commit import clean_records, sync_files_partition
 from service.table.mdt.index_sync import IndexRecords, clean_index_records
+from service.table.mdt.mdt_format import MdtFormat
 from service.table.paths import PathGuard
 from service.table.properties import TableConfig
 from service.table.table import HudiTable
@@ -346,11 +347,20 @@ class Cleaner:
                 self._owned.check_owned()  # Java's HeartbeatUtils.abortIfHeartbeatExpired before a commit
             storage = self.table.storage
 
-            def indexes(config: TableConfig) -> IndexRecords:
+            def indexes(config: TableConfig, mdt: MdtFormat) -> IndexRecords:
                 schema = latest_table_schema(self.table, timeline)
-                return clean_index_records(config, metadata, instant.timestamp, schema, storage.base_uri)
+                return clean_index_records(storage, config, mdt, metadata, instant.timestamp, schema)
 
-            sync_files_partition(storage, timeline, instant.timestamp, clean_records(metadata), indexes)
+            sync_files_partition(
+                storage,
+                timeline,
+                instant.timestamp,
+                clean_records(metadata),
+                indexes,
+                expected=self.table.format,
+                now=self.now(),
+                tz=self.zone,
+            )
             pending = Instant(instant.timestamp, Action.CLEAN, State.INFLIGHT)
             try:
                 complete_instant(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum, auto
@@ -51,7 +51,6 @@ _SERVED_BASE_FILE_FORMATS = ("PARQUET", "HFILE", "ORC")
 
 
 # MetadataPartitionType partition paths the service writes (service/table/mdt/commit.py).
-_SYNCED_MDT_PARTITIONS = ("files", "column_stats", "bloom_filters")
 
 
 class TableServiceKind(StrEnum):
@@ -237,8 +236,10 @@ class TableConfig:
                 f"{', '.join(_SERVED_BASE_FILE_FORMATS)} base files only"
             )
 
-    def check_supported(self, base_uri: str) -> None:
-        """Refuse tables the product must not touch, with the reason and the way out."""
+    def check_supported(self, base_uri: str, synced_partitions: Sequence[str]) -> None:
+        """Refuse tables the product must not touch, with the reason and the way out.
+        `synced_partitions`: the MDT partitions the service keeps in sync on the table's version
+        (`TableFormat.mdt.partitions`)."""
         self.check_readable(base_uri)
         if self.metadata_partitions_inflight:
             parts = ",".join(self.metadata_partitions_inflight)
@@ -247,14 +248,13 @@ class TableConfig:
                 f"(hoodie.table.metadata.partitions.inflight={parts}): an async indexer or a writer is "
                 "building them. Retry once a Hudi writer has finished them (the key is empty again)."
             )
-        # The service keeps the MDT `files`, `column_stats` and `bloom_filters` partitions in sync
-        # (service/table/mdt/commit.py, index_sync.py); other partitions need records it does not produce.
-        others = [p for p in self.metadata_partitions if p not in _SYNCED_MDT_PARTITIONS]
+        # Other partitions need records the service does not produce (service/table/mdt/commit.py).
+        others = [p for p in self.metadata_partitions if p not in synced_partitions]
         if others:
             raise UnsupportedTableError(
                 f"table {self.name!r} at {base_uri} has the metadata table partition(s) {','.join(others)} "
                 f"(hoodie.table.metadata.partitions={','.join(self.metadata_partitions)}); this service "
-                f"keeps only {', '.join(_SYNCED_MDT_PARTITIONS)} in sync, so its clustering or clean would "
+                f"keeps only {', '.join(synced_partitions)} in sync, so its clustering or clean would "
                 f"leave {','.join(others)} stale. Drop them: run a Hudi writer once with that index disabled "
                 "(e.g. hoodie.metadata.record.index.enable=false; HoodieTable.deleteMetadataIndexIfNecessary "
                 "deletes a disabled index's partition), or disable the metadata table with "

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 
 from service.config.hoodie import TimelineTimezone
-from service.errors import ConfigError, TableServicesRefusedError, UnsupportedTableError
+from service.errors import ConfigError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import FileSystemView
 from service.table.layout import METAFOLDER, TimelineLayout
@@ -57,12 +57,6 @@ class HudiTable:
         the table: its version is not served for it yet, the metadata table has partitions the service
         does not keep in sync, or (`TableConfig.check_service_supported`) its type or merge rules."""
         self.format.check_serves(service, self.config, self.base_uri)
-        try:
-            self.config.check_supported(self.base_uri)
-        except TableServicesRefusedError:
-            raise
-        except UnsupportedTableError as exc:
-            raise TableServicesRefusedError(str(exc)) from exc
         self.config.check_service_supported(service, self.base_uri)
 
     @property

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from service.errors import TableServicesRefusedError, UnsupportedTableError
 from service.table.layout import TimelineLayout
+from service.table.mdt.mdt_format import MDT_FORMAT_V6, MDT_FORMATS, MdtFormat
 from service.table.properties import TableConfig, TableServiceKind
 
 SERVED_TABLE_VERSIONS = (6, 8, 9)
@@ -29,11 +30,6 @@ _NOT_YET = (
     "Run Hudi's own {service} on it meanwhile, or keep its writers at table version 6 "
     "(hoodie.write.auto.upgrade=false, or hoodie.write.table.version=6) before their first write"
 )
-_MDT_NOT_YET = (
-    "its metadata table (hoodie.table.metadata.partitions={partitions}) is not kept in sync on table "
-    "version {version} (Hudi 1.x) yet, so no {service} touches the table. Run Hudi's own {service} on it "
-    "meanwhile, or disable its metadata table (hoodie.metadata.enable=false on its writers)"
-)
 
 
 @dataclass(frozen=True)
@@ -46,9 +42,9 @@ class TableFormat:
     # Whether listings may come from the metadata table's `files` partition. Off on 8/9 until the
     # reader of Hudi 1.x's metadata table (per-deltacommit log files) is proven: storage is listed.
     lists_through_mdt: bool
-    # Whether the service writes this version's metadata table (services refuse tables that have one
-    # otherwise), and rolls back failed writes (a pending failed write then holds cleaning back only).
-    writes_mdt: bool
+    # How this version's metadata table is written (`service.table.mdt.mdt_format`).
+    mdt: MdtFormat
+    # Whether the service rolls back failed writes (else a pending failed write holds cleaning back).
     rolls_back: bool
     # What `T.clean.inflight` holds: the plan again (Hudi 0.x, 1.0.x), or nothing (1.1.x's
     # `ActiveTimelineV2.transitionCleanRequestedToInflight`).
@@ -73,7 +69,7 @@ class TableFormat:
                 layout=layout,
                 services=frozenset(),
                 lists_through_mdt=False,
-                writes_mdt=False,
+                mdt=MDT_FORMAT_V6,
                 rolls_back=False,
                 clean_inflight_holds_plan=True,
             )
@@ -83,7 +79,7 @@ class TableFormat:
             layout=layout,
             services=_WRITES_SERVED[version],
             lists_through_mdt=v6,
-            writes_mdt=v6,
+            mdt=MDT_FORMATS[version],
             rolls_back=v6,
             clean_inflight_holds_plan=version < 9,
         )
@@ -97,17 +93,12 @@ class TableFormat:
         if not self.serves(service):
             reason = _NOT_YET.format(service=service.value, version=self.table_version)
             raise TableServicesRefusedError(f"{where}: {reason}")
-        self.check_writes_mdt(config, base_uri, service.value)
-
-    def check_writes_mdt(self, config: TableConfig, base_uri: str, doing: str) -> None:
-        """TableServicesRefusedError when the table has a metadata table this version's writes would
-        leave stale: the check before any service, and again before any metadata-table write."""
-        partitions = config.metadata_partitions + config.metadata_partitions_inflight
-        if partitions and not self.writes_mdt:
-            reason = _MDT_NOT_YET.format(
-                partitions=",".join(partitions), version=self.table_version, service=doing
-            )
-            raise TableServicesRefusedError(f"table {config.name!r} at {base_uri}: {reason}")
+        try:
+            config.check_supported(base_uri, self.mdt.partitions)
+        except TableServicesRefusedError:
+            raise
+        except UnsupportedTableError as exc:
+            raise TableServicesRefusedError(str(exc)) from exc
 
 
 def _layout(config: TableConfig, layout_version: int) -> TimelineLayout:

@@ -13,6 +13,7 @@ from service.errors import (
     TableServicesRefusedError,
     UnsupportedTableError,
 )
+from service.table.mdt.mdt_format import MDT_FORMAT_V6
 from service.table.properties import (
     PROPERTIES_FILE,
     TableConfig,
@@ -100,7 +101,7 @@ def test_properties_missing_is_not_a_hudi_table(tmp_path: Path) -> None:
 def test_properties_unsupported_tables_are_refused_with_reason(updates: dict[str, str], message: str) -> None:
     config = TableConfig.from_text(REAL, "x").with_updates(updates)
     with pytest.raises(UnsupportedTableError, match=message):
-        config.check_supported("file:/t")
+        config.check_supported("file:/t", MDT_FORMAT_V6.partitions)
 
 
 def test_java_properties_escapes_and_continuations() -> None:

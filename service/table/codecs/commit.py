@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from operator import itemgetter
 from typing import Any, TypeVar
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from service.errors import CorruptTableError
 from service.table.codecs import jackson_json
-from service.table.codecs.avro_file import HUDI_RECORD_CONFIG, Int64
+from service.table.codecs.avro_file import HUDI_RECORD_CONFIG, Int64, schema_json
 
 NULL_COMMIT = "null"  # HoodieWriteStat.NULL_COMMIT: `prevCommit` of a new file group
 SCHEMA_KEY = "schema"  # extraMetadata key holding the writer's Avro schema
@@ -148,8 +149,11 @@ def _pairs(items: Iterator[tuple[str, str | None]]) -> Iterator[tuple[str, str]]
 # -- encode
 
 
-def encode_commit(metadata: CommitMetadata) -> bytes:
-    """UTF-8 JSON as `HoodieCommitMetadata.toJsonString()` writes it."""
+def encode_commit(metadata: CommitMetadata, *, avro: bool = False) -> bytes:
+    """UTF-8 JSON as `HoodieCommitMetadata.toJsonString()` writes it, or with `avro` the one-record
+    Avro container layout 2 stores (`CommitMetadataSerDeV2.serialize`)."""
+    if avro:
+        return _encode_commit_avro(metadata)
     tree: dict[str, Any] = {
         "partitionToWriteStats": {
             partition: [_stat_tree(stat) for stat in stats]
@@ -163,6 +167,50 @@ def encode_commit(metadata: CommitMetadata) -> bytes:
         replaced = metadata.partition_to_replace_file_ids
         tree["partitionToReplaceFileIds"] = {p: list(ids) for p, ids in replaced.items()}
     return jackson_json.dumps_pretty(tree).encode("utf-8")
+
+
+def _encode_commit_avro(metadata: CommitMetadata) -> bytes:
+    """`CommitMetadataSerDeV2.serialize`: `HoodieCommitMetadata.toAvro` (every HoodieWriteStat field the
+    Avro record has, taken by its JSON name; the rest null), one record, codec null. Replace
+    metadata is not written on layout 2 yet (no service writes a replacecommit there)."""
+    if isinstance(metadata, ReplaceCommitMetadata):
+        raise NotImplementedError("Avro HoodieReplaceCommitMetadata is not written yet")
+    schema = _avro_commit_schema()
+    stat_fields = [f["name"] for f in _avro_stat_fields()]
+    record = {
+        "partitionToWriteStats": {
+            partition: [_avro_stat(_stat_tree(stat), stat_fields) for stat in stats]
+            for partition, stats in metadata.partition_to_write_stats.items()
+        },
+        "compacted": metadata.compacted,
+        "extraMetadata": dict(metadata.extra_metadata),
+        "version": None,  # Hudi 1.x leaves it unset (seen on its deltacommits)
+        "operationType": metadata.operation_type.value,
+    }
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, [record], codec="null")
+    return buf.getvalue()
+
+
+def _avro_stat(tree: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    out = {name: tree.get(name) for name in fields}
+    runtime = out.get("runtimeStats")
+    if isinstance(runtime, dict):
+        names = ("totalScanTime", "totalCreateTime", "totalUpsertTime")
+        out["runtimeStats"] = {k: runtime.get(k) for k in names}
+    return out
+
+
+@cache
+def _avro_commit_schema() -> Any:
+    return fastavro.parse_schema(schema_json("HoodieCommitMetadata"), named_schemas={})
+
+
+@cache
+def _avro_stat_fields() -> list[dict[str, Any]]:
+    stats = schema_json("HoodieCommitMetadata")["fields"][0]["type"][1]["values"]["items"]
+    fields: list[dict[str, Any]] = stats["fields"]
+    return fields
 
 
 def _stat_tree(stat: WriteStat) -> dict[str, Any]:

@@ -177,8 +177,11 @@ class HFileReader:
         major, minor = version & 0x00FFFFFF, version >> 24
         if major != 3:
             raise CorruptTableError(f"{self.source}: HFile major version {major}, expected 3")
-        if minor < 1:
-            raise CorruptTableError(f"{self.source}: HFile v3 minor version {minor} has no block checksums")
+        # HBase's writer (Hudi 0.x, 1.0) stamps minor version 3; Hudi 1.1's own writer
+        # (`org.apache.hudi.io.hfile.HFileWriterImpl`) stamps 0 yet writes the same 33-byte block
+        # headers with checksum type NULL, so both are read with those headers.
+        if minor not in (0, 1, 2, 3):
+            raise CorruptTableError(f"{self.source}: HFile v3 minor version {minor}, expected 0 to 3")
         cur = ByteCursor(self._data, self.source, size - TRAILER_SIZE, size - 4)
         if cur.read(len(TRAILER_MAGIC), "trailer magic") != TRAILER_MAGIC:
             raise CorruptTableError(f"{self.source}: at offset {size - TRAILER_SIZE}: no HFile trailer magic")

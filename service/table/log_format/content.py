@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -203,6 +204,23 @@ def decode_deletes(content: memoryview, location: BlockLocation) -> tuple[Delete
                 )
             )
     return tuple(out)
+
+
+def encode_deletes(records: Sequence[DeleteRecord]) -> bytes:
+    """`HoodieDeleteBlock.serializeV3`: int32 content version 3, int32 length, Avro
+    HoodieDeleteRecordList. An ordering value goes in the wrapper `ordering_type` names."""
+    items = []
+    for rec in records:
+        ordering: Any = None
+        if rec.ordering_value is not None:
+            ordering = (f"org.apache.hudi.avro.model.{rec.ordering_type}", {"value": rec.ordering_value})
+        items.append(
+            {"recordKey": rec.record_key, "partitionPath": rec.partition_path, "orderingVal": ordering}
+        )
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, _delete_schema(), {"deleteRecordList": items})
+    payload = out.getvalue()
+    return _INT.pack(BLOCK_CONTENT_VERSION) + _INT.pack(len(payload)) + payload
 
 
 def _parse_schema(schema_json: str, location: BlockLocation) -> dict[str, Any]:

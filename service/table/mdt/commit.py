@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, tzinfo
 
 from service.errors import (
     CorruptTableError,
@@ -29,26 +30,28 @@ from service.table.codecs.clean import CleanMetadata
 from service.table.codecs.commit import CommitMetadata, WriteOperationType, WriteStat, encode_commit
 from service.table.hfile.reader import HFileReader
 from service.table.instant import Action, Instant, State
+from service.table.layout import TimelineLayout
 from service.table.mdt.files_listing import (
+    FILES_FILE_ID,
     FILES_PARTITION,
     FilesSlice,
     files_partition_served,
-    latest_files_slice,
     latest_slice,
     parse_log_file_name,
 )
 from service.table.mdt.index_keys import mdt_file_group_ids
 from service.table.mdt.index_sync import (
-    INDEX_PARTITIONS,
     IndexRecords,
     served_index_partitions,
     write_index_partitions,
 )
 from service.table.mdt.log_blocks import BlockType, HeaderKey, read_log_blocks
 from service.table.mdt.log_writer import LogAppend, merge_by_key, write_files_log
+from service.table.mdt.mdt_format import MdtFormat
 from service.table.mdt.records import (
     ALL_PARTITIONS_KEY,
     NON_PARTITIONED_NAME,
+    ON_DISK_SCHEMA,
     RECORD_TYPE_FILE_LIST,
     RECORD_TYPE_PARTITION_LIST,
     FileInfo,
@@ -60,7 +63,7 @@ from service.table.mdt.timeline import MDT_BASE, MDT_METAFOLDER, load_mdt_timeli
 from service.table.properties import TableConfig, load_table_config
 from service.table.storage import Storage
 from service.table.table_format import TableFormat
-from service.table.timeline import Timeline
+from service.table.timeline import Timeline, complete_instant
 
 log = logging.getLogger(__name__)
 
@@ -137,10 +140,14 @@ def commit_records(metadata: CommitMetadata, source: str) -> list[FilesRecord]:
 
 @dataclass(frozen=True)
 class MdtState:
-    """The MDT as read under the lock: its timeline and the slices that receive new blocks: `files`'s
-    and, per served index partition, every file group's in index order."""
+    """The MDT as read under the lock: its timeline layout and timeline, the version's rules, and the
+    slices that receive new blocks: `files`'s and, per served index partition, every file group's in
+    index order. On layout 2 each is a new slice named by the instant being written (Hudi 1.x's
+    per-deltacommit log files)."""
 
+    layout: TimelineLayout
     timeline: Timeline
+    mdt: MdtFormat
     file_slice: FilesSlice
     index_slices: Mapping[str, tuple[FilesSlice, ...]]
 
@@ -149,14 +156,21 @@ class MdtState:
         return (self.file_slice, *(s for group in self.index_slices.values() for s in group))
 
 
-def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) -> MdtState:
-    """The checks of an MDT write (`HoodieBackedTableMetadataWriter` preconditions). Raises
-    UnsupportedTableError for what the service does not serve, MetadataTableBusyError for pending
-    work Hudi's writers finish (skip the run)."""
+def check_mdt(
+    storage: Storage,
+    config: TableConfig,
+    table_format: TableFormat,
+    data_timeline: Timeline,
+    instant_time: str,
+) -> MdtState:
+    """The checks of an MDT write of `instant_time` (`HoodieBackedTableMetadataWriter` preconditions).
+    Raises UnsupportedTableError for what the service does not serve, MetadataTableBusyError for
+    pending work Hudi's writers finish (skip the run)."""
     where = f"table {config.name!r} at {storage.base_uri}"
-    extra = [p for p in config.metadata_partitions if p not in (FILES_PARTITION, *INDEX_PARTITIONS)]
+    mdt = table_format.mdt
+    extra = [p for p in config.metadata_partitions if p not in mdt.partitions]
     if config.metadata_partitions_inflight or extra:
-        config.check_supported(storage.base_uri)  # raises, naming the partitions and the way out
+        config.check_supported(storage.base_uri, mdt.partitions)  # raises, naming them and the way out
     pending_data = data_timeline.pending().by_actions((Action.INDEXING, Action.RESTORE)).last
     if pending_data is not None:
         raise MetadataTableBusyError(
@@ -164,8 +178,8 @@ def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) ->
             "the metadata table is left to the writer finishing it, skipping this run",
             instant=pending_data.timestamp,
         )
-    _check_mdt_properties(storage, where)
-    timeline = load_mdt_timeline(storage)
+    layout = _check_mdt_properties(storage, where, table_format)
+    timeline = load_mdt_timeline(storage, layout)
     busy = (Action.COMPACTION, Action.LOG_COMPACTION, Action.RESTORE)
     pending_mdt = timeline.pending().by_actions(busy).last
     if pending_mdt is not None:
@@ -176,16 +190,23 @@ def check_mdt(storage: Storage, config: TableConfig, data_timeline: Timeline) ->
         )
     if timeline.completed().last is None:
         raise UnsupportedTableError(f"{where}: the metadata table has no completed instant (not initialised)")
+
+    def target(partition: str, file_id: str) -> FilesSlice:
+        if mdt.logs_per_deltacommit:
+            # HoodieAppendHandle on 1.x: a new log file named by the deltacommit, whatever the slice.
+            return FilesSlice(instant_time, None, (), partition, file_id)
+        return latest_slice(storage, timeline, partition, file_id)
+
     index_slices = {
-        partition: tuple(
-            latest_slice(storage, timeline, partition, fid) for fid in mdt_file_group_ids(storage, partition)
-        )
+        partition: tuple(target(partition, fid) for fid in mdt_file_group_ids(storage, partition))
         for partition in served_index_partitions(config)
     }
-    return MdtState(timeline, latest_files_slice(storage, timeline), index_slices)
+    return MdtState(layout, timeline, mdt, target(FILES_PARTITION, FILES_FILE_ID), index_slices)
 
 
-def _check_mdt_properties(storage: Storage, where: str) -> None:
+def _check_mdt_properties(storage: Storage, where: str, table_format: TableFormat) -> TimelineLayout:
+    """The MDT's own `hoodie.properties` checked against what this writer writes; returns the MDT's
+    timeline layout (under `.hoodie/metadata/.hoodie`)."""
     rel = f"{MDT_METAFOLDER}/hoodie.properties"
     try:
         text = storage.read_bytes(rel).decode("latin-1")
@@ -195,7 +216,7 @@ def _check_mdt_properties(storage: Storage, where: str) -> None:
         ) from None
     config = TableConfig.from_text(text, storage.qualify(rel))
     # HoodieBackedTableMetadataWriter.initializeMetaClient writes these; anything else is not an MDT
-    # this writer's blocks fit.
+    # this writer's blocks fit. The MDT is upgraded with its data table (UpgradeDowngrade runs on both).
     payload = config.raw.get("hoodie.compaction.payload.class", METADATA_PAYLOAD)
     found = {
         "table type": config.table_type.value,
@@ -203,6 +224,8 @@ def _check_mdt_properties(storage: Storage, where: str) -> None:
         "record key fields": ",".join(config.record_key_fields),
         "populate meta fields": str(config.populate_meta_fields).lower(),
         "payload class": payload,
+        "table version": str(config.version),
+        "timeline layout version": str(config.timeline_layout_version),
     }
     expected = {
         "table type": "MERGE_ON_READ",
@@ -210,6 +233,8 @@ def _check_mdt_properties(storage: Storage, where: str) -> None:
         "record key fields": "key",
         "populate meta fields": "false",
         "payload class": METADATA_PAYLOAD,
+        "table version": str(table_format.table_version),
+        "timeline layout version": str(table_format.layout.version),
     }
     for what, value in found.items():
         if value != expected[what]:
@@ -217,12 +242,16 @@ def _check_mdt_properties(storage: Storage, where: str) -> None:
                 f"{storage.qualify(rel)}: {what} {value!r}, Hudi's metadata table has {expected[what]!r}; "
                 "refusing to write a metadata table laid out differently"
             )
+    if table_format.layout.version >= 2:
+        return TimelineLayout.v2(MDT_METAFOLDER, config.timeline_path, config.timeline_history_path)
+    return TimelineLayout.v1(MDT_METAFOLDER)
 
 
 # ---------------------------------------------------------------- the MDT deltacommit
 
 
-IndexSource = Callable[[TableConfig], IndexRecords]  # T's index records, for the config read under the lock
+# T's index records, for the config read under the lock and that version's MDT rules
+IndexSource = Callable[[TableConfig, MdtFormat], IndexRecords]
 
 
 def sync_files_partition(
@@ -231,20 +260,32 @@ def sync_files_partition(
     instant_time: str,
     records: Iterable[FilesRecord],
     index_records: IndexSource | None = None,
+    *,
+    expected: TableFormat | None = None,
+    now: datetime | None = None,
+    tz: tzinfo | None = None,
 ) -> list[LogAppend]:
     """Write and complete MDT deltacommit `instant_time` with `records` (none: an empty deltacommit,
     as Java writes for a copy-on-write rollback) and, for the index partitions the table has, what
     `index_records` gives (none for a rollback). The caller holds the table lock and completes the
     data instant next. No-op for a table without the MDT, and when MDT T is already completed (a
-    retry after a crash before the data commit). Returns the log files written."""
+    retry after a crash before the data commit). Returns the log files written.
+
+    `expected`: the format the caller planned with; a table a writer upgraded since is refused.
+    `now`/`tz`: the clock and timeline zone for the completion time a layout-2 MDT names.
+    """
     config = load_table_config(storage)  # re-read under the lock: a writer may have changed the MDT
     if not mdt_sync_required(config):
         return []
-    # Only this version's metadata table is written here (a writer may have upgraded the table).
-    TableFormat.for_table(config, storage.base_uri).check_writes_mdt(
-        config, storage.base_uri, "metadata table write"
-    )
-    state = check_mdt(storage, config, data_timeline)
+    table_format = TableFormat.for_table(config, storage.base_uri)
+    if expected is not None and expected.table_version != table_format.table_version:
+        raise UnsupportedTableError(
+            f"table {config.name!r} at {storage.base_uri}: a writer upgraded it to table version "
+            f"{table_format.table_version} while this run, planned at version {expected.table_version}, "
+            f"was completing {instant_time}; nothing written to the metadata table, rerun"
+        )
+    state = check_mdt(storage, config, table_format, data_timeline, instant_time)
+    schema_name = state.mdt.record_schema
     records = merge_by_key(records, storage.qualify(MDT_BASE))
     existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)
     if existing is not None and existing.is_completed:
@@ -256,14 +297,31 @@ def sync_files_partition(
             "table %s: MDT deltacommit %s differs from this attempt; replacing it", config.name, instant_time
         )
     _remove_blocks_of(storage, state, instant_time)
-    _delete_instant_files(storage, instant_time, (State.COMPLETED, State.INFLIGHT, State.REQUESTED))
-    _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED), b"")
-    _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT), b"")
-    appends = [write_files_log(storage, state.file_slice, instant_time, records)] if records else []
+    _delete_instant_files(storage, state, instant_time)
+    requested = Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED)
+    inflight = Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT)
+    avro = state.layout.version >= 2
+    _create(storage, state.layout, requested, b"")
+    # Layout 2 stores Avro commit metadata in the inflight file (Hudi puts its workload profile there);
+    # an empty operation record is what a reader of an interrupted attempt needs.
+    workload = CommitMetadata(operation_type=WriteOperationType.UPSERT_PREPPED)
+    _create(storage, state.layout, inflight, encode_commit(workload, avro=True) if avro else b"")
+    appends = (
+        [write_files_log(storage, state.file_slice, instant_time, records, schema_name)] if records else []
+    )
     if index_records is not None:
-        appends += write_index_partitions(storage, state.index_slices, instant_time, index_records(config))
-    metadata = deltacommit_metadata(state.slices, appends)
-    _create(storage, Instant(instant_time, Action.DELTA_COMMIT, State.COMPLETED), encode_commit(metadata))
+        appends += write_index_partitions(
+            storage, state.index_slices, instant_time, index_records(config, state.mdt), schema_name
+        )
+    metadata = deltacommit_metadata(state.slices, appends, schema_name)
+    if state.layout.names_completion_time:
+        if now is None or tz is None:
+            raise ValueError(f"completing MDT deltacommit {instant_time} on layout 2 needs a clock and zone")
+        complete_instant(
+            storage, state.layout, state.timeline, inflight, encode_commit(metadata, avro=True), now, tz
+        )
+    else:
+        _create(storage, state.layout, inflight.completed_at(None), encode_commit(metadata))
     log.debug(
         "table %s: MDT deltacommit %s completed (%s)",
         config.name, instant_time, ", ".join(a.path for a in appends) or "no records",
@@ -284,7 +342,9 @@ def forget_rolled_back_instant(storage: Storage, data_timeline: Timeline, instan
     config = load_table_config(storage)
     if not mdt_sync_required(config):
         return
-    state = check_mdt(storage, config, data_timeline)
+    state = check_mdt(
+        storage, config, TableFormat.for_table(config, storage.base_uri), data_timeline, instant_time
+    )
     existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)
     compactions = state.timeline.completed().by_actions((Action.COMMIT,))
     compacted = [i.timestamp for i in compactions if i.timestamp >= instant_time]
@@ -295,7 +355,7 @@ def forget_rolled_back_instant(storage: Storage, data_timeline: Timeline, instan
             "refuses it too)"
         )
     _remove_blocks_of(storage, state, instant_time)
-    _delete_instant_files(storage, instant_time, (State.COMPLETED, State.INFLIGHT, State.REQUESTED))
+    _delete_instant_files(storage, state, instant_time)
 
 
 def _records_of(storage: Storage, state: MdtState, instant_time: str) -> list[FilesRecord]:
@@ -346,12 +406,23 @@ def _remove_blocks_of(storage: Storage, state: MdtState, instant_time: str) -> N
             storage.delete_file(rel)
 
 
-def _delete_instant_files(storage: Storage, instant_time: str, states: Sequence[State]) -> None:
-    for state in states:
-        storage.delete_file(f"{MDT_METAFOLDER}/{Instant(instant_time, Action.DELTA_COMMIT, state).file_name}")
+def _delete_instant_files(storage: Storage, state: MdtState, instant_time: str) -> None:
+    """MDT deltacommit `instant_time`'s files, completed first; on layout 2 the completed name carries
+    a completion time, taken from the timeline (never composed)."""
+    existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)
+    if existing is not None and existing.is_completed:
+        storage.delete_file(state.layout.instant_path(existing))
+    elif not state.layout.names_completion_time:
+        storage.delete_file(
+            state.layout.instant_path(Instant(instant_time, Action.DELTA_COMMIT, State.COMPLETED))
+        )
+    for pending in (State.INFLIGHT, State.REQUESTED):
+        storage.delete_file(state.layout.instant_path(Instant(instant_time, Action.DELTA_COMMIT, pending)))
 
 
-def deltacommit_metadata(file_slices: Sequence[FilesSlice], appends: Sequence[LogAppend]) -> CommitMetadata:
+def deltacommit_metadata(
+    file_slices: Sequence[FilesSlice], appends: Sequence[LogAppend], schema_name: str = ON_DISK_SCHEMA
+) -> CommitMetadata:
     """The MDT deltacommit's HoodieCommitMetadata as the MDT write client writes it: one
     HoodieDeltaWriteStat per file group appended to (fields as `HoodieAppendHandle` fills them), per
     MDT partition, the metadata record schema, operation UPSERT_PREPPED. `file_slices` are the slices
@@ -365,6 +436,7 @@ def deltacommit_metadata(file_slices: Sequence[FilesSlice], appends: Sequence[Lo
             prev_commit=append.base_instant,
             num_writes=append.num_records,
             num_update_writes=append.num_records,  # every record has a location (prepped upsert)
+            num_deletes=append.num_deletes,
             total_write_bytes=append.size,
             partition_path=append.partition,
             file_size_in_bytes=append.size,
@@ -380,10 +452,10 @@ def deltacommit_metadata(file_slices: Sequence[FilesSlice], appends: Sequence[Lo
     return CommitMetadata(
         partition_to_write_stats={k: tuple(v) for k, v in stats.items()},
         compacted=False,
-        extra_metadata={"schema": commit_schema_text()},
+        extra_metadata={"schema": commit_schema_text(schema_name)},
         operation_type=WriteOperationType.UPSERT_PREPPED,
     )
 
 
-def _create(storage: Storage, instant: Instant, content: bytes) -> None:
-    storage.create_if_absent(f"{MDT_METAFOLDER}/{instant.file_name}", content)
+def _create(storage: Storage, layout: TimelineLayout, instant: Instant, content: bytes) -> None:
+    storage.create_if_absent(layout.instant_path(instant), content)

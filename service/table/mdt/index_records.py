@@ -17,21 +17,14 @@ Values are encoded as in `records.py`: the log block schema (meta fields null), 
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import fastavro
-
 from service.errors import CorruptTableError
 from service.table.avro_schema import HOODIE_META_FIELDS
 from service.table.mdt.index_keys import bloom_filter_key, column_stats_key
-from service.table.mdt.records import (
-    log_block_schema_text,
-    parsed_writer_schema,
-    read_metadata_record,
-)
+from service.table.mdt.records import ON_DISK_SCHEMA, encode_metadata_record, read_metadata_record
 
 RECORD_TYPE_COLUMN_STATS = 3  # HoodieMetadataPayload.METADATA_TYPE_COLUMN_STATS
 RECORD_TYPE_BLOOM_FILTER = 4  # HoodieMetadataPayload.METADATA_TYPE_BLOOM_FILTER
@@ -164,7 +157,7 @@ def _wrapped_to_avro(value: WrappedValue | None) -> Any:
     return (f"{AVRO_NAMESPACE}.{value.wrapper}", {"value": value.value})
 
 
-def encode_index_record(record: IndexRecord) -> bytes:
+def encode_index_record(record: IndexRecord, schema_name: str = ON_DISK_SCHEMA) -> bytes:
     """The Avro value of the record in an HFile cell (meta fields null, `key` blanked: the row has it)."""
     bloom: Any = None
     stats: Any = None
@@ -198,9 +191,7 @@ def encode_index_record(record: IndexRecord) -> bytes:
         "ColumnStatsMetadata": stats,
         "recordIndexMetadata": None,
     }
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, parsed_writer_schema(log_block_schema_text()), value)
-    return out.getvalue()
+    return encode_metadata_record(value, schema_name)
 
 
 def _wrapped_from_avro(raw: Any, where: str) -> WrappedValue | None:

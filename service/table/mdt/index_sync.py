@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
@@ -32,9 +33,11 @@ from service.table.codecs.clean import CleanMetadata
 from service.table.codecs.commit import CommitMetadata
 from service.table.mdt.column_ranges import column_ranges, columns_to_index
 from service.table.mdt.files_listing import FilesSlice
+from service.table.mdt.index_definitions import indexed_columns_of
 from service.table.mdt.index_keys import (
     BLOOM_FILTERS_PARTITION,
     COLUMN_STATS_PARTITION,
+    column_stats_key,
     file_group_index,
 )
 from service.table.mdt.index_records import (
@@ -47,6 +50,7 @@ from service.table.mdt.index_records import (
     is_base_file,
 )
 from service.table.mdt.log_writer import LogAppend, write_log
+from service.table.mdt.mdt_format import MdtFormat
 from service.table.properties import TableConfig
 from service.table.storage import Storage
 
@@ -55,7 +59,16 @@ log = logging.getLogger(__name__)
 INDEX_PARTITIONS = (COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION)  # the ones this service keeps in sync
 SIMPLE_BLOOM_TYPE = "SIMPLE"  # BloomFilterTypeCode.SIMPLE: a footer without a type code holds one
 
-IndexRecords = Mapping[str, Sequence[IndexRecord]]  # MDT partition -> its records of one instant
+
+@dataclass(frozen=True)
+class IndexDeletion:
+    """An MDT record deleted by key (Hudi 1.x writes a clean's column-stats entries so: a DELETE block)."""
+
+    key: str
+
+
+# MDT partition -> its records (and deletions) of one instant
+IndexRecords = Mapping[str, Sequence[IndexRecord | IndexDeletion]]
 
 
 def served_index_partitions(config: TableConfig) -> tuple[str, ...]:
@@ -80,11 +93,17 @@ def indexed_columns(config: TableConfig, schema_json: str | None, source: str) -
 
 
 def commit_index_records(
-    storage: Storage, config: TableConfig, metadata: CommitMetadata, instant_time: str
-) -> dict[str, list[IndexRecord]]:
-    """The index records of a commit's written base files, read from their footers."""
+    storage: Storage, config: TableConfig, mdt: MdtFormat, metadata: CommitMetadata, instant_time: str
+) -> dict[str, list[IndexRecord | IndexDeletion]]:
+    """The index records of a commit's written base files, read from their footers. Only table
+    version 6's forms are produced (`mdt` must be that version's: commits are not served on 8/9)."""
+    if mdt.columns_from_index_definitions:
+        raise UnsupportedTableError(
+            f"{storage.base_uri}: index records of commit {instant_time} on a Hudi 1.x metadata table are "
+            "not written yet"
+        )
     partitions = served_index_partitions(config)
-    out: dict[str, list[IndexRecord]] = {p: [] for p in partitions}
+    out: dict[str, list[IndexRecord | IndexDeletion]] = {p: [] for p in partitions}
     if not partitions:
         return out
     columns = indexed_columns(config, metadata.table_schema, storage.qualify(instant_time))
@@ -115,12 +134,24 @@ def commit_index_records(
 
 
 def clean_index_records(
-    config: TableConfig, metadata: CleanMetadata, clean_instant: str, schema_json: str | None, source: str
-) -> dict[str, list[IndexRecord]]:
-    """The tombstones of a clean's deleted files; `schema_json` is the table's latest writer schema."""
+    storage: Storage,
+    config: TableConfig,
+    mdt: MdtFormat,
+    metadata: CleanMetadata,
+    clean_instant: str,
+    schema_json: str | None,
+) -> dict[str, list[IndexRecord | IndexDeletion]]:
+    """The tombstones of a clean's deleted files, in the version's form (`MdtFormat`): 0.x's stub
+    records for the latest writer schema's columns (`schema_json`), or 1.x's deletions by key for
+    every deleted file and every column of the `column_stats` index definition."""
     partitions = served_index_partitions(config)
-    out: dict[str, list[IndexRecord]] = {p: [] for p in partitions}
-    columns = indexed_columns(config, schema_json, source) if COLUMN_STATS_PARTITION in out else []
+    out: dict[str, list[IndexRecord | IndexDeletion]] = {p: [] for p in partitions}
+    columns: list[str] = []
+    if COLUMN_STATS_PARTITION in out:
+        if mdt.columns_from_index_definitions:
+            columns = indexed_columns_of(storage, config, COLUMN_STATS_PARTITION)
+        else:
+            columns = indexed_columns(config, schema_json, storage.base_uri)
     for key, pm in metadata.partition_metadata.items():
         partition = pm.partition_path if pm.partition_path is not None else key
         for entry in pm.delete_path_patterns:
@@ -128,31 +159,62 @@ def clean_index_records(
                 tomb = bloom_filter_deletion(partition, entry.rsplit("/", 1)[-1], clean_instant)
                 if tomb is not None:
                     out[BLOOM_FILTERS_PARTITION].append(tomb)
-            if COLUMN_STATS_PARTITION in out:
+            if COLUMN_STATS_PARTITION not in out:
+                continue
+            if mdt.column_stats_deletes_as_keys:
+                out[COLUMN_STATS_PARTITION].extend(
+                    IndexDeletion(column_stats_key(partition, entry, column)) for column in columns
+                )
+            else:
                 out[COLUMN_STATS_PARTITION].extend(column_stats_deletions(partition, entry, columns))
     return out
 
 
 def write_index_partitions(
-    storage: Storage, slices: Mapping[str, Sequence[FilesSlice]], instant_time: str, records: IndexRecords
+    storage: Storage,
+    slices: Mapping[str, Sequence[FilesSlice]],
+    instant_time: str,
+    records: IndexRecords,
+    schema_name: str,
 ) -> list[LogAppend]:
-    """One log file per file group that receives records, in every partition of `records`; `slices`
-    holds each served partition's file groups in index order (their count is what keys hash over)."""
+    """One log file per file group that receives records or deletions, in every partition of
+    `records`; `slices` holds each served partition's file groups in index order (their count is what
+    keys hash over)."""
     appends = []
     for partition, in_partition in records.items():
         if not in_partition:
             continue
         groups = slices[partition]
         by_group: dict[int, dict[str, bytes]] = {}
+        deleted: dict[int, set[str]] = {}
         for record in in_partition:
-            cells = by_group.setdefault(file_group_index(record.key, len(groups)), {})
-            value = encode_index_record(record)
+            index = file_group_index(record.key, len(groups))
+            if isinstance(record, IndexDeletion):
+                deleted.setdefault(index, set()).add(record.key)
+                continue
+            cells = by_group.setdefault(index, {})
+            value = encode_index_record(record, schema_name)
             if cells.get(record.key, value) != value:
                 raise UnsupportedTableError(
                     f"{storage.qualify(instant_time)}: two different {partition} records for key "
                     f"{record.key!r}"
                 )
             cells[record.key] = value
-        for index in sorted(by_group):
-            appends.append(write_log(storage, groups[index], instant_time, list(by_group[index].items())))
+        for index in sorted(set(by_group) | set(deleted)):
+            both = set(by_group.get(index, {})) & deleted.get(index, set())
+            if both:
+                raise UnsupportedTableError(
+                    f"{storage.qualify(instant_time)}: {partition} key {sorted(both)[0]!r} both written "
+                    "and deleted by one instant"
+                )
+            appends.append(
+                write_log(
+                    storage,
+                    groups[index],
+                    instant_time,
+                    list(by_group.get(index, {}).items()),
+                    schema_name,
+                    sorted(deleted.get(index, ())),
+                )
+            )
     return appends

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from service.errors import CorruptTableError
 from service.table.hfile.writer import HFileCell, write_hfile
-from service.table.log_format.blocks import HeaderKey, LogBlockType, encode_log_block
+from service.table.log_format.blocks import DeleteRecord, HeaderKey, LogBlockType, encode_log_block
+from service.table.log_format.content import encode_deletes
 from service.table.mdt.files_listing import FILES_PARTITION, FilesSlice, parse_log_file_name
-from service.table.mdt.records import FilesRecord, encode_files_record, log_block_schema_text
+from service.table.mdt.records import ON_DISK_SCHEMA, FilesRecord, encode_files_record, log_block_schema_text
 from service.table.mdt.timeline import MDT_BASE
 from service.table.storage import Storage
 
@@ -38,8 +39,9 @@ class LogAppend:
     base_instant: str
     log_file: str  # name within the MDT partition directory
     version: int
-    size: int  # bytes written = file size (a new file holds only this block)
+    size: int  # bytes written = file size (a new file holds only this instant's blocks)
     num_records: int
+    num_deletes: int = 0
 
     @property
     def path(self) -> str:
@@ -58,20 +60,25 @@ def merge_by_key(records: Iterable[FilesRecord], source: str) -> list[FilesRecor
     return sorted(merged.values(), key=lambda r: r.key.encode("utf-8"))
 
 
-def files_data_block(records: Iterable[FilesRecord], instant_time: str, source: str) -> tuple[bytes, int]:
+def files_data_block(
+    records: Iterable[FilesRecord], instant_time: str, source: str, schema_name: str = ON_DISK_SCHEMA
+) -> tuple[bytes, int]:
     """The HFILE_DATA_BLOCK bytes of `records` at `instant_time` and its record count."""
     ordered = merge_by_key(records, source)
-    return hfile_data_block([(r.key, encode_files_record(r)) for r in ordered], instant_time, source)
+    cells = [(r.key, encode_files_record(r, schema_name)) for r in ordered]
+    return hfile_data_block(cells, instant_time, source, schema_name)
 
 
-def hfile_data_block(cells: Sequence[tuple[str, bytes]], instant_time: str, source: str) -> tuple[bytes, int]:
+def hfile_data_block(
+    cells: Sequence[tuple[str, bytes]], instant_time: str, source: str, schema_name: str = ON_DISK_SCHEMA
+) -> tuple[bytes, int]:
     """The HFILE_DATA_BLOCK of already-encoded (key, value) cells in HBase row order (UTF-8 bytes),
     for any MDT partition; refuses a key twice (0.14.1's `HoodieHFileDataBlock` does too)."""
     ordered = sorted(cells, key=lambda c: c[0].encode("utf-8"))
     for (a, _), (b, _) in itertools.pairwise(ordered):
         if a == b:
             raise CorruptTableError(f"{source}: MDT key {a!r} twice in one block of instant {instant_time}")
-    schema = log_block_schema_text()
+    schema = log_block_schema_text(schema_name)
     hfile_cells = [HFileCell(k.encode("utf-8"), v) for k, v in ordered]
     content = write_hfile(hfile_cells, {b"schema": schema.encode("utf-8")}, source=source)
     # Header order as Java's HashMap iterates it (SCHEMA, then INSTANT_TIME), seen in Hudi's blocks.
@@ -96,25 +103,58 @@ def next_log_version(storage: Storage, file_slice: FilesSlice) -> int:
 
 
 def write_files_log(
-    storage: Storage, file_slice: FilesSlice, instant_time: str, records: Iterable[FilesRecord]
+    storage: Storage,
+    file_slice: FilesSlice,
+    instant_time: str,
+    records: Iterable[FilesRecord],
+    schema_name: str = ON_DISK_SCHEMA,
 ) -> LogAppend:
     """Write the `files` block into `.files-0000-0_<base>.log.<next version>_<token>`."""
     ordered = merge_by_key(records, storage.qualify(f"{MDT_BASE}/{FILES_PARTITION}"))
-    return write_log(storage, file_slice, instant_time, [(r.key, encode_files_record(r)) for r in ordered])
+    cells = [(r.key, encode_files_record(r, schema_name)) for r in ordered]
+    return write_log(storage, file_slice, instant_time, cells, schema_name)
+
+
+def delete_block(keys: Iterable[str], mdt_partition: str, instant_time: str, schema_name: str) -> bytes:
+    """A DELETE block of MDT record keys, as Hudi 1.x's `HoodieAppendHandle` writes deleted metadata
+    records: keys sorted, `partitionPath` the MDT partition, ordering value int 0 (the
+    `DEFAULT_ORDERING_VALUE` a metadata record carries), header INSTANT_TIME and SCHEMA."""
+    records = [DeleteRecord(key, mdt_partition, 0, "IntWrapper") for key in sorted(set(keys))]
+    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: log_block_schema_text(schema_name)}
+    return encode_log_block(LogBlockType.DELETE_BLOCK, header, encode_deletes(records))
 
 
 def write_log(
-    storage: Storage, file_slice: FilesSlice, instant_time: str, cells: Sequence[tuple[str, bytes]]
+    storage: Storage,
+    file_slice: FilesSlice,
+    instant_time: str,
+    cells: Sequence[tuple[str, bytes]],
+    schema_name: str = ON_DISK_SCHEMA,
+    deleted_keys: Sequence[str] = (),
 ) -> LogAppend:
-    """Write one block of `cells` into `.<fileId>_<base>.log.<next version>_<token>` of the slice's
-    MDT partition; refuses to overwrite."""
+    """Write a data block of `cells` and/or a delete block of `deleted_keys` (in that order, as
+    `HoodieAppendHandle.appendDataAndDeleteBlocks` does) into `.<fileId>_<base>.log.<next
+    version>_<token>` of the slice's MDT partition; refuses to overwrite."""
     version = next_log_version(storage, file_slice)
     name = f".{file_slice.file_id}_{file_slice.base_instant}.log.{version}_{WRITE_TOKEN}"
     rel = f"{MDT_BASE}/{file_slice.partition}/{name}"
-    data, count = hfile_data_block(cells, instant_time, storage.qualify(rel))
-    if count == 0:
+    blocks, count = [], 0
+    if cells:
+        data, count = hfile_data_block(cells, instant_time, storage.qualify(rel), schema_name)
+        blocks.append(data)
+    if deleted_keys:
+        blocks.append(delete_block(deleted_keys, file_slice.partition, instant_time, schema_name))
+    if not blocks:
         raise CorruptTableError(f"{storage.qualify(rel)}: no records to write for MDT instant {instant_time}")
-    storage.create_if_absent(rel, data)
+    content = b"".join(blocks)
+    storage.create_if_absent(rel, content)
     return LogAppend(
-        file_slice.partition, file_slice.file_id, file_slice.base_instant, name, version, len(data), count
+        file_slice.partition,
+        file_slice.file_id,
+        file_slice.base_instant,
+        name,
+        version,
+        len(content),
+        count,
+        len(set(deleted_keys)),
     )

@@ -138,26 +138,27 @@ _META_FIELDS = (
 
 
 @cache
-def log_block_schema_text() -> str:
-    """The SCHEMA header and HFile `schema` entry of MDT log blocks, exactly as Hudi 0.15.0 writes it:
-    `HoodieAvroUtils.addMetadataFields(HoodieMetadataRecord.getClassSchema()).toString()`
-    (`HoodieAppendHandle` puts the schema with meta fields in every block header)."""
-    return schema_text(ON_DISK_SCHEMA).strip()
+def log_block_schema_text(schema_name: str = ON_DISK_SCHEMA) -> str:
+    """The SCHEMA header and HFile `schema` entry of MDT log blocks, exactly as the table's Hudi writes
+    it: `HoodieAvroUtils.addMetadataFields(HoodieMetadataRecord.getClassSchema()).toString()`
+    (`HoodieAppendHandle` puts the schema with meta fields in every block header). `schema_name` is
+    the version's (`MdtFormat.record_schema`): 0.15.0's by default, 1.0.2's and 1.1.1's beside it."""
+    return schema_text(schema_name).strip()
 
 
 @cache
-def commit_schema_text() -> str:
+def commit_schema_text(schema_name: str = ON_DISK_SCHEMA) -> str:
     """`HoodieMetadataRecord.getClassSchema().toString()`: the MDT write config's schema, which the
     MDT deltacommit's extraMetadata `schema` carries (HoodieMetadataWriteUtils.createMetadataWriteConfig)."""
-    schema = json.loads(log_block_schema_text())
+    schema = json.loads(log_block_schema_text(schema_name))
     schema["fields"] = [f for f in schema["fields"] if f["name"] not in _META_FIELDS]
     return json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
 
 
-def encode_files_record(record: FilesRecord) -> bytes:
+def encode_files_record(record: FilesRecord, schema_name: str = ON_DISK_SCHEMA) -> bytes:
     """The Avro value of one `files` record in an HFile cell: meta fields null (the MDT does not populate
     them), `key` blanked as `HoodieAvroHFileWriter`/`HoodieHFileDataBlock` truncate it (the cell's row
-    carries it)."""
+    carries it). Fields of newer schemas (1.x's secondary index) are null, their default."""
     value = {
         **{name: None for name in _META_FIELDS},
         "key": "",
@@ -169,8 +170,16 @@ def encode_files_record(record: FilesRecord) -> bytes:
         "ColumnStatsMetadata": None,
         "recordIndexMetadata": None,
     }
+    return encode_metadata_record(value, schema_name)
+
+
+def encode_metadata_record(value: dict[str, Any], schema_name: str) -> bytes:
+    """Avro binary of one HoodieMetadataRecord in the version's block schema; fields `value` leaves
+    out (those newer schemas added, all nullable) are written null."""
+    schema = parsed_writer_schema(log_block_schema_text(schema_name))
+    full = {f["name"]: value.get(f["name"]) for f in schema["fields"]}
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, parsed_writer_schema(log_block_schema_text()), value)
+    fastavro.schemaless_writer(out, schema, full)
     return out.getvalue()
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from service.errors import CorruptTableError, UnsupportedTableError
 from service.table.codecs import RollbackMetadata, RollbackPlan, decode
 from service.table.instant import Action, Instant, State, is_timeline_file_name, parse_instant_file_name
-from service.table.layout import LAYOUT_1
+from service.table.layout import LAYOUT_1, TimelineLayout
 from service.table.storage import Storage
-from service.table.timeline import Timeline
+from service.table.timeline import Timeline, load_timeline
 
 MDT_BASE = ".hoodie/metadata"
 MDT_METAFOLDER = f"{MDT_BASE}/.hoodie"
@@ -26,8 +26,12 @@ _INIT_SUFFIX_MIN = "010"  # PARTITION_INITIALIZATION_TIME_SUFFIX
 DATA_TABLE_LAYOUT = LAYOUT_1
 
 
-def load_mdt_timeline(storage: Storage) -> Timeline:
-    """The MDT's active timeline (instant files directly under `.hoodie/metadata/.hoodie`)."""
+def load_mdt_timeline(storage: Storage, layout: TimelineLayout | None = None) -> Timeline:
+    """The MDT's active timeline: on layout 1 the instant files directly under
+    `.hoodie/metadata/.hoodie` (20-digit special instants kept whole), on layout 2 (Hudi 1.x, whose
+    special instants are 17 digits) its `timeline/` folder, read as the data table's is."""
+    if layout is not None and layout.version >= 2:
+        return load_timeline(storage, layout)
     instants = []
     names = frozenset(n for n in storage.list_file_names(MDT_METAFOLDER) if is_timeline_file_name(n))
     for name in names:

@@ -1,0 +1,90 @@
+"""The index definition file of Hudi 1.x tables (`hoodie.table.index.defs.path`, usually
+`.hoodie/.index_defs/index.json`): which columns each metadata-table index covers.
+
+Jackson's `HoodieIndexMetadata`: `{"indexDefinitions": {<name>: {indexName, indexType, indexFunction,
+sourceFields[], indexOptions{}, version}}}` (`version` only on table version 9). Hudi 1.x's
+`HoodieTableMetadataUtil.getColumnsToIndex` takes the `column_stats` definition's `sourceFields` as
+the indexed columns; a clean tombstones exactly those for each deleted file.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass
+
+from service.errors import CorruptTableError, UnsupportedTableError
+from service.table.properties import TableConfig
+from service.table.storage import Storage
+
+INDEX_DEFS_PATH_KEY = "hoodie.table.index.defs.path"
+
+
+@dataclass(frozen=True)
+class IndexDefinition:
+    index_name: str
+    index_type: str
+    source_fields: tuple[str, ...]
+    version: str | None
+
+
+def _relative(config: TableConfig, storage: Storage) -> str:
+    raw = config.raw.get(INDEX_DEFS_PATH_KEY)
+    if not raw:
+        raise UnsupportedTableError(
+            f"table {config.name!r} at {storage.base_uri}: the metadata table has an index partition but "
+            f"hoodie.properties names no {INDEX_DEFS_PATH_KEY}, so its indexed columns are unknown"
+        )
+    base = storage.base_uri.rstrip("/")
+    path = raw[len(base) + 1 :] if raw.startswith(base + "/") else raw
+    normal = posixpath.normpath(path)
+    # Only a file under .hoodie/ is read: a stored path is untrusted input.
+    if "://" in normal or not normal.startswith(".hoodie/"):
+        raise UnsupportedTableError(
+            f"table {config.name!r} at {storage.base_uri}: {INDEX_DEFS_PATH_KEY}={raw!r} is not a file "
+            "under the table's .hoodie folder; refusing to read it"
+        )
+    return normal
+
+
+def load_index_definitions(storage: Storage, config: TableConfig) -> dict[str, IndexDefinition]:
+    """The table's index definitions by name; UnsupportedTableError when the file is missing,
+    CorruptTableError (naming the file) when it is not Hudi's shape."""
+    rel = _relative(config, storage)
+    where = storage.qualify(rel)
+    try:
+        data = storage.read_bytes(rel)
+    except FileNotFoundError:
+        raise UnsupportedTableError(
+            f"{where}: index definition file missing; the metadata table's indexed columns are unknown"
+        ) from None
+    try:
+        tree = json.loads(data.decode("utf-8"))
+        entries = tree["indexDefinitions"]
+        if not isinstance(entries, dict):
+            raise TypeError("indexDefinitions is not an object")
+        out = {}
+        for name, d in entries.items():
+            fields = d.get("sourceFields") or []
+            if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
+                raise TypeError(f"{name}: sourceFields is not a list of names")
+            version = d.get("version")
+            out[name] = IndexDefinition(str(d["indexName"]), str(d["indexType"]), tuple(fields), version)
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+        raise CorruptTableError(f"{where}: not a Hudi index definition file: {e}") from None
+    return out
+
+
+def indexed_columns_of(storage: Storage, config: TableConfig, index_name: str) -> list[str]:
+    """The `sourceFields` of index `index_name`; UnsupportedTableError when it has no definition."""
+    definition = load_index_definitions(storage, config).get(index_name)
+    if definition is None:
+        raise UnsupportedTableError(
+            f"{storage.qualify(_relative(config, storage))}: no definition of index {index_name!r}; "
+            "its indexed columns are unknown"
+        )
+    if not definition.source_fields:
+        raise CorruptTableError(
+            f"{storage.qualify(_relative(config, storage))}: index {index_name!r} lists no sourceFields"
+        )
+    return list(definition.source_fields)

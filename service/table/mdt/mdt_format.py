@@ -1,0 +1,71 @@
+"""What a table version's metadata table asks of a writer: the one place its version differences live.
+
+`TableFormat.mdt` holds one of these; the MDT writer (`commit.py`, `index_sync.py`, `log_writer.py`)
+asks it, never the version.
+
+- Table version 6 (Hudi 0.14/0.15): MDT timeline layout 1; a deltacommit appends to the latest slice
+  of each file group (`.<fileId>_<baseInstant>.log.<n>`); a clean's column-stats tombstones are stub
+  records (`HoodieColumnRangeMetadata.stub`, `isDeleted=true`) for the indexed columns of the latest
+  table schema, under 0.15's `FSUtils.getFileName` truncation of the file name.
+- Table versions 8 and 9 (Hudi 1.0, 1.1): MDT timeline layout 2; every deltacommit writes new log
+  files named by itself (`.<fileId>_<deltacommit>.log.1_<token>`, `HoodieAppendHandle` on 1.x); a
+  clean's column-stats entries go as keys in a DELETE block (`HoodieMetadataPayload` records with
+  `isDeleted` are deletes on 1.x's write path: `HoodieAppendHandle` puts them in
+  `HoodieDeleteBlock`), for every deleted file (base and log) and every `sourceFields` column of the
+  `column_stats` index definition (`.hoodie/.index_defs/index.json`), full file names. Seen on
+  tables Hudi 1.0.2 and 1.1.1 cleaned (tests/interop/test_hudi1_mdt_clean.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.table.mdt.files_listing import FILES_PARTITION
+from service.table.mdt.index_keys import BLOOM_FILTERS_PARTITION, COLUMN_STATS_PARTITION
+
+PARTITION_STATS_PARTITION = "partition_stats"
+
+
+@dataclass(frozen=True)
+class MdtFormat:
+    """A table version's metadata-table rules for the writes the service makes."""
+
+    # `schemas/<record_schema>.avsc`: the block schema (HoodieMetadataRecord with meta fields) that
+    # version's Hudi writes into block headers and HFile file info.
+    record_schema: str
+    # Log files named by the deltacommit writing them (layout 2), or by the slice they extend.
+    logs_per_deltacommit: bool
+    # A clean's column-stats tombstones: DELETE-block keys (1.x) or stub records (0.x).
+    column_stats_deletes_as_keys: bool
+    # Indexed columns from the index definition file (1.x) or the latest table schema (0.x).
+    columns_from_index_definitions: bool
+    # MDT partitions the service keeps in sync on this version for what it serves there; a table
+    # with any other is refused. Version 8/9 serve only cleaning, which leaves `partition_stats`
+    # alone (Hudi 1.x's clean writes nothing there: `HoodieTableMetadataUtil.convertMetadataToRecords`
+    # for a HoodieCleanMetadata), so it is listed for them; bloom filters are not served there yet.
+    partitions: tuple[str, ...]
+
+
+MDT_FORMAT_V6 = MdtFormat(
+    record_schema="HoodieMetadataRecordWithMetaFields",
+    logs_per_deltacommit=False,
+    column_stats_deletes_as_keys=False,
+    columns_from_index_definitions=False,
+    partitions=(FILES_PARTITION, COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION),
+)
+_MDT_1X_PARTITIONS = (FILES_PARTITION, COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION)
+MDT_FORMAT_V8 = MdtFormat(
+    record_schema="HoodieMetadataRecordWithMetaFields-1.0",
+    logs_per_deltacommit=True,
+    column_stats_deletes_as_keys=True,
+    columns_from_index_definitions=True,
+    partitions=_MDT_1X_PARTITIONS,
+)
+MDT_FORMAT_V9 = MdtFormat(
+    record_schema="HoodieMetadataRecordWithMetaFields-1.1",
+    logs_per_deltacommit=True,
+    column_stats_deletes_as_keys=True,
+    columns_from_index_definitions=True,
+    partitions=_MDT_1X_PARTITIONS,
+)
+MDT_FORMATS = {6: MDT_FORMAT_V6, 8: MDT_FORMAT_V8, 9: MDT_FORMAT_V9}
