@@ -25,12 +25,18 @@ from service.daemon.runtime import Outcome, TableService
 from service.daemon.scheduler import Daemon
 from service.status import table_status
 from service.table import codecs
+from service.table.hfile.reader import HFileReader
 from service.table.instant import Action, Instant, State
+from service.table.log_format.blocks import BlockLocation
+from service.table.log_format.content import decode_deletes
+from service.table.mdt.log_blocks import BlockType, read_log_blocks
+from service.table.mdt.records import decode_files_record
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, next_instant_time
 from tests.clean.helpers import make_cleaner
 from tests.support import leaks
 from tests.support.hudi1_histories import (
+    PARTITIONS,
     SCHEMA,
     Hudi1History,
     HudiSlice,
@@ -152,7 +158,8 @@ def test_status_reports_the_version_and_completion_times(
     [
         ("cluster", False, r"clustering of table version {v} \(Hudi 1.x\) is not served yet"),
         ("compact", False, r"compaction of table version {v} \(Hudi 1.x\) is not served yet"),
-        ("clean", True, r"metadata table .* not kept in sync on table version {v}"),
+        # A metadata-table partition the service does not keep in sync on 1.x (record index here).
+        ("clean", True, r"partition\(s\) record_index .* keeps only files, column_stats, partition_stats"),
     ],
 )
 def test_services_not_served_are_refused_by_name_and_nothing_changes(
@@ -167,6 +174,12 @@ def test_services_not_served_are_refused_by_name_and_nothing_changes(
     history, _ = histories[("MERGE_ON_READ", metadata)]
     copy = tmp_path / "t"
     shutil.copytree(history.base, copy)
+    if metadata:
+        props = copy / ".hoodie" / "hoodie.properties"
+        text = props.read_text("latin-1")
+        partitions = re.search(r"^hoodie.table.metadata.partitions=(.*)$", text, re.M)
+        assert partitions is not None
+        props.write_text(text.replace(partitions[0], partitions[0] + ",record_index"), "latin-1")
     before = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
     args = [service, "--base-path", str(copy)]
     if service != "clean":
@@ -238,8 +251,8 @@ def _hudi_clean(jvm: HudiJvm, base: Path, policy: str, retained: int) -> list[di
     return jvm.sql(f"call run_clean(table => '{name}', {args}, options => 'hoodie.metadata.enable=false')")
 
 
-def _snapshot(jvm: HudiJvm, base: Path) -> list[tuple[Any, ...]]:
-    rows = jvm.read(base, {"hoodie.metadata.enable": "false"})
+def _snapshot(jvm: HudiJvm, base: Path, *, metadata: bool = False) -> list[tuple[Any, ...]]:
+    rows = jvm.read(base, {"hoodie.metadata.enable": str(metadata).lower()})
     return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in rows)
 
 
@@ -309,6 +322,125 @@ def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
     ]
     new_ids = {0, 3, 100} - {r[0] for r in snapshot}
     assert len(after) == len({r[0] for r in after}) == len(snapshot) + len(new_ids)
+
+
+# -- cleaning a table with Hudi 1.x's metadata table (its defaults: files, column_stats, partition_stats)
+
+
+def _mdt_views(jvm: HudiJvm, base: Path) -> dict[str, Any]:
+    """What Hudi's metadata procedures say of a table: the files and column stats the metadata table
+    lists per partition, and `validate_metadata_table_files`' rows (storage against the listing)."""
+    name = f"mdt_{next(_copies)}"
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    views: dict[str, Any] = {}
+    for partition in PARTITIONS:
+        args = f"table => '{name}', partition => '{partition}'"
+        files = jvm.sql(f"call show_metadata_table_files({args})")
+        views[f"files/{partition}"] = sorted(r["file_path"] for r in files)
+        stats = jvm.sql(f"call show_metadata_table_column_stats({args}, targetColumns => 'id,ts,value')")
+        views[f"column_stats/{partition}"] = sorted(tuple(sorted(r.items())) for r in stats)
+    validation = jvm.sql(f"call validate_metadata_table_files(table => '{name}', verbose => true)")
+    views["validation"] = sorted(tuple(sorted(r.items())) for r in validation)
+    return views
+
+
+def _mdt_blocks_of(base: Path, instant: str) -> dict[tuple[str, str], Any]:
+    """The metadata table's log blocks of one instant, decoded: per (partition, block kind) the
+    `files` records or the deleted keys. A byte-level oracle beside Hudi's procedures."""
+    out: dict[tuple[str, str], Any] = {}
+    for path in sorted((base / ".hoodie" / "metadata").glob(f"*/.*_{instant}.log.*")):
+        if path.name.endswith(".crc"):
+            continue
+        for block in read_log_blocks(path.read_bytes(), str(path)):
+            kind = (path.parent.name, block.block_type.name)
+            if block.block_type is BlockType.DELETE_BLOCK:
+                location = BlockLocation(str(path), block.offset, len(block.content))
+                keys = [
+                    (d.record_key, d.partition_path, d.ordering_value)
+                    for d in decode_deletes(memoryview(block.content), location)
+                ]
+                out.setdefault(kind, []).extend(keys)
+            else:
+                reader = HFileReader(block.content, str(path))
+                records = [
+                    decode_files_record(k, v, reader.schema_text or "", str(path)) for k, v in reader.items()
+                ]
+                out.setdefault(kind, []).extend((r.key, sorted(r.entries.items())) for r in records)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize(
+    ("table_type", "policy", "retained"),
+    [("COPY_ON_WRITE", "KEEP_LATEST_FILE_VERSIONS", 1), ("MERGE_ON_READ", "KEEP_LATEST_COMMITS", 1)],
+)
+def test_clean_keeps_hudi_1x_metadata_table_in_sync_as_hudi_does(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+    table_type: str,
+    policy: str,
+    retained: int,
+) -> None:
+    """On a table with Hudi 1.x's default metadata table our clean deletes what Hudi's cleaner
+    deletes and leaves the metadata table as Hudi's clean leaves it: Hudi's metadata procedures list
+    the same files and column stats on both copies and find storage and listing equal; readers with
+    the metadata table (and data skipping) read what they read before; Hudi's writer and cleaner go on."""
+    history, _ = histories[(table_type, True)]
+    hudi_copy, our_copy = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(history.base, hudi_copy)
+    shutil.copytree(history.base, our_copy)
+    before = _data_files(history.base)
+    snapshot = _snapshot(hudi1, history.base, metadata=True)
+
+    name = f"cleaned_{next(_copies)}"
+    hudi1.sql(f"create table {name} using hudi location '{hudi_copy}'")
+    args = f"clean_policy => '{policy}', {_RETAINED[policy][0]} => {retained}"
+    [hudi_clean] = hudi1.sql(f"call run_clean(table => '{name}', {args})")
+    props = {"hoodie.cleaner.policy": policy, _RETAINED[policy][1]: retained}
+    [ours] = make_cleaner(our_copy, props, CleanOptions(force=True), now=None).run().cleans
+
+    our_deleted = before - _data_files(our_copy)
+    assert our_deleted == before - _data_files(hudi_copy) and our_deleted
+    # The metadata table's blocks of the two cleans hold the same records and deleted keys.
+    assert _mdt_blocks_of(our_copy, ours.instant_time) == _mdt_blocks_of(
+        hudi_copy, hudi_clean["start_clean_time"]
+    )
+    mdt_timeline = our_copy / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    assert any(
+        re.fullmatch(rf"{ours.instant_time}_\d{{17}}\.deltacommit", p.name) for p in mdt_timeline.iterdir()
+    )
+    # Hudi's metadata procedures: the same listing and column stats as after Hudi's own clean.
+    views = _mdt_views(hudi1, our_copy)
+    assert views == _mdt_views(hudi1, hudi_copy)
+    assert all(
+        r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
+        for r in (dict(row) for row in views["validation"])
+    )
+    # Readers: Hudi with the metadata table, with data skipping on a filter, and hudi-rs.
+    assert _snapshot(hudi1, our_copy, metadata=True) == snapshot
+    skipping = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true"}
+    filtered = hudi1.read(our_copy, skipping, where="ts >= 5")
+    assert sorted((r["id"], r["region"], r["ts"], r["value"]) for r in filtered) == [
+        r for r in snapshot if r[2] >= 5
+    ]
+    assert _hudi_rs_snapshot(our_copy) == snapshot
+    # Hudi's writer goes on (its metadata-table writer reads ours), then Hudi's cleaner.
+    opts = {
+        **writer_options(history.table_name, table_type, True),
+        "hoodie.datasource.write.operation": "upsert",
+    }
+    hudi1.write(our_copy, rows([0, 3, 100], 50), SCHEMA, opts)
+    after = _snapshot(hudi1, our_copy, metadata=True)
+    assert [r for r in after if r[0] in (0, 3, 100)] == [
+        (0, "americas", 50, "v50"),
+        (3, "asia", 50, "v50"),
+        (100, "americas", 50, "v50"),
+    ]
+    name_ours = f"ours_{next(_copies)}"
+    hudi1.sql(f"create table {name_ours} using hudi location '{our_copy}'")
+    hudi1.sql(f"call run_clean(table => '{name_ours}', {args})")
+    validation = [dict(r) for r in _mdt_views(hudi1, our_copy)["validation"]]
+    assert all(r["is_present_in_fs"] and r["is_present_in_metadata"] for r in validation)
 
 
 # -- a version-6 table (Hudi 0.15) upgraded in place by a Hudi 1.x writer
@@ -383,19 +515,20 @@ def test_the_daemon_cleans_what_it_serves_and_refuses_the_rest_without_failing(
     histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
     tmp_path: Path,
 ) -> None:
-    """On version 8/9 merge-on-read tables: cleaning runs where the table has no metadata table;
-    clustering and compaction, and every service of a table with the metadata table, are refused
-    (a state with its reason), never failed or quarantined; nothing is written for them."""
+    """On version 8/9 merge-on-read tables, with and without the metadata table: cleaning runs;
+    clustering and compaction are refused (a state with its reason), never failed or quarantined;
+    nothing is planned for them."""
     plain, with_mdt = tmp_path / "plain", tmp_path / "mdt"
     shutil.copytree(histories[("MERGE_ON_READ", False)][0].base, plain)
     shutil.copytree(histories[("MERGE_ON_READ", True)][0].base, with_mdt)
-    untouched = sorted(str(p.relative_to(with_mdt)) for p in with_mdt.rglob("*"))
     before = _data_files(plain)
-    planned_before = sorted(
-        p.name
-        for p in (plain / ".hoodie" / "timeline").iterdir()
-        if re.search(r"clustering|compaction", p.name)
-    )
+    before_mdt = _data_files(with_mdt)
+
+    def planned(table: Path) -> list[str]:
+        names = (p.name for p in (table / ".hoodie" / "timeline").iterdir())
+        return sorted(n for n in names if re.search(r"clustering|compaction", n))
+
+    planned_before = {table: planned(table) for table in (plain, with_mdt)}
     config = parse_daemon_config(_daemon_config({"plain": plain, "mdt": with_mdt}))
     daemon = Daemon(config, registry=CollectorRegistry(), serve_http=False)
     plain_rt, mdt_rt = daemon.runtimes["plain"], daemon.runtimes["mdt"]
@@ -404,17 +537,14 @@ def test_the_daemon_cleans_what_it_serves_and_refuses_the_rest_without_failing(
         assert daemon.run_iteration(plain_rt, service, now) is Outcome.REFUSED
     assert daemon.run_iteration(plain_rt, TableService.CLEANING, now) is Outcome.DONE
     assert _data_files(plain) < before
-    for service in TableService:
+    for service in (TableService.CLUSTERING, TableService.COMPACTION):
         assert daemon.run_iteration(mdt_rt, service, now) is Outcome.REFUSED
+    assert daemon.run_iteration(mdt_rt, TableService.CLEANING, now) is Outcome.DONE
+    assert _data_files(with_mdt) < before_mdt
     for runtime in (plain_rt, mdt_rt):
         assert not runtime.consecutive_failures and not runtime.quarantined
-    assert sorted(str(p.relative_to(with_mdt)) for p in with_mdt.rglob("*")) == untouched
-    planned = [
-        p.name
-        for p in (plain / ".hoodie" / "timeline").iterdir()
-        if re.search(r"clustering|compaction", p.name)
-    ]
-    assert sorted(planned) == planned_before  # Hudi's own plans of the history only
+    for table in (plain, with_mdt):
+        assert planned(table) == planned_before[table]  # Hudi's own plans of the history only
 
 
 def test_a_stored_clean_plan_naming_a_path_outside_the_table_is_refused_and_nothing_deleted(

@@ -76,9 +76,12 @@ class HudiJvm:
     def sql(self, statement: str) -> list[dict[str, Any]]:
         return list(self._call("sql", statement=statement))
 
-    def read(self, base_path: str | Path, options: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-        """Rows of a Hudi read (meta columns included) with the given reader options."""
-        return list(self._call("read", base_path=str(base_path), options=dict(options or {})))
+    def read(
+        self, base_path: str | Path, options: Mapping[str, str] | None = None, where: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Rows of a Hudi read (meta columns included) with the given reader options, filtered by the
+        SQL condition `where` when given."""
+        return list(self._call("read", base_path=str(base_path), options=dict(options or {}), where=where))
 
     def current_table_version(self) -> int:
         return int(self._call("version"))

@@ -52,9 +52,11 @@ class _Calls:
     def sql(self, statement: str) -> list[dict[str, Any]]:
         return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
 
-    def read(self, base_path: str, options: dict[str, str]) -> list[dict[str, Any]]:
-        reader = self.spark.read.format("hudi").options(**options)
-        return [row.asDict(recursive=True) for row in reader.load(base_path).collect()]
+    def read(self, base_path: str, options: dict[str, str], where: str | None = None) -> list[dict[str, Any]]:
+        frame = self.spark.read.format("hudi").options(**options).load(base_path)
+        if where is not None:
+            frame = frame.where(where)  # pushed down: what data skipping prunes files by
+        return [row.asDict(recursive=True) for row in frame.collect()]
 
     def version(self) -> str:
         jvm = self.spark.sparkContext._jvm
