@@ -10,6 +10,9 @@ import logging
 import os
 import re
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +52,7 @@ from tests.support.hudi1_histories import (
 from tests.support.hudi_jvm import HudiJvm, hudi_jvm
 from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices, hudi_rs_snapshot
 from tests.support.hudi_tables import data_files as _data_files
+from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -441,6 +445,53 @@ def test_clean_keeps_hudi_1x_metadata_table_in_sync_as_hudi_does(
     hudi1.sql(f"call run_clean(table => '{name_ours}', {args})")
     validation = [dict(r) for r in _mdt_views(hudi1, our_copy)["validation"]]
     assert all(r["is_present_in_fs"] and r["is_present_in_metadata"] for r in validation)
+
+
+# A clean killed after each file it creates in the metadata table of a version-8/9 table.
+MDT_KILL_POINTS = {
+    "mdt_files_log": r"^\.hoodie/metadata/files/\.files-0000-0_\d{17}\.log\.",
+    "mdt_column_stats_log": r"^\.hoodie/metadata/column_stats/\.col-stats-000\d-0_\d{17}\.log\.",
+    "mdt_completed": r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$",
+}
+
+
+@pytest.mark.parametrize("step", list(MDT_KILL_POINTS))
+def test_a_clean_killed_while_writing_the_metadata_table_is_repaired_by_the_next_run(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+    step: str,
+) -> None:
+    """SIGKILL right after each metadata-table file of a clean on a version-8/9 table: Hudi's
+    readers, with the metadata table and without, read what they read before; the next run
+    completes the clean and Hudi's metadata validation finds storage and listing equal."""
+    history, _ = histories[("MERGE_ON_READ", True)]
+    base = tmp_path / "t"
+    shutil.copytree(history.base, base)
+    rows_before = _snapshot(hudi1, base, metadata=True)
+    clean = ["clean", "--base-path", str(base), "--timezone", "UTC", "--force",
+             "--hoodie-conf", "hoodie.cleaner.commits.retained=1",
+             "--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]  # fmt: skip
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    killed = subprocess.run(
+        [sys.executable, "-m", "tests.support.crash_at", MDT_KILL_POINTS[step], *clean],
+        cwd=REPO_ROOT, env=env, capture_output=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -9, f"not killed at {step}: {killed.stderr.decode()[-3000:]}"
+    timeline = base / ".hoodie" / "timeline"
+    assert not [p for p in timeline.iterdir() if p.name.endswith(".clean") and "_" in p.name]
+    assert _snapshot(hudi1, base, metadata=True) == rows_before
+    assert _snapshot(hudi1, base, metadata=False) == rows_before
+
+    time.sleep(2.5)  # the dead run's heartbeat expires; the next run takes its clean over
+    assert main(clean) == 0
+    assert len([p for p in timeline.iterdir() if re.fullmatch(r"\d{17}_\d{17}\.clean", p.name)]) == 1
+    validation = [dict(r) for r in _mdt_views(hudi1, base)["validation"]]
+    assert validation and all(
+        r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
+        for r in validation
+    )
+    assert _snapshot(hudi1, base, metadata=True) == rows_before
 
 
 # -- a version-6 table (Hudi 0.15) upgraded in place by a Hudi 1.x writer
