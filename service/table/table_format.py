@@ -84,6 +84,12 @@ class TableFormat:
             clean_inflight_holds_plan=version < 9,
         )
 
+    def accepted_mdt_partitions(self, config: TableConfig) -> tuple[str, ...]:
+        """The MDT partitions a served table may have (`MdtFormat.accepts`), the table's own
+        families (`secondary_index_<name>`) among them."""
+        own = tuple(p for p in config.metadata_partitions if self.mdt.accepts(p))
+        return tuple(dict.fromkeys((*self.mdt.partitions, *own)))
+
     def serves(self, service: TableServiceKind) -> bool:
         return service in self.services
 
@@ -94,7 +100,7 @@ class TableFormat:
             reason = _NOT_YET.format(service=service.value, version=self.table_version)
             raise TableServicesRefusedError(f"{where}: {reason}")
         try:
-            config.check_supported(base_uri, self.mdt.partitions)
+            config.check_supported(base_uri, self.accepted_mdt_partitions(config))
         except TableServicesRefusedError:
             raise
         except UnsupportedTableError as exc:

@@ -168,9 +168,10 @@ def check_mdt(
     pending work Hudi's writers finish (skip the run)."""
     where = f"table {config.name!r} at {storage.base_uri}"
     mdt = table_format.mdt
-    extra = [p for p in config.metadata_partitions if p not in mdt.partitions]
+    extra = [p for p in config.metadata_partitions if not mdt.accepts(p)]
     if config.metadata_partitions_inflight or extra:
-        config.check_supported(storage.base_uri, mdt.partitions)  # raises, naming them and the way out
+        # raises, naming them and the way out
+        config.check_supported(storage.base_uri, table_format.accepted_mdt_partitions(config))
     pending_data = data_timeline.pending().by_actions((Action.INDEXING, Action.RESTORE)).last
     if pending_data is not None:
         raise MetadataTableBusyError(
@@ -199,7 +200,7 @@ def check_mdt(
 
     index_slices = {
         partition: tuple(target(partition, fid) for fid in mdt_file_group_ids(storage, partition))
-        for partition in served_index_partitions(config)
+        for partition in served_index_partitions(config, mdt)
     }
     return MdtState(layout, timeline, mdt, target(FILES_PARTITION, FILES_FILE_ID), index_slices)
 

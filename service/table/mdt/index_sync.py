@@ -56,7 +56,6 @@ from service.table.storage import Storage
 
 log = logging.getLogger(__name__)
 
-INDEX_PARTITIONS = (COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION)  # the ones this service keeps in sync
 SIMPLE_BLOOM_TYPE = "SIMPLE"  # BloomFilterTypeCode.SIMPLE: a footer without a type code holds one
 
 
@@ -71,9 +70,10 @@ class IndexDeletion:
 IndexRecords = Mapping[str, Sequence[IndexRecord | IndexDeletion]]
 
 
-def served_index_partitions(config: TableConfig) -> tuple[str, ...]:
-    """The index partitions the data table lists as completed MDT partitions."""
-    return tuple(p for p in INDEX_PARTITIONS if p in config.metadata_partitions)
+def served_index_partitions(config: TableConfig, mdt: MdtFormat) -> tuple[str, ...]:
+    """The index partitions the service writes on this version that the data table lists as
+    completed MDT partitions."""
+    return tuple(p for p in mdt.index_partitions_written if p in config.metadata_partitions)
 
 
 def _schema_fields(schema_json: str, source: str) -> list[str]:
@@ -102,7 +102,7 @@ def commit_index_records(
             f"{storage.base_uri}: index records of commit {instant_time} on a Hudi 1.x metadata table are "
             "not written yet"
         )
-    partitions = served_index_partitions(config)
+    partitions = served_index_partitions(config, mdt)
     out: dict[str, list[IndexRecord | IndexDeletion]] = {p: [] for p in partitions}
     if not partitions:
         return out
@@ -144,7 +144,7 @@ def clean_index_records(
     """The tombstones of a clean's deleted files, in the version's form (`MdtFormat`): 0.x's stub
     records for the latest writer schema's columns (`schema_json`), or 1.x's deletions by key for
     every deleted file and every column of the `column_stats` index definition."""
-    partitions = served_index_partitions(config)
+    partitions = served_index_partitions(config, mdt)
     out: dict[str, list[IndexRecord | IndexDeletion]] = {p: [] for p in partitions}
     columns: list[str] = []
     if COLUMN_STATS_PARTITION in out:

@@ -18,12 +18,14 @@ asks it, never the version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.table.mdt.files_listing import FILES_PARTITION
 from service.table.mdt.index_keys import BLOOM_FILTERS_PARTITION, COLUMN_STATS_PARTITION
 
 PARTITION_STATS_PARTITION = "partition_stats"
+RECORD_INDEX_PARTITION = "record_index"
+SECONDARY_INDEX_PREFIX = "secondary_index_"
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,16 @@ class MdtFormat:
     column_stats_deletes_as_keys: bool
     # Indexed columns from the index definition file (1.x) or the latest table schema (0.x).
     columns_from_index_definitions: bool
-    # MDT partitions the service keeps in sync on this version for what it serves there; a table
-    # with any other is refused. Version 8/9 serve only cleaning, which leaves `partition_stats`
-    # alone (Hudi 1.x's clean writes nothing there: `HoodieTableMetadataUtil.convertMetadataToRecords`
-    # for a HoodieCleanMetadata), so it is listed for them; bloom filters are not served there yet.
+    # The index partitions the service writes (a commit's records, a clean's tombstones) when present.
+    index_partitions_written: tuple[str, ...]
+    # MDT partitions a table may have for the service to serve it on this version: those it keeps in
+    # sync and those its services leave alone as Hudi's do (`partition_prefixes` for families such as
+    # `secondary_index_<name>`). A table with any other partition is refused.
     partitions: tuple[str, ...]
+    partition_prefixes: tuple[str, ...] = ()
+
+    def accepts(self, mdt_partition: str) -> bool:
+        return mdt_partition in self.partitions or mdt_partition.startswith(self.partition_prefixes)
 
 
 MDT_FORMAT_V6 = MdtFormat(
@@ -51,21 +58,27 @@ MDT_FORMAT_V6 = MdtFormat(
     logs_per_deltacommit=False,
     column_stats_deletes_as_keys=False,
     columns_from_index_definitions=False,
+    index_partitions_written=(COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION),
     partitions=(FILES_PARTITION, COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION),
 )
-_MDT_1X_PARTITIONS = (FILES_PARTITION, COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION)
+# Versions 8/9 serve only cleaning. Hudi 1.0.2's and 1.1.1's clean writes `files` and `column_stats`
+# and nothing into `partition_stats`, `bloom_filters`, `record_index` or `secondary_index_*` (seen on
+# tables with all of them: tests/interop/test_hudi1_tables.py), so those are accepted and left alone.
+# Expression indexes (`expr_index_*`) need Spark expressions evaluated: refused.
 MDT_FORMAT_V8 = MdtFormat(
     record_schema="HoodieMetadataRecordWithMetaFields-1.0",
     logs_per_deltacommit=True,
     column_stats_deletes_as_keys=True,
     columns_from_index_definitions=True,
-    partitions=_MDT_1X_PARTITIONS,
+    index_partitions_written=(COLUMN_STATS_PARTITION,),
+    partitions=(
+        FILES_PARTITION,
+        COLUMN_STATS_PARTITION,
+        PARTITION_STATS_PARTITION,
+        BLOOM_FILTERS_PARTITION,
+        RECORD_INDEX_PARTITION,
+    ),
+    partition_prefixes=(SECONDARY_INDEX_PREFIX,),
 )
-MDT_FORMAT_V9 = MdtFormat(
-    record_schema="HoodieMetadataRecordWithMetaFields-1.1",
-    logs_per_deltacommit=True,
-    column_stats_deletes_as_keys=True,
-    columns_from_index_definitions=True,
-    partitions=_MDT_1X_PARTITIONS,
-)
+MDT_FORMAT_V9 = replace(MDT_FORMAT_V8, record_schema="HoodieMetadataRecordWithMetaFields-1.1")
 MDT_FORMATS = {6: MDT_FORMAT_V6, 8: MDT_FORMAT_V8, 9: MDT_FORMAT_V9}
