@@ -447,6 +447,61 @@ def test_clean_keeps_hudi_1x_metadata_table_in_sync_as_hudi_does(
     assert all(r["is_present_in_fs"] and r["is_present_in_metadata"] for r in validation)
 
 
+def test_clean_leaves_bloom_record_and_secondary_indexes_as_hudi_1x_does(
+    hudi1: HudiJvm, tmp_path: Path
+) -> None:
+    """A copy-on-write table with every index a clean may meet (bloom filters, record index, a
+    secondary index beside files, column_stats, partition_stats): our clean writes into the metadata
+    table exactly what Hudi's writes (files and column_stats only), and Hudi's lookups through the
+    record index and the secondary index find the rows they found before."""
+    name = f"indexed{hudi1.table_version}"
+    base = tmp_path / name
+    opts = {
+        **writer_options(name, "COPY_ON_WRITE", True),
+        "hoodie.metadata.index.bloom.filter.enable": "true",
+        "hoodie.metadata.record.index.enable": "true",  # 1.0
+        "hoodie.metadata.global.record.level.index.enable": "true",  # 1.1
+    }
+    for ids, batch, operation in ((range(0, 12), 0, "insert"), (range(4, 16), 1, "upsert")):
+        hudi1.write(base, rows(ids, batch), SCHEMA, {**opts, "hoodie.datasource.write.operation": operation})
+    hudi1.sql(f"create table {name} using hudi location '{base}'")
+    hudi1.sql("set hoodie.write.lock.provider=org.apache.hudi.client.transaction.lock.InProcessLockProvider")
+    hudi1.sql(f"create index idx_value on {name} (value)")
+    hudi1.write(
+        base, rows(range(0, 16, 3), 2), SCHEMA, {**opts, "hoodie.datasource.write.operation": "upsert"}
+    )
+    props = (base / ".hoodie" / "hoodie.properties").read_text("latin-1")
+    partitions = set(re.findall(r"^hoodie.table.metadata.partitions=(.*)$", props, re.M)[0].split(","))
+    assert {"bloom_filters", "record_index", "secondary_index_idx_value", "partition_stats"} <= partitions
+
+    hudi_copy, our_copy = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(base, hudi_copy)
+    shutil.copytree(base, our_copy)
+    before = _data_files(base)
+    lookups = {"id = 4": [], "value = 'v2'": []}
+    reader = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true"}
+    for where in lookups:
+        lookups[where] = sorted(r["id"] for r in hudi1.read(base, reader, where=where))
+    assert all(lookups.values())
+
+    hudi1.sql(f"create table {name}_h using hudi location '{hudi_copy}'")
+    args = "clean_policy => 'KEEP_LATEST_FILE_VERSIONS', file_versions_retained => 1"
+    [hudi_clean] = hudi1.sql(f"call run_clean(table => '{name}_h', {args})")
+    cleaner_props = {
+        "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+        "hoodie.cleaner.fileversions.retained": 1,
+    }
+    [ours] = make_cleaner(our_copy, cleaner_props, CleanOptions(force=True), now=None).run().cleans
+
+    assert before - _data_files(our_copy) == before - _data_files(hudi_copy) != set()
+    blocks = _mdt_blocks_of(our_copy, ours.instant_time)
+    assert blocks == _mdt_blocks_of(hudi_copy, hudi_clean["start_clean_time"])
+    assert {partition for partition, _ in blocks} == {"files", "column_stats"}
+    assert _mdt_views(hudi1, our_copy) == _mdt_views(hudi1, hudi_copy)
+    for where, found in lookups.items():
+        assert sorted(r["id"] for r in hudi1.read(our_copy, reader, where=where)) == found, where
+
+
 # A clean killed after each file it creates in the metadata table of a version-8/9 table.
 MDT_KILL_POINTS = {
     "mdt_files_log": r"^\.hoodie/metadata/files/\.files-0000-0_\d{17}\.log\.",
