@@ -40,10 +40,10 @@ from service.lock import create_lock
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
-from service.table.layout import LAYOUT_1
+from service.table.layout import LAYOUT_1, TimelineLayout
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from service.table.timeline import create_instant_file, format_instant_time
+from service.table.timeline import create_instant_file, format_instant_time, parse_instant_time
 from strategies.cleaning import CleanPlan, plan_clean
 
 NAME = "cleaning"
@@ -113,9 +113,12 @@ def _partition_path(partition: int) -> str:
 class _Builder:
     """Writes the synthetic table directly: empty base files, codec-encoded timeline files."""
 
-    def __init__(self, base: Path, shape: TableShape) -> None:
+    def __init__(self, base: Path, shape: TableShape, table_version: int = 6) -> None:
         self.base = base
         self.shape = shape
+        self.table_version = table_version
+        # Version 9: layout 2, completed names with a completion time, Avro commit metadata.
+        self.layout = TimelineLayout.v2() if table_version == 9 else LAYOUT_1
         self.storage = Storage.for_base_uri(str(base))
         self.minute = 0
         self.latest: dict[tuple[int, int], str] = {}
@@ -145,7 +148,17 @@ class _Builder:
             self._commit(everything, codecs.WriteOperationType.UPSERT)
 
     def _properties(self) -> None:
-        self.storage.write_bytes(".hoodie/hoodie.properties", cow_table_properties(TABLE_NAME, "ts", "p"))
+        props = cow_table_properties(TABLE_NAME, "ts", "p", self.table_version)
+        self.storage.write_bytes(".hoodie/hoodie.properties", props)
+
+    def _complete(self, requested: Instant, content: bytes) -> None:
+        """The completed file; on layout 2 completed a second after it was requested."""
+        completion = None
+        if self.layout.names_completion_time:
+            completion = format_instant_time(
+                parse_instant_time(requested.timestamp, UTC) + timedelta(seconds=1)
+            )
+        create_instant_file(self.storage, self.layout, requested.completed_at(completion), content)
 
     def _instant_time_next(self) -> str:
         return _instant_time(self.minute + 1)
@@ -191,26 +204,25 @@ class _Builder:
             operation_type=operation,
         )
         requested = Instant(instant_time, Action.COMMIT, State.REQUESTED)
-        create_instant_file(self.storage, LAYOUT_1, requested)
-        create_instant_file(self.storage, LAYOUT_1, requested.with_state(State.INFLIGHT))
-        create_instant_file(
-            self.storage, LAYOUT_1, requested.with_state(State.COMPLETED), codecs.encode(meta)
-        )
+        create_instant_file(self.storage, self.layout, requested)
+        create_instant_file(self.storage, self.layout, requested.with_state(State.INFLIGHT))
+        avro = self.layout.version >= 2
+        self._complete(requested, codecs.encode_commit(meta, avro=avro))
 
     def _clean(self, earliest_commit_to_retain: str, last_completed: str) -> None:
         instant_time = self._next()
         plan, meta = clean_that_deleted_nothing(instant_time, earliest_commit_to_retain, last_completed)
         requested = Instant(instant_time, Action.CLEAN, State.REQUESTED)
-        create_instant_file(self.storage, LAYOUT_1, requested, codecs.encode(plan))
-        create_instant_file(self.storage, LAYOUT_1, requested.with_state(State.INFLIGHT), codecs.encode(plan))
-        create_instant_file(
-            self.storage, LAYOUT_1, requested.with_state(State.COMPLETED), codecs.encode(meta)
-        )
+        create_instant_file(self.storage, self.layout, requested, codecs.encode(plan))
+        # Hudi 1.1 leaves the inflight clean empty (`ActiveTimelineV2`); 0.x writes the plan again.
+        inflight = b"" if self.table_version == 9 else codecs.encode(plan)
+        create_instant_file(self.storage, self.layout, requested.with_state(State.INFLIGHT), inflight)
+        self._complete(requested, codecs.encode(meta))
 
 
-def build_table(base: Path, shape: TableShape) -> None:
-    """The synthetic table at `base` (which must not exist yet)."""
-    _Builder(base, shape).build()
+def build_table(base: Path, shape: TableShape, table_version: int = 6) -> None:
+    """The synthetic table at `base` (which must not exist yet), of table version 6 or 9."""
+    _Builder(base, shape, table_version).build()
 
 
 # ---------------------------------------------------------------------------------------------- planning

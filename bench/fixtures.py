@@ -32,8 +32,12 @@ def write_partition_metafile(base: Path, partition_path: str, commit_time: str) 
     return path
 
 
-def cow_table_properties(name: str, precombine: str, partition_field: str | None = None) -> bytes:
-    """`hoodie.properties` of a version-6 copy-on-write table keyed by `id`, timeline in UTC."""
+def cow_table_properties(
+    name: str, precombine: str, partition_field: str | None = None, table_version: int = 6
+) -> bytes:
+    """`hoodie.properties` of a copy-on-write table keyed by `id`, timeline in UTC: version 6 as Hudi
+    0.15 writes it, or version 9 with the keys Hudi 1.1.1 writes (layout 2 under `.hoodie/timeline`,
+    ordering fields and merge mode instead of the precombine field and payload)."""
     raw = {
         "hoodie.table.name": name,
         "hoodie.table.type": "COPY_ON_WRITE",
@@ -44,6 +48,25 @@ def cow_table_properties(name: str, precombine: str, partition_field: str | None
         "hoodie.table.timeline.timezone": "UTC",
         "hoodie.archivelog.folder": "archived",
     }
+    if table_version == 9:
+        del raw["hoodie.table.precombine.field"]
+        raw.update(
+            {
+                "hoodie.table.version": "9",
+                "hoodie.table.initial.version": "9",
+                "hoodie.timeline.layout.version": "2",
+                "hoodie.timeline.path": "timeline",
+                "hoodie.timeline.history.path": "history",
+                "hoodie.archivelog.folder": "history",
+                "hoodie.table.format": "native",
+                "hoodie.table.ordering.fields": precombine,
+                "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+                "hoodie.table.base.file.format": "PARQUET",
+                "hoodie.populate.meta.fields": "true",
+            }
+        )
+    elif table_version != 6:
+        raise ValueError(f"no synthetic table of version {table_version}")
     if partition_field is None:
         raw["hoodie.table.keygenerator.class"] = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
     else:

@@ -15,11 +15,20 @@ from bench.hudi_cleaning import Options, run
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 
-def test_hudi_cleaning_bench_deletes_the_same_files_as_hudi(spark: Any, tmp_path: Path) -> None:
-    run(Options(shape=TINY, work_dir=tmp_path, results_dir=tmp_path / "results"), spark=spark)
+@pytest.mark.parametrize(("table_version", "result"), [(6, "hudi-cleaning"), (9, "hudi-cleaning-v9")])
+def test_hudi_cleaning_bench_deletes_the_same_files_as_hudi(
+    spark: Any, tmp_path: Path, table_version: int, result: str
+) -> None:
+    """Version 6 against Hudi 0.15 in the test session; version 9 against Hudi 1.1.1 in a child."""
+    options = Options(
+        shape=TINY, work_dir=tmp_path, results_dir=tmp_path / "results", table_version=table_version,
+        rounds=2, driver_memory="1g",
+    )  # fmt: skip
+    run(options, spark=spark)
 
-    document = json.loads((tmp_path / "results" / "hudi-cleaning.json").read_text(encoding="utf-8"))
-    assert document["benchmark"] == "hudi-cleaning"
+    document = json.loads((tmp_path / "results" / f"{result}.json").read_text(encoding="utf-8"))
+    assert document["benchmark"] == result
+    assert document["table_version"] == table_version and document["rounds"] == 2
     assert document["shape"]["data_files"] == TINY.data_files
     runs = {r["policy"]: r for r in document["runs"]}
     assert set(runs) == {"KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"}
@@ -28,5 +37,6 @@ def test_hudi_cleaning_bench_deletes_the_same_files_as_hudi(spark: Any, tmp_path
         assert r["same_files_left"] and r["only_hudi_left"] == [] and r["only_ours_left"] == [], policy
         assert r["hudi_deleted"] == r["ours_deleted"] > 0, policy
         assert r["hudi_seconds"] > 0 and r["ours_seconds"] > 0 and r["ours_over_hudi_seconds"] > 0
+        assert len(r["hudi_rounds"]) == len(r["ours_rounds"]) == 2
     # One commit retained keeps each file group's latest slice and the newest one before the ECTR.
     assert runs["KEEP_LATEST_COMMITS"]["ours_deleted"] == TINY.files_deleted_retaining_one_commit

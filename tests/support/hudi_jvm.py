@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -101,13 +103,20 @@ class HudiJvm:
 
 
 @contextmanager
-def hudi_jvm(version: str, work_dir: Path) -> Iterator[HudiJvm]:
+def hudi_jvm(version: str, work_dir: Path, driver_memory: str = "1g") -> Iterator[HudiJvm]:
     """Start a child SparkSession with Hudi `version`'s bundle; stops it on exit."""
     bundle = hudi_bundle(version)
     work_dir.mkdir(parents=True, exist_ok=True)
     authkey = secrets.token_hex(16)
-    address = str(work_dir / "child.sock")
-    env = dict(os.environ, HTS_CHILD_AUTHKEY=authkey, PYTHONPATH=str(REPO_ROOT))
+    # AF_UNIX paths are short (108 bytes): the socket lives in its own short temporary directory.
+    socket_dir = Path(tempfile.mkdtemp(prefix="hts-jvm-"))
+    address = str(socket_dir / "child.sock")
+    env = dict(
+        os.environ,
+        HTS_CHILD_AUTHKEY=authkey,
+        HTS_CHILD_DRIVER_MEMORY=driver_memory,
+        PYTHONPATH=str(REPO_ROOT),
+    )
     with (work_dir / "child.log").open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.support.hudi_jvm_child", address, str(bundle), str(work_dir)],
@@ -118,12 +127,14 @@ def hudi_jvm(version: str, work_dir: Path) -> Iterator[HudiJvm]:
     except BaseException:
         process.kill()
         process.wait()
+        shutil.rmtree(socket_dir, ignore_errors=True)
         raise
     jvm = HudiJvm(version, conn, process)
     try:
         yield jvm
     finally:
         jvm.close()
+        shutil.rmtree(socket_dir, ignore_errors=True)
 
 
 def _connect(
