@@ -1,10 +1,11 @@
 """The archived (LSM) timeline of layout 2, read from files written here in Hudi's shape
-(`LSMTimelineWriter`: parquet of `HoodieLSMTimelineInstant`, `manifest_<N>` JSON, `_version_`)."""
+(`LSMTimelineWriter`: parquet of `HoodieLSMTimelineInstant`, `manifest_<N>` JSON, `_version_`), and
+log files placed by the completion times it holds."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,6 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.errors import CorruptTableError
+from service.table import lsm_history
+from service.table.data_files import LogFile, parse_log_file
+from service.table.fs_view import FileSystemView, TimelineFacts
+from service.table.instant import Action, Instant, State
 from service.table.lsm_history import (
     EMPTY_MANIFEST,
     ArchivedInstant,
@@ -19,7 +24,9 @@ from service.table.lsm_history import (
     read_archived_instants,
     read_latest_manifest,
 )
-from service.table.storage import Storage
+from service.table.slicing import CompletionTimes, history_lookups, slice_log_files_by_completion
+from service.table.storage import FileStatus, Storage
+from service.table.timeline import Timeline
 
 HISTORY = ".hoodie/timeline/history"
 
@@ -316,3 +323,124 @@ def test_a_broken_history_file_is_refused_naming_it(tmp_path: Path, storage: Sto
     with pytest.raises(CorruptTableError, match=message) as caught:
         read_archived_instants(storage, HISTORY, {_t(10)})
     assert storage.qualify(f"{HISTORY}/{name}") in str(caught.value)
+
+
+# -- log files placed by archived completion times
+
+
+FID = "f1-0"
+B, D0, D1, CMP, D2 = _t(100), _t(200), _t(300), _t(400), _t(500)
+
+
+def _log(instant: str) -> LogFile:
+    log = parse_log_file("p", f".{FID}_{instant}.log.1_0-1-0", 10)
+    assert log is not None
+    return log
+
+
+class _CountingHistory:
+    """A history whose lookups are recorded."""
+
+    def __init__(self, times: Mapping[str, str]) -> None:
+        self.times = dict(times)
+        self.asked: list[set[str]] = []
+
+    @property
+    def location(self) -> str:
+        return "file:/t/.hoodie/timeline/history"
+
+    def completion_times(self, instant_times: Iterable[str]) -> dict[str, str]:
+        asked = set(instant_times)
+        self.asked.append(asked)
+        return {t: c for t, c in self.times.items() if t in asked}
+
+
+def test_only_archived_logs_a_later_slice_depends_on_are_looked_up() -> None:
+    times = CompletionTimes({CMP: _t(450), D2: _t(510)}, timeline_start=CMP)
+    logs = [_log(D0), _log(D1), _log(D2)]
+    assert history_lookups({B, CMP}, logs, times) == {D0, D1}  # D2 is active
+    assert history_lookups({B}, logs, times) == set()  # nothing opened after them
+    assert history_lookups(set(), logs, times) == set()
+
+
+def test_an_archived_log_that_completed_after_a_compaction_was_scheduled_joins_its_slice() -> None:
+    """The case Hudi's `HoodieFileGroup.getBaseInstantTime` needs the history for: D1 started before
+    compaction CMP was scheduled and completed after it (CMP's plan left its log out), then D1 was
+    archived. D0 completed before CMP and stays with base B."""
+    history = _CountingHistory({D0: _t(250), D1: _t(410), B: _t(150)})
+    times = CompletionTimes({CMP: _t(450), D2: _t(510)}, timeline_start=CMP)
+    logs = [_log(D1), _log(D0), _log(D2)]
+    times = times.with_history(history, history_lookups({B, CMP}, logs, times))
+    placed = slice_log_files_by_completion("t", {B, CMP}, logs, times)
+    assert {k: sorted(lf.base_instant_time for lf in v) for k, v in placed.items()} == {
+        B: [D0],
+        CMP: [D1, D2],
+    }
+    assert history.asked == [{D0, D1}]
+
+
+def test_an_archived_log_the_history_does_not_hold_is_refused_naming_both() -> None:
+    history = _CountingHistory({D0: _t(250)})
+    times = CompletionTimes({CMP: _t(450)}, timeline_start=CMP)
+    times = times.with_history(history, {D0, D1})
+    with pytest.raises(CorruptTableError, match=rf"{D1}, archived .* file slice {CMP} .*") as caught:
+        slice_log_files_by_completion("t", {B, CMP}, [_log(D0), _log(D1)], times)
+    assert _log(D1).path in str(caught.value) and history.location in str(caught.value)
+    no_history = CompletionTimes({CMP: _t(450)}, timeline_start=CMP)
+    with pytest.raises(CorruptTableError, match=r"no archived \(LSM\) timeline was read"):
+        slice_log_files_by_completion("t", {B, CMP}, [_log(D1)], no_history)
+
+
+def _status(name: str) -> FileStatus:
+    return FileStatus(f"p/{name}", 10, False)
+
+
+def test_the_view_reads_the_history_once_for_the_logs_that_need_it(
+    tmp_path: Path, storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`FileSystemView.build` over a real `LsmHistory`: two file groups whose archived logs need it,
+    one read of the file covering them; a group with no later slice needs nothing."""
+    h = _history(tmp_path)
+    archived = [(B, _t(150), "deltacommit"), (D0, _t(250), "deltacommit"), (D1, _t(410), "deltacommit")]
+    write_manifest(h, 1, [write_data_file(h, archived)])
+    timeline = Timeline.of(
+        [
+            Instant(CMP, Action.COMMIT, State.COMPLETED, _t(450)),
+            Instant(D2, Action.DELTA_COMMIT, State.COMPLETED, _t(510)),
+        ]
+    )
+    listing = {
+        "p": [
+            _status(f"{FID}_0-1-0_{B}.parquet"),
+            _status(f"{FID}_0-1-0_{CMP}.parquet"),
+            _status(f".{FID}_{D0}.log.1_0-1-0"),
+            _status(f".{FID}_{D1}.log.1_0-1-0"),
+            _status(f".{FID}_{D2}.log.1_0-1-0"),
+            _status(f"g2-0_0-1-0_{CMP}.parquet"),
+            _status(f".g2-0_{D1}.log.1_0-1-0"),
+            _status(f".g3-0_{D0}.log.1_0-1-0"),  # log-only group: no slice opened after it
+        ]
+    }
+    reads: list[set[str]] = []
+
+    def spy(storage: Storage, history_dir: str, instant_times: Iterable[str]) -> dict[str, ArchivedInstant]:
+        reads.append(set(instant_times))
+        return read_archived_instants(storage, history_dir, set(instant_times))
+
+    monkeypatch.setattr(lsm_history, "read_archived_instants", spy)
+    history = LsmHistory(storage, HISTORY)
+    view = FileSystemView.build(
+        timeline, listing, TimelineFacts(), table="t", logs_by_completion_time=True, history=history
+    )
+    slices = {
+        (fg.file_id, s.base_instant_time): sorted(lf.base_instant_time for lf in s.log_files)
+        for fg in view.file_groups.values()
+        for s in fg.slices
+    }
+    assert slices == {
+        (FID, CMP): [D1, D2],
+        (FID, B): [D0],
+        ("g2-0", CMP): [D1],
+        ("g3-0", D0): [D0],
+    }
+    assert reads == [{D0, D1}]  # FID's and g2's archived logs, in one read; not g3's
