@@ -10,8 +10,8 @@ out of the active timeline into `.hoodie/<timeline.path>/<timeline.history.path>
 * `manifest_<N>`: the JSON of `HoodieLSMTimelineManifest`, the files of snapshot N; every change writes
   manifest N+1 (`LSMTimelineWriter.updateManifest`) and keeps only the last few.
 * `_version_`: the decimal N of the latest manifest, deleted and created again on each change
-  (`LSMTimelineWriter.updateVersionFile`); while it is missing, readers take the highest `manifest_<N>`
-  (`LSMTimeline.latestSnapshotVersion`, which ignores `*.tmp`).
+  (`LSMTimelineWriter.updateVersionFile`); while it is missing or empty, readers take the highest
+  `manifest_<N>` (`LSMTimeline.latestSnapshotVersion`, which ignores `*.tmp`).
 
 The service never writes here (Hudi's writers archive); it reads the columns `instantTime`,
 `completionTime` and `action` (`ArchivedInstantReadSchemas`) of the files whose name range can hold the
