@@ -18,7 +18,12 @@ from service.table.data_files import (
     parse_base_file,
     parse_log_file,
 )
-from service.table.slicing import CompletionTimes, slice_log_files_by_completion
+from service.table.slicing import (
+    CompletionTimeHistory,
+    CompletionTimes,
+    history_lookups,
+    slice_log_files_by_completion,
+)
 from service.table.storage import FileStatus
 from service.table.timeline import Timeline
 
@@ -143,6 +148,7 @@ class FileSystemView:
         *,
         table: str = "",
         logs_by_completion_time: bool = False,
+        history: CompletionTimeHistory | None = None,
     ) -> FileSystemView:
         """Group listed files into file groups of committed slices, as Java's
         `AbstractTableFileSystemView.buildFileGroups` with `addPendingCompactionFileSlice`.
@@ -159,7 +165,8 @@ class FileSystemView:
 
         `logs_by_completion_time` (timeline layout 2): a log file's name holds the deltacommit that
         wrote it; it counts once that deltacommit completed and joins a slice by its completion time
-        (`service.table.slicing`).
+        (`service.table.slicing`). `history`: where the completion times of archived deltacommits are
+        read, once per build and only for those a later slice makes them matter for.
         """
         visible = timeline.commits_and_compaction()
         first_active = next(
@@ -210,11 +217,19 @@ class FileSystemView:
                 bucket.setdefault(log.base_instant_time, (None, []))[1].append(log)
 
         if times is not None:
+            bases: dict[FileGroupId, set[str]] = {}
+            for fg_id in logs_to_place:
+                compaction = facts.pending_compaction.get(fg_id)
+                pending = {compaction[0]} if compaction is not None else set()
+                bases[fg_id] = set(slices.get(fg_id, {})) | pending
+            if history is not None:
+                wanted: set[str] = set()
+                for fg_id, group_logs in logs_to_place.items():
+                    wanted |= history_lookups(bases[fg_id], group_logs, times)
+                times = times.with_history(history, wanted)
             for fg_id, group_logs in logs_to_place.items():
                 by_instant = slices.setdefault(fg_id, {})
-                compaction = facts.pending_compaction.get(fg_id)
-                bases = set(by_instant) | ({compaction[0]} if compaction is not None else set())
-                placed = slice_log_files_by_completion(table, bases, group_logs, times)
+                placed = slice_log_files_by_completion(table, bases[fg_id], group_logs, times)
                 for instant, logs in placed.items():
                     by_instant.setdefault(instant, (None, []))[1].extend(logs)
 

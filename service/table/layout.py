@@ -5,7 +5,8 @@ clustering planned as a `replacecommit`. Layout 2 (table versions 8 and 9): inst
 `.hoodie/<hoodie.timeline.path>/` (`TimelinePathProviderV2`), completed files
 `<requested>_<completion>.<action>` (`InstantFileNameGeneratorV2`), clustering planned under its own
 `clustering` action and completed as a `replacecommit`; the archived (LSM) timeline in
-`.hoodie/<timeline.path>/<hoodie.timeline.history.path>/` is Hudi's writers' to keep.
+`.hoodie/<timeline.path>/<hoodie.timeline.history.path>/` is Hudi's writers' to keep (the service only
+reads it: `service.table.lsm_history`).
 The metadata table, a Hudi table of its own under `.hoodie/metadata/`, has the layout of its data table.
 """
 

@@ -12,6 +12,7 @@ from service.errors import ConfigError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import FileSystemView
 from service.table.layout import METAFOLDER, TimelineLayout
+from service.table.lsm_history import LsmHistory
 from service.table.mdt.files_listing import files_partition_served, list_partitions_via_mdt
 from service.table.paths import PathGuard
 from service.table.properties import TableConfig, TableServiceKind, load_table_config
@@ -31,9 +32,13 @@ class HudiTable:
     facts_reader: TimelineFactsReader = field(init=False)
     # The latest timeline loaded: reused while `.hoodie` holds the same instant files (idle ticks).
     _timeline: Timeline | None = field(default=None, init=False, repr=False, compare=False)
+    # The archived (LSM) timeline of layout 2, read for the completion times slicing needs.
+    history: LsmHistory | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.facts_reader = TimelineFactsReader(self.storage, self.layout, self.path_guard)
+        history_dir = self.layout.history_dir
+        self.history = LsmHistory(self.storage, history_dir) if history_dir is not None else None
 
     @classmethod
     def open(
@@ -168,4 +173,5 @@ class HudiTable:
             self.config.base_file_extension,
             table=self.name,
             logs_by_completion_time=self.layout.slices_logs_by_completion_time,
+            history=self.history,
         )

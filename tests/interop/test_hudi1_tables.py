@@ -46,6 +46,7 @@ from tests.support.hudi1_histories import (
     build_history,
     build_upgraded_history,
     hudi_latest_slices,
+    our_latest_slices,
     rows,
     writer_options,
 )
@@ -87,20 +88,6 @@ def histories(
     return out
 
 
-def _ours(table: HudiTable) -> list[HudiSlice]:
-    """Our latest slices as `show_fsview_latest` lists them: merged (`getLatestMergedFileSlicesBeforeOrOn`),
-    so a group under a pending compaction shows the slice it compacts with the logs appended since."""
-    view = table.load_view(from_storage=True)
-    out = []
-    for fg in view.live_file_groups:
-        merged = fg.snapshot_slices
-        oldest = merged[-1]
-        logs = tuple(sorted(lf.file_name for s in merged for lf in s.log_files))
-        base = oldest.base_file.file_name if oldest.base_file else ""
-        out.append(HudiSlice(fg.partition_path, fg.file_id, oldest.base_instant_time, base, logs))
-    return sorted(out)
-
-
 def _status_slices(table: HudiTable) -> list[HudiSlice]:
     """What `status` reports: each live group's latest slice."""
     return sorted(
@@ -126,7 +113,7 @@ def test_status_lists_the_latest_file_slices_hudi_and_hudi_rs_list(
     table = HudiTable.open(str(history.base))
     assert table.format.table_version == hudi1.table_version
     assert table.layout.version == 2
-    ours = _ours(table)
+    ours = our_latest_slices(table)
     assert ours == theirs
     assert _status_slices(table) == ours  # no pending compaction in this history: latest = merged
     if table_type == "MERGE_ON_READ":
@@ -559,7 +546,7 @@ def test_a_table_hudi_1x_upgraded_in_place_is_read_and_cleaned_as_hudi_does(
     history = build_upgraded_history(spark, hudi1, tmp_path / "tables", table_type)
     table = HudiTable.open(str(history.base))
     assert (table.format.table_version, table.layout.version) == (hudi1.table_version, 2)
-    ours, theirs = _ours(table), hudi_latest_slices(hudi1, history.table_name)
+    ours, theirs = our_latest_slices(table), hudi_latest_slices(hudi1, history.table_name)
     # On merge-on-read the 1.0.2 upgrade leaves its full compaction inflight (its base files written).
     # Readers merge the slice it compacts with the logs appended since (hudi-rs's snapshot below reads
     # their records); `show_fsview_latest` lists only the compacted slice's own logs there.

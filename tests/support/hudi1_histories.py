@@ -9,11 +9,15 @@ and archiving off) and `small.file.limit=0`, so every insert opens new file grou
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from service.table.table import HudiTable
 from tests.support.hudi_jvm import HudiJvm
 
 SCHEMA = "id long, region string, ts long, value string"
@@ -86,6 +90,68 @@ def build_history(jvm: HudiJvm, root: Path, table_type: str, metadata: bool) -> 
     return h
 
 
+# Hudi's archiver at its smallest: it keeps 2-3 completed commits on the active timeline and moves the
+# rest into the LSM history under `.hoodie/timeline/history/` after each write (`TimelineArchiverV2`).
+ARCHIVING = {
+    "hoodie.archive.automatic": "true",
+    "hoodie.keep.min.commits": "2",
+    "hoodie.keep.max.commits": "3",
+    "hoodie.cleaner.commits.retained": "1",
+}
+
+
+@dataclass(frozen=True)
+class ArchivedHistory:
+    """A merge-on-read table whose first instants Hudi archived. Deltacommit `late_deltacommit` was
+    requested before compaction `compaction` and completed after it (so the compaction left its logs
+    out and they joined its slice); both were archived since."""
+
+    history: Hudi1History
+    late_deltacommit: str
+    compaction: str
+
+
+def build_archived_history(jvm: HudiJvm, root: Path) -> ArchivedHistory:
+    """Two inserts (two file groups per partition), two upserts of every record, a compaction
+    scheduled between the second upsert's requested and completion times, then five upserts with
+    archiving on. The compaction is scheduled at a chosen instant (`scheduleCompactionAtInstant`): what
+    a compaction scheduled by another writer while the upsert ran leaves, without racing two writers."""
+    name = f"arch{jvm.table_version}"
+    h = Hudi1History(root / name, name, "MERGE_ON_READ", False)
+    options = {**writer_options(name, h.table_type, False), **ARCHIVING}
+
+    def write(ids: Sequence[int], batch: int, operation: str) -> None:
+        opts = {**options, "hoodie.datasource.write.operation": operation}
+        jvm.write(h.base, rows(ids, batch), SCHEMA, opts)
+
+    write(range(0, 8), 0, "insert")
+    write(range(8, 16), 1, "insert")
+    write(range(16), 2, "upsert")  # logs in every group, completed before the compaction
+    write(range(16), 3, "upsert")
+    requested, completed = completed_instants(h.base, "deltacommit")[-1]
+    compaction = _one_millisecond_after(requested)
+    assert compaction < completed, (requested, completed)
+    compact = {**options, "hoodie.compact.inline.max.delta.commits": "1"}
+    assert jvm.schedule_compaction_at(h.base, compaction, compact)
+    jvm.sql(f"create table {name} using hudi location '{h.base}'")
+    jvm.sql(f"call run_compaction(op => 'execute', table => '{name}')")
+    for batch in range(4, 9):  # the fifth deltacommit since the compaction lets it be archived too
+        write(range(0, 16, 3), batch, "upsert")
+    return ArchivedHistory(h, requested, compaction)
+
+
+def completed_instants(base: Path, action: str) -> list[tuple[str, str]]:
+    """(requested, completion) of the completed `action` instants on the active timeline, in order."""
+    pattern = re.compile(rf"(\d{{17}})_(\d{{17}})\.{action}")
+    names = os.listdir(base / ".hoodie" / "timeline")
+    return sorted((m[1], m[2]) for n in names if (m := pattern.fullmatch(n)))
+
+
+def _one_millisecond_after(instant: str) -> str:
+    parsed = datetime.strptime(instant, "%Y%m%d%H%M%S%f")  # the last 3 digits are milliseconds
+    return (parsed + timedelta(milliseconds=1)).strftime("%Y%m%d%H%M%S%f")[:17]
+
+
 @dataclass(frozen=True, order=True)
 class HudiSlice:
     """A latest file slice as Hudi's `show_fsview_latest` lists it (log file names sorted)."""
@@ -112,6 +178,20 @@ def hudi_latest_slices(jvm: HudiJvm, table_name: str) -> list[HudiSlice]:
                     row["partition"] or "", row["file_id"], row["base_instant"], base, tuple(sorted(logs))
                 )
             )
+    return sorted(out)
+
+
+def our_latest_slices(table: HudiTable) -> list[HudiSlice]:
+    """Our latest slices as `show_fsview_latest` lists them: merged (`getLatestMergedFileSlicesBeforeOrOn`),
+    so a group under a pending compaction shows the slice it compacts with the logs appended since."""
+    view = table.load_view(from_storage=True)
+    out = []
+    for fg in view.live_file_groups:
+        merged = fg.snapshot_slices
+        oldest = merged[-1]
+        logs = tuple(sorted(lf.file_name for s in merged for lf in s.log_files))
+        base = oldest.base_file.file_name if oldest.base_file else ""
+        out.append(HudiSlice(fg.partition_path, fg.file_id, oldest.base_instant_time, base, logs))
     return sorted(out)
 
 

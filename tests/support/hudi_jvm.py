@@ -85,6 +85,20 @@ class HudiJvm:
         SQL condition `where` when given."""
         return list(self._call("read", base_path=str(base_path), options=dict(options or {}), where=where))
 
+    def schedule_compaction_at(self, base_path: str | Path, instant: str, options: Mapping[str, str]) -> bool:
+        """Hudi's write client (`options` its write config) schedules a compaction at `instant`;
+        False when it planned none."""
+        return bool(
+            self._call(
+                "schedule_compaction_at", base_path=str(base_path), instant=instant, options=dict(options)
+            )
+        )
+
+    def archived_instants(self, base_path: str | Path) -> list[tuple[str, str, str | None, str | None]]:
+        """(requested time, action, completion time, completion time `CompletionTimeQueryViewV2` gives)
+        of each instant Hudi's archived timeline holds."""
+        return [tuple(i) for i in self._call("archived_instants", base_path=str(base_path))]
+
     def current_table_version(self) -> int:
         return int(self._call("version"))
 

@@ -59,6 +59,47 @@ class _Calls:
             frame = frame.where(where)  # pushed down: what data skipping prunes files by
         return [row.asDict(recursive=True) for row in frame.collect()]
 
+    def schedule_compaction_at(self, base_path: str, instant: str, options: dict[str, str]) -> bool:
+        """Hudi's write client schedules a compaction at `instant` (`scheduleCompactionAtInstant`):
+        what a compaction scheduled while an earlier deltacommit was still running leaves behind."""
+        jvm = self.spark.sparkContext._jvm
+        props = jvm.java.util.Properties()
+        for key, value in options.items():
+            props.setProperty(key, value)
+        config = jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder().withPath(base_path)
+        context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(self.spark.sparkContext._jsc)
+        client = jvm.org.apache.hudi.client.SparkRDDWriteClient(context, config.withProperties(props).build())
+        try:
+            return bool(
+                client.scheduleCompactionAtInstant(instant, jvm.org.apache.hudi.common.util.Option.empty())
+            )
+        finally:
+            client.close()
+
+    def archived_instants(self, base_path: str) -> list[tuple[str, str, str | None, str | None]]:
+        """(requested time, action, completion time of the archived timeline, completion time Hudi's
+        `CompletionTimeQueryViewV2` answers) of every instant in the table's archived timeline."""
+        jvm = self.spark.sparkContext._jvm
+        conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConf(
+            self.spark.sparkContext._jsc.hadoopConfiguration()
+        )
+        meta = jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+        meta = meta.setConf(conf).setBasePath(base_path).build()
+        view = jvm.org.apache.hudi.common.table.timeline.versioning.v2.CompletionTimeQueryViewV2(meta)
+        out = []
+        for instant in meta.getArchivedTimeline().getInstants():
+            requested = str(instant.requestedTime())
+            queried = view.getCompletionTime(requested)
+            out.append(
+                (
+                    requested,
+                    str(instant.getAction()),
+                    instant.getCompletionTime(),
+                    str(queried.get()) if queried.isPresent() else None,
+                )
+            )
+        return out
+
     def version(self) -> str:
         jvm = self.spark.sparkContext._jvm
         return str(jvm.org.apache.hudi.common.table.HoodieTableVersion.current().versionCode())

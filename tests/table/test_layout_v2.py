@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.errors import CorruptTableError, UnsupportedTableError
+from service.errors import CorruptTableError
 from service.table.data_files import LogFile, parse_log_file
 from service.table.instant import Action, Instant, State
 from service.table.layout import LAYOUT_1, TimelineLayout
@@ -111,9 +111,9 @@ def test_a_log_with_no_earlier_slice_opens_one_at_its_deltacommit() -> None:
     assert len(placed[D1]) == 2
 
 
-def test_an_archived_log_whose_slice_depends_on_the_history_is_refused_by_name() -> None:
+def test_an_archived_log_whose_slice_depends_on_a_history_not_read_is_refused_by_name() -> None:
     times = _times((CMP, CMP), start=CMP)  # D1 was archived: before the active timeline's start
-    with pytest.raises(UnsupportedTableError, match=rf"{D1}, archived .* file slice {CMP}"):
+    with pytest.raises(CorruptTableError, match=rf"{D1}, archived .* file slice {CMP}"):
         slice_log_files_by_completion("t", {B, CMP}, [_log(D1)], times)
     # With no slice opened after it, the requested time places it exactly.
     placed = slice_log_files_by_completion("t", {B}, [_log(D1)], times)
