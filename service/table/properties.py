@@ -173,6 +173,11 @@ class TableConfig:
         return self.raw.get("hoodie.timeline.path") or "timeline"
 
     @property
+    def index_definitions_path(self) -> str | None:
+        """`hoodie.table.index.defs.path` (1.x): the index definition file, `.hoodie/.index_defs/index.json`."""
+        return self.raw.get("hoodie.table.index.defs.path") or None
+
+    @property
     def timeline_history_path(self) -> str:
         """`hoodie.timeline.history.path` (layout 2): the archived (LSM) timeline, in the timeline folder."""
         return self.raw.get("hoodie.timeline.history.path") or "history"

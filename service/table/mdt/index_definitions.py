@@ -17,8 +17,6 @@ from service.errors import CorruptTableError, UnsupportedTableError
 from service.table.properties import TableConfig
 from service.table.storage import Storage
 
-INDEX_DEFS_PATH_KEY = "hoodie.table.index.defs.path"
-
 
 @dataclass(frozen=True)
 class IndexDefinition:
@@ -29,11 +27,11 @@ class IndexDefinition:
 
 
 def _relative(config: TableConfig, storage: Storage) -> str:
-    raw = config.raw.get(INDEX_DEFS_PATH_KEY)
+    raw = config.index_definitions_path
     if not raw:
         raise UnsupportedTableError(
             f"table {config.name!r} at {storage.base_uri}: the metadata table has an index partition but "
-            f"hoodie.properties names no {INDEX_DEFS_PATH_KEY}, so its indexed columns are unknown"
+            "hoodie.properties names no hoodie.table.index.defs.path, so its indexed columns are unknown"
         )
     base = storage.base_uri.rstrip("/")
     path = raw[len(base) + 1 :] if raw.startswith(base + "/") else raw
@@ -41,7 +39,7 @@ def _relative(config: TableConfig, storage: Storage) -> str:
     # Only a file under .hoodie/ is read: a stored path is untrusted input.
     if "://" in normal or not normal.startswith(".hoodie/"):
         raise UnsupportedTableError(
-            f"table {config.name!r} at {storage.base_uri}: {INDEX_DEFS_PATH_KEY}={raw!r} is not a file "
+            f"table {config.name!r} at {storage.base_uri}: hoodie.table.index.defs.path={raw!r} is not a file "
             "under the table's .hoodie folder; refusing to read it"
         )
     return normal
