@@ -174,7 +174,7 @@ class TableConfig:
 
     @property
     def index_definitions_path(self) -> str | None:
-        """`hoodie.table.index.defs.path` (1.x): the index definition file, `.hoodie/.index_defs/index.json`."""
+        """`hoodie.table.index.defs.path` (1.x): the index definition file (`.hoodie/.index_defs/`)."""
         return self.raw.get("hoodie.table.index.defs.path") or None
 
     @property

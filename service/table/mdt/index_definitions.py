@@ -39,8 +39,8 @@ def _relative(config: TableConfig, storage: Storage) -> str:
     # Only a file under .hoodie/ is read: a stored path is untrusted input.
     if "://" in normal or not normal.startswith(".hoodie/"):
         raise UnsupportedTableError(
-            f"table {config.name!r} at {storage.base_uri}: hoodie.table.index.defs.path={raw!r} is not a file "
-            "under the table's .hoodie folder; refusing to read it"
+            f"table {config.name!r} at {storage.base_uri}: hoodie.table.index.defs.path={raw!r} is not a "
+            "file under the table's .hoodie folder; refusing to read it"
         )
     return normal
 
