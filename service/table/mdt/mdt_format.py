@@ -13,7 +13,7 @@ asks it, never the version.
   `isDeleted` are deletes on 1.x's write path: `HoodieAppendHandle` puts them in
   `HoodieDeleteBlock`), for every deleted file (base and log) and every `sourceFields` column of the
   `column_stats` index definition (`.hoodie/.index_defs/index.json`), full file names. Seen on
-  tables Hudi 1.0.2 and 1.1.1 cleaned (tests/interop/test_hudi1_mdt_clean.py).
+  tables Hudi 1.0.2 and 1.1.1 cleaned (tests/interop/test_hudi1_tables.py).
 """
 
 from __future__ import annotations
