@@ -203,18 +203,21 @@ def _log_names(text: str | None) -> list[str]:
     return names
 
 
-def build_upgraded_history(spark: Any, jvm: HudiJvm, root: Path, table_type: str) -> Hudi1History:
+def build_upgraded_history(
+    spark: Any, jvm: HudiJvm, root: Path, table_type: str, metadata: bool = False
+) -> Hudi1History:
     """A table written at version 6 by Hudi 0.15 (`spark`, the test session's), then upserted once by
     `jvm`'s Hudi 1.x with its defaults, which upgrades it in place (`UpgradeDowngrade`: on
-    merge-on-read it compacts first) to the writer's table version."""
-    name = f"up{jvm.table_version}_{table_type.lower()}"
-    h = Hudi1History(root / name, name, table_type, False)
+    merge-on-read it compacts first) to the writer's table version; with `metadata`, the metadata
+    table on throughout (both versions' default)."""
+    name = f"up{jvm.table_version}_{table_type.lower()}{'_mdt' if metadata else ''}"
+    h = Hudi1History(root / name, name, table_type, metadata)
     for ids, batch, operation in (
         (range(0, 12), 0, "insert"),
         (range(12, 24), 1, "insert"),
         (range(4, 16), 2, "upsert"),
     ):
-        opts = {**writer_options(name, table_type, False), "hoodie.datasource.write.operation": operation}
+        opts = {**writer_options(name, table_type, metadata), "hoodie.datasource.write.operation": operation}
         spark.createDataFrame(rows(ids, batch), SCHEMA).write.format("hudi").options(**opts).mode(
             "append"
         ).save(str(h.base))

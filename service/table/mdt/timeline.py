@@ -7,12 +7,14 @@ MDT instant times are the data instant's 17 digits, or 20 with an operation suff
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from service.errors import CorruptTableError, UnsupportedTableError
 from service.table.codecs import RollbackMetadata, RollbackPlan, decode
 from service.table.instant import Action, Instant, State, is_timeline_file_name, parse_instant_file_name
 from service.table.layout import LAYOUT_1, TimelineLayout
 from service.table.storage import Storage
-from service.table.timeline import Timeline, load_timeline
+from service.table.timeline import Timeline
 
 MDT_BASE = ".hoodie/metadata"
 MDT_METAFOLDER = f"{MDT_BASE}/.hoodie"
@@ -24,26 +26,34 @@ _INIT_SUFFIX_MIN = "010"  # PARTITION_INITIALIZATION_TIME_SUFFIX
 # lists table versions 8 and 9 from storage and serves no write on them yet. Hudi 1.x's MDT (layout
 # 2, per-deltacommit log files, 17-digit special instants) gets its rules beside these when served.
 DATA_TABLE_LAYOUT = LAYOUT_1
+MDT_LAYOUT_1 = TimelineLayout.v1(MDT_METAFOLDER)
 
 
-def load_mdt_timeline(storage: Storage, layout: TimelineLayout | None = None) -> Timeline:
-    """The MDT's active timeline: on layout 1 the instant files directly under
-    `.hoodie/metadata/.hoodie` (20-digit special instants kept whole), on layout 2 (Hudi 1.x, whose
-    special instants are 17 digits) its `timeline/` folder, read as the data table's is."""
-    if layout is not None and layout.version >= 2:
-        return load_timeline(storage, layout)
+def load_mdt_timeline(storage: Storage, layout: TimelineLayout = MDT_LAYOUT_1) -> Timeline:
+    """The MDT's active timeline, in the MDT's layout: on layout 1 the instant files directly under
+    `.hoodie/metadata/.hoodie`, on layout 2 (Hudi 1.x) its `timeline/` folder. Instant times of 20
+    digits (a 17-digit time plus an operation suffix, written by Hudi 0.x, and kept on layout 2 by the
+    in-place upgrade of a version-6 metadata table) are parsed by the data table's rules on their
+    first 17 digits and kept whole."""
     instants = []
-    names = frozenset(n for n in storage.list_file_names(MDT_METAFOLDER) if is_timeline_file_name(n))
+    names = frozenset(n for n in storage.list_file_names(layout.timeline_dir) if is_timeline_file_name(n))
     for name in names:
-        stamp, dot, ext = name.partition(".")
-        # 20-digit MDT times: parse the action/state with the data table's rules, keep all digits.
-        probe = stamp[:_MILLIS_LENGTH] if len(stamp) == _MILLIS_LENGTH + 3 else stamp
         try:
-            parsed = parse_instant_file_name(probe + dot + ext)
+            instants.append(_parse_mdt_file_name(name, layout.version))
         except CorruptTableError as exc:
-            raise CorruptTableError(f"{storage.qualify(f'{MDT_METAFOLDER}/{name}')}: {exc}") from None
-        instants.append(Instant(stamp, parsed.action, parsed.state))
+            raise CorruptTableError(f"{storage.qualify(f'{layout.timeline_dir}/{name}')}: {exc}") from None
     return Timeline(Timeline.of(instants).instants, names)
+
+
+def _parse_mdt_file_name(name: str, layout_version: int) -> Instant:
+    stamp, dot, ext = name.partition(".")
+    requested, underscore, completion = stamp.partition("_")
+    if len(requested) != _MILLIS_LENGTH + 3:
+        return parse_instant_file_name(name, layout_version)
+    parsed = parse_instant_file_name(
+        requested[:_MILLIS_LENGTH] + underscore + completion + dot + ext, layout_version
+    )
+    return replace(parsed, timestamp=requested)
 
 
 def is_valid_mdt_instant(instant: Instant) -> bool:
