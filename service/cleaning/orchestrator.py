@@ -72,6 +72,20 @@ class CleanOptions:
     max_interval: timedelta | None = None
 
 
+@dataclass(frozen=True)
+class _Scheduled:
+    """A plan this run wrote, with what it was checked on: the timeline's instant files, the storage
+    view and the check. Executing it right away needs no second listing when the timeline is the
+    same but for its own requested file (`Cleaner._check_stored`)."""
+
+    instant: Instant
+    plan: CleanPlan
+    files: Mapping[str, tuple[str, ...]]
+    timeline_files: frozenset[str]
+    checked: CheckedPlan
+    from_storage: bool  # the view was storage's listing (not the metadata table's)
+
+
 class Cleaner:
     """Runs cleaning on one table; `run()` is one pass (what the CLI and a daemon tick call)."""
 
@@ -117,9 +131,8 @@ class Cleaner:
         else:
             skipped, scheduled = self._schedule()
             if scheduled is not None:
-                instant, plan = scheduled
-                done = self._finish(instant, self.table.load_timeline(), resumed=False)
-                results.append(replace(done, incremental=plan.incremental))
+                done = self._finish(scheduled.instant, self.table.load_timeline(), False, scheduled)
+                results.append(replace(done, incremental=scheduled.plan.incremental))
         return CleanRunResult(
             table=self.table.name,
             cleans=tuple(results),
@@ -149,7 +162,7 @@ class Cleaner:
         return reason
 
     # ------------------------------------------------------------------ scheduling
-    def _schedule(self) -> tuple[str | None, tuple[Instant, CleanPlan] | None]:
+    def _schedule(self) -> tuple[str | None, _Scheduled | None]:
         """Under the lock: plan on a reloaded timeline, check, write `T.clean.requested`."""
         with self.lock:
             timeline = self.table.load_timeline()
@@ -161,6 +174,14 @@ class Cleaner:
             content = codecs.encode(to_cleaner_plan(plan, self.table.storage))
             self.lock.check_held()
             create_instant_file(self.table.storage, self.table.layout, requested, content)
+        scheduled = _Scheduled(
+            requested,
+            plan,
+            {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()},
+            timeline.files,
+            checked,
+            from_storage=not self.table.lists_through_mdt,
+        )
         log.debug(
             "table %s: scheduled clean %s: %d files (%d bytes) in %d partitions, ECTR %s",
             self.table.name,
@@ -170,7 +191,7 @@ class Cleaner:
             len(plan.targets),
             plan.earliest_commit_to_retain_time or "none",
         )
-        return None, (requested, plan)
+        return None, scheduled
 
     def _plan(self, timeline: Timeline) -> tuple[str | None, CleanPlan | None, CheckedPlan | None]:
         clean = self.config.clean
@@ -227,8 +248,11 @@ class Cleaner:
         ]
 
     # ------------------------------------------------------------------ execution
-    def _finish(self, instant: Instant, timeline: Timeline, resumed: bool) -> CleanInstantResult:
-        """Execute one stored plan (requested or inflight) and complete it under the lock."""
+    def _finish(
+        self, instant: Instant, timeline: Timeline, resumed: bool, scheduled: _Scheduled | None = None
+    ) -> CleanInstantResult:
+        """Execute one stored plan (requested or inflight) and complete it under the lock.
+        `scheduled`: the plan as this run wrote and checked it, when it did."""
         started = time.monotonic()
         storage = self.table.storage
         requested = Instant(instant.timestamp, Action.CLEAN, State.REQUESTED)
@@ -243,22 +267,7 @@ class Cleaner:
         stored = read_stored_plan(
             instant.timestamp, codecs.decode(codecs.CleanerPlan, content, source), storage, guard
         )
-        partitions = set(stored.files) | set(stored.partitions_to_be_deleted)
-        # Storage's listing of the plan's partitions (pending writes' files included, which the guard
-        # refuses), checked against the MDT's first when the table has one. The plan's own files may
-        # be gone already: an interrupted attempt deleted them, the MDT drops them at completion.
-        planned = {path for paths in stored.files.values() for path in paths}
-        gone = planned | files_of_pending_cleans(self.table, timeline)
-        view = verified_storage_view(self.table, timeline, partitions, may_be_gone=gone)
-        checked = check_plan(
-            self.table,
-            instant.timestamp,
-            stored.files,
-            view,
-            view_lists_every_partition=False,
-            max_delete_fraction=self.options.max_delete_fraction,
-            force=self.options.force,
-        )
+        checked = self._check_stored(instant, stored, timeline, scheduled)
         deletable_partitions = self._deletable_partitions(stored, guard)
         if self.options.dry_run:
             return self._result(stored, checked, None, resumed, started)
@@ -286,6 +295,44 @@ class Cleaner:
             self._owned = None
             heartbeat.stop()
         return self._result(stored, checked, report.outcomes, resumed, started, completed_by_other)
+
+    def _check_stored(
+        self, instant: Instant, stored: StoredPlan, timeline: Timeline, scheduled: _Scheduled | None
+    ) -> CheckedPlan:
+        """The guard's check of a stored plan against storage as it is now.
+
+        A plan this run has just written and checked on storage's listing is not listed again when
+        the timeline holds the same instant files but its own requested file, and the stored plan
+        names exactly the checked files: no instant was requested, completed or rolled back since,
+        so every committed file is where the check saw it (a pending writer's new files are
+        uncommitted, which the plan cannot name). On a 100,000-file table the second listing and
+        check cost as much as the deletes.
+        """
+        if (
+            scheduled is not None
+            and scheduled.from_storage
+            and scheduled.instant.timestamp == instant.timestamp
+            and timeline.files == scheduled.timeline_files | {scheduled.instant.file_name}
+            and {p: frozenset(f) for p, f in stored.files.items() if f}
+            == {p: frozenset(f) for p, f in scheduled.files.items() if f}
+        ):
+            return scheduled.checked
+        partitions = set(stored.files) | set(stored.partitions_to_be_deleted)
+        # Storage's listing of the plan's partitions (pending writes' files included, which the guard
+        # refuses), checked against the MDT's first when the table has one. The plan's own files may
+        # be gone already: an interrupted attempt deleted them, the MDT drops them at completion.
+        planned = {path for paths in stored.files.values() for path in paths}
+        gone = planned | files_of_pending_cleans(self.table, timeline)
+        view = verified_storage_view(self.table, timeline, partitions, may_be_gone=gone)
+        return check_plan(
+            self.table,
+            instant.timestamp,
+            stored.files,
+            view,
+            view_lists_every_partition=False,
+            max_delete_fraction=self.options.max_delete_fraction,
+            force=self.options.force,
+        )
 
     def _claim(self, instant: Instant, content: bytes) -> Heartbeat | None:
         """Under the lock: take clean `instant` (heartbeat, then requested -> inflight); None if completed.

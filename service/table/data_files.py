@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from service.errors import CorruptTableError
 
@@ -24,7 +25,7 @@ class BaseFile:
     instant_time: str
     size_bytes: int = 0
 
-    @property
+    @cached_property  # asked hundreds of thousands of times per view of a large table
     def path(self) -> str:
         """Base-relative path."""
         return posixpath.join(self.partition_path, self.file_name) if self.partition_path else self.file_name

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from service.errors import PathOutsideTableError
@@ -122,13 +121,19 @@ def check_in_partition(rel: str, partition: str) -> Refused | None:
     return None
 
 
+# Unicode category Cc is exactly U+0000-U+001F and U+007F-U+009F; with the backslash, one scan finds
+# every refused character (the character-by-character loop cost seconds on a 100,000-file plan).
+_BAD_CHARACTER = re.compile(r"[\\\x00-\x1f\x7f-\x9f]")
+
+
 def _bad_character(path: str) -> Refused | None:
-    for char in path:
-        if char == "\\":
-            return Refused("a backslash (Hadoop reads it as a separator on Windows only)")
-        if unicodedata.category(char) == "Cc":
-            return Refused(f"a control character U+{ord(char):04X}")
-    return None
+    found = _BAD_CHARACTER.search(path)
+    if found is None:
+        return None
+    char = found.group()
+    if char == "\\":
+        return Refused("a backslash (Hadoop reads it as a separator on Windows only)")
+    return Refused(f"a control character U+{ord(char):04X}")
 
 
 def _bad_segments(path: str) -> Refused | None:

@@ -13,6 +13,7 @@ import posixpath
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import BinaryIO
 from urllib.parse import urlparse
 
@@ -38,7 +39,7 @@ class FileStatus:
     is_dir: bool
     mtime_ns: int | None = None
 
-    @property
+    @cached_property  # asked hundreds of thousands of times per view of a large table
     def name(self) -> str:
         return posixpath.basename(self.path)
 

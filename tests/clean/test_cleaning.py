@@ -425,3 +425,52 @@ def test_started_at_is_the_injected_clock(tmp_path: Path) -> None:
     later = datetime(2030, 1, 1, 12, 0, 0, 123000, tzinfo=UTC)
     [clean] = make_cleaner(tmp_path, {COMMITS: 1}, now=later).run().cleans
     assert clean.instant_time == "20300101120000123"
+
+
+def _count_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The clean instants `verified_storage_view` lists storage for at execution."""
+    from service.cleaning import orchestrator
+
+    calls: list[str] = []
+    real = orchestrator.verified_storage_view
+
+    def counting(table: Any, timeline: Any, partitions: Any, may_be_gone: Any = ()) -> Any:
+        calls.append(",".join(sorted(partitions)))
+        return real(table, timeline, partitions, may_be_gone)
+
+    monkeypatch.setattr(orchestrator, "verified_storage_view", counting)
+    return calls
+
+
+def test_a_plan_executed_right_after_it_was_checked_is_not_listed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = FixtureTable(tmp_path)
+    _history(t)
+    listings = _count_listings(monkeypatch)
+    [clean] = _cleaner(tmp_path, {COMMITS: 1}).run().cleans
+    assert clean.files_deleted == 4
+    assert listings == []  # the timeline held only the clean's own new file since the check
+
+
+def test_a_plan_is_checked_again_when_an_instant_landed_after_it_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's commit between the plan's check and its execution: storage is listed again and the
+    plan checked on it, as for any stored plan."""
+    from service.cleaning import orchestrator
+
+    t = FixtureTable(tmp_path)
+    _history(t)
+    listings = _count_listings(monkeypatch)
+    real_schedule = orchestrator.Cleaner._schedule
+
+    def schedule_then_a_writer_commits(self: Cleaner) -> Any:
+        scheduled = real_schedule(self)
+        t.commit(ts(5), [FileSpec("b", fid(4))])
+        return scheduled
+
+    monkeypatch.setattr(orchestrator.Cleaner, "_schedule", schedule_then_a_writer_commits)
+    [clean] = _cleaner(tmp_path, {COMMITS: 1}).run().cleans
+    assert clean.files_deleted == 4
+    assert listings == ["a,b"]
