@@ -176,7 +176,7 @@ def test_hudi_finishes_our_pending_plan_and_we_finish_hudis(
     cleaner = _our_cleaner(ours, "KEEP_LATEST_COMMITS", 2)
     _, scheduled = cleaner._schedule()
     assert scheduled is not None
-    instant, plan = scheduled
+    instant, plan = scheduled.instant, scheduled.plan
     _hudi_clean(spark, ours, "KEEP_LATEST_COMMITS", 2)
     assert (ours / ".hoodie" / f"{instant.timestamp}.clean").exists()
     assert before - _data_files(ours) == {t.path for t in plan.all_targets}

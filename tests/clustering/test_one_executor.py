@@ -174,7 +174,7 @@ def test_a_clean_another_cleaner_runs_is_left_alone(tmp_path: Path) -> None:
     cleaner = _cleaner(t)
     _, scheduled = cleaner._schedule()
     assert scheduled is not None
-    instant = scheduled[0].timestamp
+    instant = scheduled.instant.timestamp
     plan = (t.base / ".hoodie" / f"{instant}.clean.requested").read_bytes()
     (t.base / ".hoodie" / f"{instant}.clean.inflight").write_bytes(plan)
     files = sorted(p.name for p in t.base.glob("*/*.parquet"))

@@ -156,7 +156,7 @@ def test_pending_clean_of_a_table_that_later_disagrees_is_not_executed(
     cleaner = _cleaner(table)
     skipped, scheduled = cleaner._schedule()
     assert scheduled is not None, skipped
-    instant, plan = scheduled
+    instant, plan = scheduled.instant, scheduled.plan
     planned = {t.path for t in plan.all_targets}
     view = table.load_view()
     victim = next(
@@ -199,7 +199,7 @@ def test_a_clean_deleting_its_files_is_not_a_disagreement(mdt_history_built: Any
     table = HudiTable.open(str(base))
     skipped, scheduled = _cleaner(table)._schedule()  # T.clean.requested, as any cleaner writes it
     assert scheduled is not None, skipped
-    _, clean_plan = scheduled
+    clean_plan = scheduled.plan
     for target in clean_plan.all_targets:  # the cleaner's deletes, its MDT deltacommit not written yet
         (base / target.path).unlink()
     config = HoodieConfig.from_mapping({"hoodie.clustering.plan.strategy.sort.columns": "id"}, table.name)
