@@ -315,6 +315,54 @@ def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
     assert len(after) == len({r[0] for r in after}) == len(snapshot) + len(new_ids)
 
 
+def test_savepoints_and_incremental_cleans_are_honoured_as_hudi_1x_honours_them(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+) -> None:
+    """A savepoint Hudi wrote on an early commit keeps its files from our clean as from Hudi's; after
+    one more upsert, the next (incremental) clean of each deletes the same files again."""
+    history, _ = histories[("COPY_ON_WRITE", False)]
+    copies = {"hudi": tmp_path / "hudi", "ours": tmp_path / "ours"}
+    names = {}
+    commits = sorted(
+        p.name[:17] for p in (history.base / ".hoodie" / "timeline").iterdir() if p.name.endswith(".commit")
+    )
+    for who, copy in copies.items():
+        shutil.copytree(history.base, copy)
+        names[who] = f"sp_{who}_{next(_copies)}"
+        hudi1.sql(f"create table {names[who]} using hudi location '{copy}'")
+        hudi1.sql(f"call create_savepoint(table => '{names[who]}', commit_time => '{commits[1]}')")
+    before = _data_files(copies["ours"])
+    props = {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS", "hoodie.cleaner.commits.retained": 1}
+    args = (
+        "clean_policy => 'KEEP_LATEST_COMMITS', retain_commits => 1, "
+        "options => 'hoodie.metadata.enable=false'"
+    )
+
+    def clean_both() -> None:
+        hudi1.sql(f"call run_clean(table => '{names['hudi']}', {args})")
+        make_cleaner(copies["ours"], props, CleanOptions(force=True), now=None).run()
+
+    clean_both()
+    deleted = {who: before - _data_files(copy) for who, copy in copies.items()}
+    assert deleted["ours"] == deleted["hudi"] and deleted["ours"]
+    savepointed = {f for f in before if commits[1] in f}
+    assert savepointed and savepointed <= _data_files(copies["ours"])
+    opts = {
+        **writer_options(history.table_name, "COPY_ON_WRITE", False),
+        "hoodie.datasource.write.operation": "upsert",
+    }
+    for copy in copies.values():
+        hudi1.write(copy, rows(range(0, 30, 2), 60), SCHEMA, opts)
+    middle = {who: _data_files(copy) for who, copy in copies.items()}
+    assert middle["ours"] == middle["hudi"]
+    clean_both()
+    again = {who: middle[who] - _data_files(copy) for who, copy in copies.items()}
+    assert again["ours"] == again["hudi"] and again["ours"]
+    assert savepointed <= _data_files(copies["ours"])
+
+
 # -- cleaning a table with Hudi 1.x's metadata table (its defaults: files, column_stats, partition_stats)
 
 
@@ -388,10 +436,15 @@ def test_clean_keeps_hudi_1x_metadata_table_in_sync_as_hudi_does(
     args = f"clean_policy => '{policy}', {_RETAINED[policy][0]} => {retained}"
     [hudi_clean] = hudi1.sql(f"call run_clean(table => '{name}', {args})")
     props = {"hoodie.cleaner.policy": policy, _RETAINED[policy][1]: retained}
+    # A dry run first: it plans what the clean then deletes and writes nothing, metadata table included.
+    everything = sorted(str(p.relative_to(our_copy)) for p in our_copy.rglob("*"))
+    dry = make_cleaner(our_copy, props, CleanOptions(force=True, dry_run=True), now=None).run()
+    assert sorted(str(p.relative_to(our_copy)) for p in our_copy.rglob("*")) == everything
     [ours] = make_cleaner(our_copy, props, CleanOptions(force=True), now=None).run().cleans
 
     our_deleted = before - _data_files(our_copy)
     assert our_deleted == before - _data_files(hudi_copy) and our_deleted
+    assert [c.files_planned for c in dry.cleans] == [len(our_deleted)]
     # The metadata table's blocks of the two cleans hold the same records and deleted keys.
     assert _mdt_blocks_of(our_copy, ours.instant_time) == _mdt_blocks_of(
         hudi_copy, hudi_clean["start_clean_time"]
