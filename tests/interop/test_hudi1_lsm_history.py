@@ -5,7 +5,6 @@ log whose deltacommit completed after a later compaction was scheduled and was a
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from service.errors import CorruptTableError
 from service.table.fs_view import FileSystemView
 from service.table.lsm_history import read_archived_instants, read_latest_manifest
 from service.table.table import HudiTable
-from tests.support import leaks
 from tests.support.hudi1_histories import (
     ArchivedHistory,
     build_archived_history,
@@ -22,18 +20,9 @@ from tests.support.hudi1_histories import (
     hudi_latest_slices,
     our_latest_slices,
 )
-from tests.support.hudi_jvm import HudiJvm, hudi_jvm
+from tests.support.hudi_jvm import HudiJvm
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module", params=["1.0.2", "1.1.1"])
-def hudi1(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HudiJvm]:
-    root = tmp_path_factory.mktemp(f"hudi-{request.param}")
-    before = leaks.snapshot()
-    with hudi_jvm(request.param, root / "jvm") as jvm:
-        leaks.expect_started_since(before)  # the child, its JVM and their Python workers live for the module
-        yield jvm
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,6 @@ from service.table.mdt.records import decode_files_record
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, next_instant_time
 from tests.clean.helpers import make_cleaner
-from tests.support import leaks
 from tests.support.hudi1_histories import (
     PARTITIONS,
     SCHEMA,
@@ -50,7 +48,7 @@ from tests.support.hudi1_histories import (
     rows,
     writer_options,
 )
-from tests.support.hudi_jvm import HudiJvm, hudi_jvm
+from tests.support.hudi_jvm import HudiJvm
 from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices, hudi_rs_snapshot
 from tests.support.hudi_tables import data_files as _data_files
 from tests.support.paths import REPO_ROOT
@@ -64,15 +62,6 @@ HISTORIES = [
     ("MERGE_ON_READ", True),
     ("MERGE_ON_READ", False),
 ]
-
-
-@pytest.fixture(scope="module", params=["1.0.2", "1.1.1"])
-def hudi1(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HudiJvm]:
-    root = tmp_path_factory.mktemp(f"hudi-{request.param}")
-    before = leaks.snapshot()
-    with hudi_jvm(request.param, root / "jvm") as jvm:
-        leaks.expect_started_since(before)  # the child, its JVM and their Python workers live for the module
-        yield jvm
 
 
 @pytest.fixture(scope="module")
