@@ -86,6 +86,11 @@ class _Scheduled:
     from_storage: bool  # the view was storage's listing (not the metadata table's)
 
 
+def _planned_files(plan: CleanPlan) -> dict[str, tuple[str, ...]]:
+    """The plan's base-relative file paths per partition, as the guard checks and the plan stores them."""
+    return {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
+
+
 class Cleaner:
     """Runs cleaning on one table; `run()` is one pass (what the CLI and a daemon tick call)."""
 
@@ -177,7 +182,7 @@ class Cleaner:
         scheduled = _Scheduled(
             requested,
             plan,
-            {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()},
+            _planned_files(plan),
             timeline.files,
             checked,
             from_storage=not self.table.lists_through_mdt,
@@ -205,7 +210,7 @@ class Cleaner:
         plan = plan_clean(snapshot, clean, now)
         if plan is None:
             return "nothing to clean", None, None
-        files = {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
+        files = _planned_files(plan)
         # Planned on the MDT's listing when the table has one: a plan is written (and any cleaner,
         # Hudi's too, may run it) only once storage agrees on its partitions.
         check_mdt_listing(
@@ -230,7 +235,7 @@ class Cleaner:
         reason, plan, checked = self._plan(timeline)
         if plan is None or checked is None:
             return reason, []
-        files = {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
+        files = _planned_files(plan)
         return None, [
             CleanInstantResult(
                 instant_time="",
