@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,9 @@ from service.table.log_format.content import decode_deletes
 from service.table.mdt.log_blocks import BlockType, read_log_blocks
 from service.table.mdt.records import decode_files_record
 from service.table.table import HudiTable
-from service.table.timeline import create_instant_file, next_instant_time
+from service.table.timeline import create_instant_file, format_instant_time, next_instant_time
 from tests.clean.helpers import make_cleaner
+from tests.support.fixtures import FileSpec, FixtureTable
 from tests.support.hudi1_histories import (
     PARTITIONS,
     SCHEMA,
@@ -356,6 +357,67 @@ def test_savepoints_and_incremental_cleans_are_honoured_as_hudi_1x_honours_them(
     again = {who: middle[who] - _data_files(copy) for who, copy in copies.items()}
     assert again["ours"] == again["hudi"] and again["ours"]
     assert savepointed <= _data_files(copies["ours"])
+
+
+def _hudi_clean_by_hours(jvm: HudiJvm, name: str, hours: int) -> list[dict[str, Any]]:
+    args = f"clean_policy => 'KEEP_LATEST_BY_HOURS', hours_retained => {hours}, trigger_max_commits => 0"
+    return jvm.sql(f"call run_clean(table => '{name}', {args}, options => 'hoodie.metadata.enable=false')")
+
+
+def test_keep_latest_by_hours_cuts_by_requested_time_as_hudi_1x_does(hudi1: HudiJvm, tmp_path: Path) -> None:
+    """KEEP_LATEST_BY_HOURS needs commits hours apart, which no writer run here produces: a layout-2
+    fixture table holds them, and Hudi 1.x's cleaner reads it as it reads its own. One commit was
+    requested before the cutoff and completed after it: Hudi 1.x still retains from the first commit
+    *requested* at or after `now - H` (`CleanerUtils.getEarliestCommitToRetain`), and so do we."""
+    t = FixtureTable(tmp_path / "hudi", name="hours_1x", table_version=hudi1.table_version)
+    now = datetime.now(UTC)
+    files = {
+        n: FileSpec(p, f"{i}1111111-aaaa-bbbb-cccc-dddddddddddd-0")
+        for i, (n, p) in enumerate([("a", "p1"), ("b", "p2"), ("c", "p3")])
+    }
+    # (requested, completed) hours ago, and the file groups written; half an hour off the hour, so
+    # Hudi's clock and ours (seconds apart) cut at the same place.
+    history = [
+        (11.5, 11.5, "abc"),
+        (9.5, 9.5, "ab"),
+        (8.5, 6.75, "ac"),  # requested before the 8-hour cutoff, completed after it
+        (7.5, 7.5, "a"),
+        (5.5, 5.5, "ab"),
+        (3.5, 3.5, "ac"),
+        (1.5, 1.5, "a"),
+    ]
+    instants = []
+    for requested, completed, written in history:
+        instant = format_instant_time(now - timedelta(hours=requested))
+        done = format_instant_time(now - timedelta(hours=completed, seconds=-1))
+        t.commit(instant, [files[n] for n in written], completion_time=done)
+        instants.append(instant)
+    ours = tmp_path / "ours"
+    shutil.copytree(t.base, ours)
+    before = _data_files(t.base)
+    name = f"hours_{next(_copies)}"
+    hudi1.sql(f"create table {name} using hudi location '{t.base}'")
+    expected_ectr = {8: instants[3], 4: instants[5]}
+    for hours in (8, 4):  # the second clean, with a narrower window, deletes more (incrementally)
+        [hudi_row] = _hudi_clean_by_hours(hudi1, name, hours)
+        props = {
+            "hoodie.cleaner.policy": "KEEP_LATEST_BY_HOURS",
+            "hoodie.cleaner.hours.retained": hours,
+            "hoodie.clean.max.commits": 0,
+        }
+        [result] = make_cleaner(ours, props, CleanOptions(force=True), now=None).run().cleans
+        assert hudi_row["earliest_commit_to_retain"] == expected_ectr[hours]
+        assert result.earliest_commit_to_retain == expected_ectr[hours]
+        assert before - _data_files(ours) == before - _data_files(t.base)
+    assert before - _data_files(ours)
+    # Hudi's cleaner plans from our two completed cleans and finds nothing more to delete (so it writes
+    # no clean instant of its own).
+    ours_name = f"hours_{next(_copies)}"
+    hudi1.sql(f"create table {ours_name} using hudi location '{ours}'")
+    _hudi_clean_by_hours(hudi1, ours_name, 4)
+    assert _data_files(ours) == _data_files(t.base)
+    timeline = HudiTable.open(str(ours)).load_timeline()
+    assert [i.state for i in timeline.by_actions([Action.CLEAN])] == [State.COMPLETED] * 2
 
 
 # -- cleaning a table with Hudi 1.x's metadata table (its defaults: files, column_stats, partition_stats)

@@ -18,7 +18,7 @@ from bench.fixtures import write_partition_metafile
 from service.table import codecs
 from service.table.data_files import base_file_name
 from service.table.instant import Action, Instant, State
-from service.table.layout import LAYOUT_1
+from service.table.layout import LAYOUT_1, TimelineLayout
 from service.table.properties import TableConfig
 from service.table.storage import Storage
 from service.table.timeline import create_instant_file
@@ -65,6 +65,8 @@ class FixtureTable:
     name: str = "fixture"
     partitioned: bool = True
     table_type: str = "COPY_ON_WRITE"
+    # 6: layout 1 with JSON commit metadata; 8 or 9 (Hudi 1.0 / 1.1): layout 2, only `commit` so far.
+    table_version: int = 6
     written: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -72,16 +74,35 @@ class FixtureTable:
         raw = {
             "hoodie.table.name": self.name,
             "hoodie.table.type": self.table_type,
-            "hoodie.table.version": "6",
+            "hoodie.table.version": str(self.table_version),
             "hoodie.timeline.layout.version": "1",
             "hoodie.table.recordkey.fields": "id",
             "hoodie.table.precombine.field": "v",
             "hoodie.table.timeline.timezone": "UTC",
             "hoodie.archivelog.folder": "archived",
         }
+        if self.table_version >= 8:
+            # What Hudi 1.0.2 / 1.1.1 write at creation (HoodieTableConfig), trimmed to what is read.
+            del raw["hoodie.archivelog.folder"]
+            raw |= {
+                "hoodie.timeline.layout.version": "2",
+                "hoodie.timeline.path": "timeline",
+                "hoodie.timeline.history.path": "history",
+                "hoodie.table.initial.version": str(self.table_version),
+                "hoodie.table.base.file.format": "PARQUET",
+                "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+                "hoodie.table.keygenerator.type": "SIMPLE" if self.partitioned else "NON_PARTITION",
+            }
+            if self.table_version >= 9:
+                del raw["hoodie.table.precombine.field"]
+                raw["hoodie.table.ordering.fields"] = "v"
         if self.partitioned:
             raw["hoodie.table.partition.fields"] = "p"
         self.storage.write_bytes(".hoodie/hoodie.properties", TableConfig(raw).to_text().encode("latin-1"))
+
+    @property
+    def layout(self) -> TimelineLayout:
+        return TimelineLayout.v2() if self.table_version >= 8 else LAYOUT_1
 
     @property
     def storage(self) -> Storage:
@@ -170,18 +191,21 @@ class FixtureTable:
         action: Action = Action.COMMIT,
         logs: Iterable[LogSpec] = (),
         workload_profile: bool = False,
+        completion_time: str | None = None,
     ) -> list[codecs.WriteStat]:
         """A write instant; `logs` adds MOR log files (use `action=Action.DELTA_COMMIT` with them).
         `workload_profile`: the inflight file holds what a Spark writer puts there
         (`BaseCommitActionExecutor.saveWorkloadProfileMetadataToInflight`): per file group written,
-        its file id and the base instant it found (`prevCommit`, "null" for a new group)."""
+        its file id and the base instant it found (`prevCommit`, "null" for a new group).
+        `completion_time`: required on layout 2, where the completed file's name carries it."""
         logs = list(logs)
         stats = [self.write_base_file(f, instant_time) for f in files]
         stats += [self.write_log_file(spec, instant_time) for spec in logs]
-        create_instant_file(self.storage, LAYOUT_1, Instant(instant_time, action, State.REQUESTED))
+        layout, avro = self.layout, self.table_version >= 8
+        create_instant_file(self.storage, layout, Instant(instant_time, action, State.REQUESTED))
         if state is State.REQUESTED:
             return stats
-        profile = b""
+        profile = b"" if not avro else codecs.encode_commit(codecs.CommitMetadata(), avro=True)
         if workload_profile:
             found = {(spec.partition, spec.file_id): spec.base_instant for spec in logs}
             written = [
@@ -192,10 +216,10 @@ class FixtureTable:
                 )
                 for s in stats
             ]
-            profile = codecs.encode(
-                codecs.CommitMetadata(partition_to_write_stats=self._stats_by_partition(written))
+            profile = codecs.encode_commit(
+                codecs.CommitMetadata(partition_to_write_stats=self._stats_by_partition(written)), avro=avro
             )
-        create_instant_file(self.storage, LAYOUT_1, Instant(instant_time, action, State.INFLIGHT), profile)
+        create_instant_file(self.storage, layout, Instant(instant_time, action, State.INFLIGHT), profile)
         if state is State.INFLIGHT:
             return stats
         meta = codecs.CommitMetadata(
@@ -203,9 +227,10 @@ class FixtureTable:
             extra_metadata={"schema": json.dumps(SCHEMA)},
             operation_type=operation,
         )
-        create_instant_file(
-            self.storage, LAYOUT_1, Instant(instant_time, action, State.COMPLETED), codecs.encode(meta)
-        )
+        completed = Instant(instant_time, action, State.COMPLETED, completion_time)
+        if avro and completion_time is None:
+            raise ValueError("a layout-2 fixture commit needs its completion time")
+        create_instant_file(self.storage, layout, completed, codecs.encode_commit(meta, avro=avro))
         return stats
 
     def replace(
