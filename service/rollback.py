@@ -1,4 +1,4 @@
-"""Roll back a failed or pending write instant the way Hudi 0.15's rollback does.
+"""Roll back a failed or pending write instant the way the table's Hudi version does (0.15, 1.0, 1.1).
 
 Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`):
 
@@ -9,7 +9,9 @@ Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`):
    touched for base files carrying its instant time and log files whose base instant it is (one
    delete request per partition), and for a deltacommit a rollback command block in each file
    group its workload profile says it appended to. An instant still in REQUESTED state wrote
-   nothing: its plan has no requests, as in Java.
+   nothing: its plan has no requests, as in Java. On versions 8 and 9 every log file is named by
+   the deltacommit that wrote it and is deleted whole, never voided with a command block
+   (`TableFormat.rollback_deletes_log_files`); each has a CREATE marker.
 2. Under the table lock (on object stores "create if absent" is exclusive only under it): reload
    the timeline, refuse a T whose heartbeat is alive (unless the caller owns it), write
    `R.rollback.requested` (the Avro plan), start R's heartbeat (`.hoodie/.heartbeat/R`, kept until
@@ -18,9 +20,11 @@ Steps (`BaseRollbackPlanActionExecutor`, `BaseRollbackActionExecutor`):
 3. Delete the files. A file already gone counts as deleted, so a re-run after a crash completes; a
    file that cannot be deleted fails the rollback before step 4, leaving it pending for a retry.
 4. Under the table lock, after re-checking that R's heartbeat (and the caller's of T) never lapsed:
-   delete `T.<action>.inflight`, then `T.<action>.requested` (unless the plan is
-   kept for a retry, as Java's `rollbackInflightClustering` does), then write `R.rollback` (Avro
-   `HoodieRollbackMetadata`). Java's `finishRollback` uses this order under its transaction lock.
+   mirror R into the metadata table (`service.table.mdt.rollback`), delete `T.<action>.inflight`,
+   then `T.<action>.requested` (unless the plan is kept for a retry, as Java's
+   `rollbackInflightClustering` does), then write `R.rollback` (Avro `HoodieRollbackMetadata`;
+   `R_<completion>.rollback` on timeline layout 2). Java's `finishRollback` uses this order under
+   its transaction lock.
 5. Delete `.hoodie/.temp/T` (the markers) and, when the instant is gone, its heartbeat file.
 
 Re-running is idempotent: a pending rollback whose plan targets T is completed (never a second one
@@ -68,11 +72,13 @@ from service.table.instant import Action, Instant, State
 from service.table.layout import METAFOLDER
 from service.table.log_format.rollback_block import append_rollback_block
 from service.table.markers import IOType, Marker, delete_marker_dir, list_markers
-from service.table.mdt.commit import forget_rolled_back_instant, partition_key, sync_files_partition
+from service.table.mdt.commit import partition_key
 from service.table.mdt.records import RECORD_TYPE_FILE_LIST, FileInfo, FilesRecord
+from service.table.mdt.rollback import mirror_rollback
 from service.table.table import HudiTable
 from service.table.timeline import (
     Timeline,
+    complete_instant,
     create_instant_file,
     delete_instant_file,
     next_instant_time,
@@ -155,7 +161,7 @@ def plan_rollback(table: HudiTable, instant: Instant) -> codecs.RollbackPlan:
             requests = _merge_log_requests([_marker_request(table, instant, m) for m in markers])
         else:
             requests = _listing_requests(table, instant)
-            if instant.action is Action.DELTA_COMMIT:
+            if instant.action is Action.DELTA_COMMIT and not table.format.rollback_deletes_log_files:
                 requests += _listing_append_requests(table, instant)
     return codecs.RollbackPlan(
         instant_to_rollback=codecs.InstantInfo(commit_time=instant.timestamp, action=instant.action.value),
@@ -166,6 +172,8 @@ def plan_rollback(table: HudiTable, instant: Instant) -> codecs.RollbackPlan:
 
 def _marker_request(table: HudiTable, instant: Instant, marker: Marker) -> codecs.RollbackRequest:
     source = table.storage.qualify(f"{METAFOLDER}/.temp/{instant.timestamp}/{marker.name}")
+    if table.format.rollback_deletes_log_files and parse_log_file_name(marker.file_name) is not None:
+        return _log_file_request(table, instant, marker, source)
     if marker.io_type is IOType.APPEND:
         return _append_request(table, instant, marker, source)
     base = parse_base_file(marker.partition_path, marker.file_name)
@@ -175,6 +183,27 @@ def _marker_request(table: HudiTable, instant: Instant, marker: Marker) -> codec
         partition_path=marker.partition_path,
         file_id=base.file_id,
         latest_base_instant=base.instant_time,
+        files_to_be_deleted=(table.storage.qualify(marker.data_file_path),),
+        log_blocks_to_be_deleted={},
+    )
+
+
+def _log_file_request(
+    table: HudiTable, instant: Instant, marker: Marker, source: str
+) -> codecs.RollbackRequest:
+    """Versions 8/9 (`MarkerBasedRollbackStrategy.createRollbackRequestForCreateAndMerge`): a log file
+    marker names a whole file of X (its name carries X), deleted like a base file; the request's
+    base instant is X, as Hudi 1.x writes it."""
+    log_name = parse_log_file_name(marker.file_name)
+    assert log_name is not None
+    if log_name.base_instant_time != instant.timestamp:
+        raise CorruptTableError(
+            f"{source}: the marker names a log file of instant {log_name.base_instant_time}"
+        )
+    return codecs.RollbackRequest(
+        partition_path=marker.partition_path,
+        file_id=log_name.file_id,
+        latest_base_instant=instant.timestamp,
         files_to_be_deleted=(table.storage.qualify(marker.data_file_path),),
         log_blocks_to_be_deleted={},
     )
@@ -589,8 +618,9 @@ def rollback_instant(
         )  # fmt: skip
     try:
         return _run(
-            table, rollback_time, plan, lock, keep_requested, started, clock, resumed, heartbeat, owner
-        )
+            table, rollback_time, plan, lock, keep_requested, (started, clock, now, _zone(table, tz)),
+            resumed, heartbeat, owner,
+        )  # fmt: skip
     finally:
         heartbeat.stop()
 
@@ -651,12 +681,14 @@ def _run(
     plan: codecs.RollbackPlan,
     lock: AbstractContextManager[Any],
     keep_requested: bool,
-    started: float,
-    clock: Clock,
+    clocks: tuple[float, Clock, datetime, tzinfo],
     resumed: bool,
     heartbeat: Heartbeat,
     owner: Heartbeat | None,
 ) -> RollbackOutcome:
+    """`clocks`: when the rollback started on `clock`, and the wall clock and timeline zone that
+    completion times are drawn from."""
+    started, clock, now, zone = clocks
     target_info = plan.instant_to_rollback
     if target_info is None:
         raise CorruptTableError(f"{table.base_uri}: rollback plan {rollback_time} names no instant")
@@ -676,12 +708,15 @@ def _run(
             raise ConflictError(
                 f"{table.base_uri}: {current} completed while rollback {rollback_time} was deleting its files"
             )
-        # BaseRollbackActionExecutor.finishRollback: the MDT first (X out of it, then deltacommit R:
-        # empty for a copy-on-write rollback, the rollback blocks' log files on merge-on-read), then
-        # the data timeline.
-        forget_rolled_back_instant(table.storage, timeline, instant_time)
-        sync_files_partition(
-            table.storage, timeline, rollback_time, rollback_files_records(table, partition_metadata)
+        # BaseRollbackActionExecutor.finishRollback: the MDT first, then the data timeline.
+        mirror_rollback(
+            table.storage,
+            timeline,
+            instant_time,
+            rollback_time,
+            rollback_files_records(table, partition_metadata),
+            now=now,
+            tz=zone,
         )
         delete_instant_file(table.storage, table.layout, Instant(instant_time, action, State.INFLIGHT))
         if not keep_requested:
@@ -696,12 +731,19 @@ def _run(
             instants_rollback=(codecs.InstantInfo(commit_time=instant_time, action=action.value),),
         )
         _check_held(held)
-        completed = Instant(rollback_time, Action.ROLLBACK, State.COMPLETED)
-        try:
-            create_instant_file(table.storage, table.layout, completed, codecs.encode(metadata))
-        except InstantExistsError:
+        done = timeline.find(rollback_time, Action.ROLLBACK)
+        if done is not None and done.is_completed:
             # Another process completed this very rollback first: its metadata stands.
-            metadata = table.facts_reader.metadata(completed, codecs.RollbackMetadata)
+            metadata = table.facts_reader.metadata(done, codecs.RollbackMetadata)
+        else:
+            inflight = Instant(rollback_time, Action.ROLLBACK, State.INFLIGHT)
+            try:
+                complete_instant(
+                    table.storage, table.layout, timeline, inflight, codecs.encode(metadata), now, zone
+                )
+            except InstantExistsError:
+                # Completed by another process since the timeline was loaded (layout 1's one name).
+                metadata = table.facts_reader.metadata(inflight.completed_at(None), codecs.RollbackMetadata)
     delete_marker_dir(table.storage, instant_time)
     if not keep_requested:
         table.storage.delete_file(heartbeat_path(instant_time))

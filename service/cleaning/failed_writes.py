@@ -58,11 +58,6 @@ def rollback_failed_writes(
     """
     if config.clean.failed_writes_policy.value != "LAZY":
         return []
-    if not table.format.rolls_back:
-        # A pending failed write only holds the earliest commit to retain back: Hudi's writer rolls it
-        # back (LAZY) on its next clean or start, and the view keeps its files out of every slice.
-        log.info("table %s: failed writes are left to Hudi's writers on this table version", table.name)
-        return []
     settings = HeartbeatSettings.from_config(config)
     rolled_back = []
     for instant in failed_writes(table, timeline or table.load_timeline(), config, now()):

@@ -44,8 +44,11 @@ class TableFormat:
     lists_through_mdt: bool
     # How this version's metadata table is written (`service.table.mdt.mdt_format`).
     mdt: MdtFormat
-    # Whether the service rolls back failed writes (else a pending failed write holds cleaning back).
-    rolls_back: bool
+    # How a rollback undoes a deltacommit's log files: deletes them whole (1.x names every log file by
+    # the deltacommit that wrote it; `RollbackHelperFactory` picks `RollbackHelper` on 8+, and a CREATE
+    # marker is placed for each new log file), or voids the blocks it appended with a rollback command
+    # block (0.x, `RollbackHelperV1`: log files are shared by the deltacommits of a slice).
+    rollback_deletes_log_files: bool
     # What `T.clean.inflight` holds: the plan again (Hudi 0.x, 1.0.x), or nothing (1.1.x's
     # `ActiveTimelineV2.transitionCleanRequestedToInflight`).
     clean_inflight_holds_plan: bool
@@ -70,7 +73,7 @@ class TableFormat:
                 services=frozenset(),
                 lists_through_mdt=False,
                 mdt=MDT_FORMAT_V6,
-                rolls_back=False,
+                rollback_deletes_log_files=layout.slices_logs_by_completion_time,
                 clean_inflight_holds_plan=True,
             )
         v6 = version == 6
@@ -80,7 +83,7 @@ class TableFormat:
             services=_WRITES_SERVED[version],
             lists_through_mdt=v6,
             mdt=MDT_FORMATS[version],
-            rolls_back=v6,
+            rollback_deletes_log_files=not v6,
             clean_inflight_holds_plan=version < 9,
         )
 

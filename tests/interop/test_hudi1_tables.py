@@ -38,19 +38,21 @@ from service.table.timeline import create_instant_file, format_instant_time, nex
 from tests.clean.helpers import make_cleaner
 from tests.support.fixtures import FileSpec, FixtureTable
 from tests.support.hudi1_histories import (
-    PARTITIONS,
     SCHEMA,
     Hudi1History,
     HudiSlice,
     build_history,
     build_upgraded_history,
     hudi_latest_slices,
+    hudi_rows,
+    hudi_rs_rows,
+    mdt_views,
     our_latest_slices,
     rows,
     writer_options,
 )
 from tests.support.hudi_jvm import HudiJvm
-from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices, hudi_rs_snapshot
+from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices
 from tests.support.hudi_tables import data_files as _data_files
 from tests.support.paths import REPO_ROOT
 
@@ -237,16 +239,6 @@ def _hudi_clean(jvm: HudiJvm, base: Path, policy: str, retained: int) -> list[di
     return jvm.sql(f"call run_clean(table => '{name}', {args}, options => 'hoodie.metadata.enable=false')")
 
 
-def _snapshot(jvm: HudiJvm, base: Path, *, metadata: bool = False) -> list[tuple[Any, ...]]:
-    rows = jvm.read(base, {"hoodie.metadata.enable": str(metadata).lower()})
-    return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in rows)
-
-
-def _hudi_rs_snapshot(base: Path) -> list[tuple[Any, ...]]:
-    rows = hudi_rs_snapshot(base).to_pylist()
-    return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in rows)
-
-
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 @pytest.mark.parametrize(("policy", "retained"), CLEAN_CONFIGS)
 def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
@@ -262,7 +254,7 @@ def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
     shutil.copytree(history.base, hudi_copy)
     shutil.copytree(history.base, our_copy)
     before = _data_files(history.base)
-    snapshot = _snapshot(hudi1, history.base)
+    snapshot = hudi_rows(hudi1, history.base)
 
     _hudi_clean(hudi1, hudi_copy, policy, retained)
     props = {"hoodie.cleaner.policy": policy, _RETAINED[policy][1]: retained}
@@ -289,8 +281,8 @@ def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
     assert (inflight == b"") is (hudi1.table_version == 9)
 
     # Hudi's reader (metadata table off, as the table has none) and hudi-rs read what they read before.
-    assert _snapshot(hudi1, our_copy) == snapshot
-    assert _hudi_rs_snapshot(our_copy) == snapshot
+    assert hudi_rows(hudi1, our_copy) == snapshot
+    assert hudi_rs_rows(our_copy) == snapshot
     # Hudi's own cleaner accepts our clean: it plans from our completed instant and fails on nothing.
     _hudi_clean(hudi1, our_copy, policy, retained)
     assert _data_files(our_copy) <= before - our_deleted
@@ -300,7 +292,7 @@ def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
         "hoodie.datasource.write.operation": "upsert",
     }
     hudi1.write(our_copy, rows([0, 3, 100], 50), SCHEMA, opts)
-    after = _snapshot(hudi1, our_copy)
+    after = hudi_rows(hudi1, our_copy)
     assert [r for r in after if r[0] in (0, 3, 100)] == [
         (0, "americas", 50, "v50"),
         (3, "asia", 50, "v50"),
@@ -423,23 +415,6 @@ def test_keep_latest_by_hours_cuts_by_requested_time_as_hudi_1x_does(hudi1: Hudi
 # -- cleaning a table with Hudi 1.x's metadata table (its defaults: files, column_stats, partition_stats)
 
 
-def _mdt_views(jvm: HudiJvm, base: Path) -> dict[str, Any]:
-    """What Hudi's metadata procedures say of a table: the files and column stats the metadata table
-    lists per partition, and `validate_metadata_table_files`' rows (storage against the listing)."""
-    name = f"mdt_{next(_copies)}"
-    jvm.sql(f"create table {name} using hudi location '{base}'")
-    views: dict[str, Any] = {}
-    for partition in PARTITIONS:
-        args = f"table => '{name}', partition => '{partition}'"
-        files = jvm.sql(f"call show_metadata_table_files({args})")
-        views[f"files/{partition}"] = sorted(r["file_path"] for r in files)
-        stats = jvm.sql(f"call show_metadata_table_column_stats({args}, targetColumns => 'id,ts,value')")
-        views[f"column_stats/{partition}"] = sorted(tuple(sorted(r.items())) for r in stats)
-    validation = jvm.sql(f"call validate_metadata_table_files(table => '{name}', verbose => true)")
-    views["validation"] = sorted(tuple(sorted(r.items())) for r in validation)
-    return views
-
-
 def _mdt_blocks_of(base: Path, instant: str) -> dict[tuple[str, str], Any]:
     """The metadata table's log blocks of one instant, decoded: per (partition, block kind) the
     `files` records or the deleted keys. A byte-level oracle beside Hudi's procedures."""
@@ -486,7 +461,7 @@ def test_clean_keeps_hudi_1x_metadata_table_in_sync_as_hudi_does(
     shutil.copytree(history.base, hudi_copy)
     shutil.copytree(history.base, our_copy)
     before = _data_files(history.base)
-    snapshot = _snapshot(hudi1, history.base, metadata=True)
+    snapshot = hudi_rows(hudi1, history.base, metadata=True)
 
     name = f"cleaned_{next(_copies)}"
     hudi1.sql(f"create table {name} using hudi location '{hudi_copy}'")
@@ -511,27 +486,27 @@ def test_clean_keeps_hudi_1x_metadata_table_in_sync_as_hudi_does(
         re.fullmatch(rf"{ours.instant_time}_\d{{17}}\.deltacommit", p.name) for p in mdt_timeline.iterdir()
     )
     # Hudi's metadata procedures: the same listing and column stats as after Hudi's own clean.
-    views = _mdt_views(hudi1, our_copy)
-    assert views == _mdt_views(hudi1, hudi_copy)
+    views = mdt_views(hudi1, our_copy)
+    assert views == mdt_views(hudi1, hudi_copy)
     assert all(
         r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
         for r in (dict(row) for row in views["validation"])
     )
     # Readers: Hudi with the metadata table, with data skipping on a filter, and hudi-rs.
-    assert _snapshot(hudi1, our_copy, metadata=True) == snapshot
+    assert hudi_rows(hudi1, our_copy, metadata=True) == snapshot
     skipping = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true"}
     filtered = hudi1.read(our_copy, skipping, where="ts >= 5")
     assert sorted((r["id"], r["region"], r["ts"], r["value"]) for r in filtered) == [
         r for r in snapshot if r[2] >= 5
     ]
-    assert _hudi_rs_snapshot(our_copy) == snapshot
+    assert hudi_rs_rows(our_copy) == snapshot
     # Hudi's writer goes on (its metadata-table writer reads ours), then Hudi's cleaner.
     opts = {
         **writer_options(history.table_name, table_type, True),
         "hoodie.datasource.write.operation": "upsert",
     }
     hudi1.write(our_copy, rows([0, 3, 100], 50), SCHEMA, opts)
-    after = _snapshot(hudi1, our_copy, metadata=True)
+    after = hudi_rows(hudi1, our_copy, metadata=True)
     assert [r for r in after if r[0] in (0, 3, 100)] == [
         (0, "americas", 50, "v50"),
         (3, "asia", 50, "v50"),
@@ -540,7 +515,7 @@ def test_clean_keeps_hudi_1x_metadata_table_in_sync_as_hudi_does(
     name_ours = f"ours_{next(_copies)}"
     hudi1.sql(f"create table {name_ours} using hudi location '{our_copy}'")
     hudi1.sql(f"call run_clean(table => '{name_ours}', {args})")
-    validation = [dict(r) for r in _mdt_views(hudi1, our_copy)["validation"]]
+    validation = [dict(r) for r in mdt_views(hudi1, our_copy)["validation"]]
     assert all(r["is_present_in_fs"] and r["is_present_in_metadata"] for r in validation)
 
 
@@ -594,7 +569,7 @@ def test_clean_leaves_bloom_record_and_secondary_indexes_as_hudi_1x_does(
     blocks = _mdt_blocks_of(our_copy, ours.instant_time)
     assert blocks == _mdt_blocks_of(hudi_copy, hudi_clean["start_clean_time"])
     assert {partition for partition, _ in blocks} == {"files", "column_stats"}
-    assert _mdt_views(hudi1, our_copy) == _mdt_views(hudi1, hudi_copy)
+    assert mdt_views(hudi1, our_copy) == mdt_views(hudi1, hudi_copy)
     for where, found in lookups.items():
         assert sorted(r["id"] for r in hudi1.read(our_copy, reader, where=where)) == found, where
 
@@ -620,7 +595,7 @@ def test_a_clean_killed_while_writing_the_metadata_table_is_repaired_by_the_next
     history, _ = histories[("MERGE_ON_READ", True)]
     base = tmp_path / "t"
     shutil.copytree(history.base, base)
-    rows_before = _snapshot(hudi1, base, metadata=True)
+    rows_before = hudi_rows(hudi1, base, metadata=True)
     clean = ["clean", "--base-path", str(base), "--timezone", "UTC", "--force",
              "--hoodie-conf", "hoodie.cleaner.commits.retained=1",
              "--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]  # fmt: skip
@@ -632,18 +607,18 @@ def test_a_clean_killed_while_writing_the_metadata_table_is_repaired_by_the_next
     assert killed.returncode == -9, f"not killed at {step}: {killed.stderr.decode()[-3000:]}"
     timeline = base / ".hoodie" / "timeline"
     assert not [p for p in timeline.iterdir() if p.name.endswith(".clean") and "_" in p.name]
-    assert _snapshot(hudi1, base, metadata=True) == rows_before
-    assert _snapshot(hudi1, base, metadata=False) == rows_before
+    assert hudi_rows(hudi1, base, metadata=True) == rows_before
+    assert hudi_rows(hudi1, base, metadata=False) == rows_before
 
     time.sleep(2.5)  # the dead run's heartbeat expires; the next run takes its clean over
     assert main(clean) == 0
     assert len([p for p in timeline.iterdir() if re.fullmatch(r"\d{17}_\d{17}\.clean", p.name)]) == 1
-    validation = [dict(r) for r in _mdt_views(hudi1, base)["validation"]]
+    validation = [dict(r) for r in mdt_views(hudi1, base)["validation"]]
     assert validation and all(
         r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
         for r in validation
     )
-    assert _snapshot(hudi1, base, metadata=True) == rows_before
+    assert hudi_rows(hudi1, base, metadata=True) == rows_before
 
 
 # -- a version-6 table (Hudi 0.15) upgraded in place by a Hudi 1.x writer
@@ -680,7 +655,7 @@ def test_a_table_hudi_1x_upgraded_in_place_is_read_and_cleaned_as_hudi_does(
     shutil.copytree(history.base, hudi_copy)
     shutil.copytree(history.base, our_copy)
     before = _data_files(history.base)
-    snapshot = _snapshot(hudi1, history.base)
+    snapshot = hudi_rows(hudi1, history.base)
     if metadata:
         name = f"upgraded_{next(_copies)}"
         hudi1.sql(f"create table {name} using hudi location '{hudi_copy}'")
@@ -694,26 +669,26 @@ def test_a_table_hudi_1x_upgraded_in_place_is_read_and_cleaned_as_hudi_does(
     our_deleted = before - _data_files(our_copy)
     assert our_deleted == before - _data_files(hudi_copy)
     assert our_deleted or table_type == "MERGE_ON_READ"  # a pending compaction may hold every slice
-    assert _snapshot(hudi1, our_copy) == snapshot
+    assert hudi_rows(hudi1, our_copy) == snapshot
     if not metadata:
-        assert _hudi_rs_snapshot(our_copy) == snapshot
+        assert hudi_rs_rows(our_copy) == snapshot
     else:
         # hudi-rs 0.5.0 cannot merge a metadata table whose blocks carry two versions' record schemas
         # (0.15's base file, 1.x's blocks since the upgrade) until the metadata table compacts: then it
         # fails on Hudi's own copy as on ours. Ours must read wherever Hudi's reads, and the same rows.
         try:
-            theirs: list[tuple[Any, ...]] | None = _hudi_rs_snapshot(hudi_copy)
+            theirs: list[tuple[Any, ...]] | None = hudi_rs_rows(hudi_copy)
         except Exception as exc:
             assert "reconcile: column 'ColumnStatsMetadata'" in str(exc)
             theirs = None
         if theirs is None:
             with pytest.raises(Exception, match=r"reconcile: column 'ColumnStatsMetadata'"):
-                _hudi_rs_snapshot(our_copy)
+                hudi_rs_rows(our_copy)
         else:
-            assert theirs == _hudi_rs_snapshot(our_copy) == snapshot
-        assert _snapshot(hudi1, our_copy, metadata=True) == snapshot
-        views = _mdt_views(hudi1, our_copy)
-        assert views == _mdt_views(hudi1, hudi_copy)
+            assert theirs == hudi_rs_rows(our_copy) == snapshot
+        assert hudi_rows(hudi1, our_copy, metadata=True) == snapshot
+        views = mdt_views(hudi1, our_copy)
+        assert views == mdt_views(hudi1, hudi_copy)
         assert all(
             dict(r)["is_present_in_metadata"] and dict(r)["is_present_in_fs"] for r in views["validation"]
         )

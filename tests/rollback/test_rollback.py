@@ -241,15 +241,15 @@ def test_rollback_rerun_after_crash_between_instant_deletes_and_completion(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s = pending_clustering_scenario(tmp_path)
-    real_create = rollback_module.create_instant_file
+    real_complete = rollback_module.complete_instant
 
-    def create(storage: Any, layout: Any, instant: Instant, content: bytes = b"") -> None:
-        if instant.action is Action.ROLLBACK and instant.state is State.COMPLETED:
+    def complete(storage: Any, layout: Any, timeline: Any, instant: Instant, *args: Any) -> Instant:
+        if instant.action is Action.ROLLBACK:
             raise RuntimeError("killed before R.rollback")
-        real_create(storage, layout, instant, content)
+        return real_complete(storage, layout, timeline, instant, *args)
 
     with monkeypatch.context() as m:
-        m.setattr(rollback_module, "create_instant_file", create)
+        m.setattr(rollback_module, "complete_instant", complete)
         with pytest.raises(RuntimeError):
             _rollback(s)
     # T is gone from the timeline, R is pending: the rerun must find R through its plan.

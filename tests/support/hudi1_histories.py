@@ -9,6 +9,7 @@ and archiving off) and `small.file.limit=0`, so every insert opens new file grou
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 from service.table.table import HudiTable
 from tests.support.hudi_jvm import HudiJvm
+from tests.support.hudi_tables import hudi_rs_snapshot
 
 SCHEMA = "id long, region string, ts long, value string"
 PARTITIONS = ("americas", "asia")
@@ -225,3 +227,37 @@ def build_upgraded_history(
     _write(jvm, h, range(0, 24, 4), 4, "upsert")
     jvm.sql(f"create table {name} using hudi location '{h.base}'")
     return h
+
+
+# -- what readers and Hudi's metadata procedures say of a table
+
+_names = itertools.count()
+
+
+def hudi_rows(jvm: HudiJvm, base: Path, *, metadata: bool = False) -> list[tuple[Any, ...]]:
+    """Hudi's snapshot read of `base` (metadata table on or off), as sorted tuples."""
+    rows = jvm.read(base, {"hoodie.metadata.enable": str(metadata).lower()})
+    return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in rows)
+
+
+def hudi_rs_rows(base: Path) -> list[tuple[Any, ...]]:
+    """hudi-rs's snapshot read of `base`, as `hudi_rows` gives Hudi's."""
+    rows = hudi_rs_snapshot(base).to_pylist()
+    return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in rows)
+
+
+def mdt_views(jvm: HudiJvm, base: Path) -> dict[str, Any]:
+    """What Hudi's metadata procedures say of a table: the files and column stats the metadata table
+    lists per partition, and `validate_metadata_table_files`' rows (storage against the listing)."""
+    name = f"mdt_{next(_names)}"
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    views: dict[str, Any] = {}
+    for partition in PARTITIONS:
+        args = f"table => '{name}', partition => '{partition}'"
+        files = jvm.sql(f"call show_metadata_table_files({args})")
+        views[f"files/{partition}"] = sorted(r["file_path"] for r in files)
+        stats = jvm.sql(f"call show_metadata_table_column_stats({args}, targetColumns => 'id,ts,value')")
+        views[f"column_stats/{partition}"] = sorted(tuple(sorted(r.items())) for r in stats)
+    validation = jvm.sql(f"call validate_metadata_table_files(table => '{name}', verbose => true)")
+    views["validation"] = sorted(tuple(sorted(r.items())) for r in validation)
+    return views

@@ -298,7 +298,7 @@ def sync_files_partition(
             "table %s: MDT deltacommit %s differs from this attempt; replacing it", config.name, instant_time
         )
     _remove_blocks_of(storage, state, instant_time)
-    _delete_instant_files(storage, state, instant_time)
+    delete_deltacommit_files(storage, state, instant_time)
     requested = Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED)
     inflight = Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT)
     avro = state.layout.version >= 2
@@ -356,7 +356,7 @@ def forget_rolled_back_instant(storage: Storage, data_timeline: Timeline, instan
             "refuses it too)"
         )
     _remove_blocks_of(storage, state, instant_time)
-    _delete_instant_files(storage, state, instant_time)
+    delete_deltacommit_files(storage, state, instant_time)
 
 
 def _records_of(storage: Storage, state: MdtState, instant_time: str) -> list[FilesRecord]:
@@ -407,7 +407,7 @@ def _remove_blocks_of(storage: Storage, state: MdtState, instant_time: str) -> N
             storage.delete_file(rel)
 
 
-def _delete_instant_files(storage: Storage, state: MdtState, instant_time: str) -> None:
+def delete_deltacommit_files(storage: Storage, state: MdtState, instant_time: str) -> None:
     """MDT deltacommit `instant_time`'s files, completed first; on layout 2 the completed name carries
     a completion time, taken from the timeline (never composed)."""
     existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)

@@ -13,7 +13,8 @@ asks it, never the version.
   `isDeleted` are deletes on 1.x's write path: `HoodieAppendHandle` puts them in
   `HoodieDeleteBlock`), for every deleted file (base and log) and every `sourceFields` column of the
   `column_stats` index definition (`.hoodie/.index_defs/index.json`), full file names. Seen on
-  tables Hudi 1.0.2 and 1.1.1 cleaned (tests/interop/test_hudi1_tables.py).
+  tables Hudi 1.0.2 and 1.1.1 cleaned (tests/interop/test_hudi1_tables.py). A data rollback is an
+  MDT rollback of the same instant (tests/interop/test_hudi1_rollback.py).
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class MdtFormat:
     # `secondary_index_<name>`). A table with any other partition is refused.
     partitions: tuple[str, ...]
     partition_prefixes: tuple[str, ...] = ()
+    # How a data-table rollback of T reaches the MDT (`HoodieBackedTableMetadataWriter.update(
+    # HoodieRollbackMetadata…)`): on 1.x the MDT rolls back its own deltacommit T with a rollback
+    # instant of the same time, deleting T's log files, and writes no deltacommit; on 0.x T is taken
+    # out and a deltacommit of the rollback's time is written (`service.table.mdt.rollback`).
+    rollback_as_mdt_rollback: bool = False
 
     def accepts(self, mdt_partition: str) -> bool:
         return mdt_partition in self.partitions or mdt_partition.startswith(self.partition_prefixes)
@@ -79,6 +85,7 @@ MDT_FORMAT_V8 = MdtFormat(
         RECORD_INDEX_PARTITION,
     ),
     partition_prefixes=(SECONDARY_INDEX_PREFIX,),
+    rollback_as_mdt_rollback=True,
 )
 MDT_FORMAT_V9 = replace(MDT_FORMAT_V8, record_schema="HoodieMetadataRecordWithMetaFields-1.1")
 MDT_FORMATS = {6: MDT_FORMAT_V6, 8: MDT_FORMAT_V8, 9: MDT_FORMAT_V9}
