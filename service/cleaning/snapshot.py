@@ -98,9 +98,10 @@ def _confine_listed_partitions(
 
 
 def pending_clustering_file_names(table: HudiTable, timeline: Timeline) -> frozenset[str]:
-    """Names of the base and log files the slices of every pending clustering plan read."""
+    """Names of the base and log files the slices of every pending clustering plan read (a pending
+    `replacecommit` on layout 1, `clustering` on layout 2)."""
     names: set[str] = set()
-    for instant in timeline.by_actions([Action.REPLACE_COMMIT]).pending():
+    for instant in timeline.by_actions([Action.REPLACE_COMMIT, Action.CLUSTERING]).pending():
         plan = table.facts_reader.clustering_plan(instant, file_names_only=True)
         for group in plan.groups if plan is not None else ():
             for s in group.slices:

@@ -1,7 +1,8 @@
-"""The earliest commit to retain (ECTR), as Hudi 0.15's `CleanerUtils.getEarliestCommitToRetain`.
+"""The earliest commit to retain (ECTR), as Hudi's `CleanerUtils.getEarliestCommitToRetain` (0.15, 1.x).
 
 The ECTR is chosen over `getCommitsAndCompactionTimeline()`: commit, deltacommit, replacecommit and
-compaction instants in every state (log compaction is not part of it in 0.15).
+compaction instants in every state, and on timeline layout 2 the `clustering` action a pending
+clustering is written under (1.x's `BaseTimelineV2` adds it; log compaction is in neither).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from service.config.cleaning import CleanConfig, CleaningPolicy
 from service.table.instant import Action, Instant
 from service.table.timeline import Timeline, format_instant_time
 
-RETENTION_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION})
+RETENTION_ACTIONS = frozenset(
+    {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING, Action.COMPACTION}
+)
 
 
 def earliest_commit_to_retain(

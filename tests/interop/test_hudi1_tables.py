@@ -302,6 +302,75 @@ def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
     assert len(after) == len({r[0] for r in after}) == len(snapshot) + len(new_ids)
 
 
+PENDING_CASES = [
+    ("COPY_ON_WRITE", "KEEP_LATEST_COMMITS"),
+    ("COPY_ON_WRITE", "KEEP_LATEST_FILE_VERSIONS"),
+    ("MERGE_ON_READ", "KEEP_LATEST_COMMITS"),
+    ("MERGE_ON_READ", "KEEP_LATEST_FILE_VERSIONS"),
+]
+
+
+@pytest.mark.parametrize(("table_type", "policy"), PENDING_CASES)
+def test_pending_clustering_and_compaction_hold_files_as_hudi_1x_holds_them(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+    table_type: str,
+    policy: str,
+) -> None:
+    """A clustering (copy-on-write) or a compaction (merge-on-read) Hudi scheduled and left pending, as
+    the `clustering` / `compaction` action of layout 2, then one more write: our clean keeps what
+    Hudi's keeps for it (the files its plan reads, and under KEEP_LATEST_COMMITS everything from the
+    earliest pending instant on) and deletes what Hudi's deletes."""
+    history, _ = histories[(table_type, False)]
+    pending = tmp_path / "pending"
+    shutil.copytree(history.base, pending)
+    name = f"pending_{next(_copies)}"
+    hudi1.sql(f"create table {name} using hudi location '{pending}'")
+    timeline = pending / ".hoodie" / "timeline"
+    known = set(os.listdir(timeline))
+    if table_type == "COPY_ON_WRITE":
+        options = "hoodie.clustering.plan.strategy.small.file.limit=100000000"
+        hudi1.sql(f"call run_clustering(table => '{name}', op => 'schedule', options => '{options}')")
+        action = "clustering"
+    else:
+        options = "hoodie.compact.inline.max.delta.commits=1"
+        hudi1.sql(f"call run_compaction(table => '{name}', op => 'schedule', options => '{options}')")
+        action = "compaction"
+    [requested] = [n for n in set(os.listdir(timeline)) - known if n.endswith(f".{action}.requested")]
+    # A write after the plan (new file groups only: Hudi rejects updates to groups under clustering),
+    # so that KEEP_LATEST_COMMITS's earliest commit to retain is held back by the pending instant.
+    opts = {
+        **writer_options(history.table_name, table_type, False),
+        "hoodie.datasource.write.operation": "insert",
+    }
+    hudi1.write(pending, rows(range(100, 104), 9), SCHEMA, opts)
+    assert not [p for p in timeline.iterdir() if re.fullmatch(rf"{requested[:17]}_\d{{17}}\.\w+", p.name)]
+    table = HudiTable.open(str(pending))
+    facts = table.load_view().facts
+    held = facts.pending_clustering if action == "clustering" else facts.pending_compaction
+    assert held, f"Hudi's {action} plan names file groups"
+
+    hudi_copy, our_copy = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(pending, hudi_copy)
+    shutil.copytree(pending, our_copy)
+    before = _data_files(pending)
+    _hudi_clean(hudi1, hudi_copy, policy, 1)
+    props = {"hoodie.cleaner.policy": policy, _RETAINED[policy][1]: 1}
+    make_cleaner(our_copy, props, CleanOptions(force=True), now=None).run()
+    our_deleted = before - _data_files(our_copy)
+    assert our_deleted == before - _data_files(hudi_copy)
+    # Every slice the plan reads is still there: a clustering reads the latest slice, a compaction the
+    # slice before the one it opened.
+    view = HudiTable.open(str(our_copy)).load_view()
+    for key in held:
+        group = view.file_groups[key]
+        compacted = facts.pending_compaction.get(key)
+        read = next(s for s in group.slices if compacted is None or s.base_instant_time == compacted[1])
+        kept = {f.path for f in read.log_files} | ({read.base_file.path} if read.base_file else set())
+        assert kept and not kept & our_deleted
+
+
 def test_savepoints_and_incremental_cleans_are_honoured_as_hudi_1x_honours_them(
     hudi1: HudiJvm,
     histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
