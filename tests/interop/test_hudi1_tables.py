@@ -302,12 +302,10 @@ def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
     assert len(after) == len({r[0] for r in after}) == len(snapshot) + len(new_ids)
 
 
-PENDING_CASES = [
-    ("COPY_ON_WRITE", "KEEP_LATEST_COMMITS"),
-    ("COPY_ON_WRITE", "KEEP_LATEST_FILE_VERSIONS"),
-    ("MERGE_ON_READ", "KEEP_LATEST_COMMITS"),
-    ("MERGE_ON_READ", "KEEP_LATEST_FILE_VERSIONS"),
-]
+# The two cases where the pending instant decides (the other pairs passed too, and cost CI minutes):
+# the clustering holds KEEP_LATEST_COMMITS's earliest commit to retain back, the compaction protects
+# the slice it reads from KEEP_LATEST_FILE_VERSIONS.
+PENDING_CASES = [("COPY_ON_WRITE", "KEEP_LATEST_COMMITS"), ("MERGE_ON_READ", "KEEP_LATEST_FILE_VERSIONS")]
 
 
 @pytest.mark.parametrize(("table_type", "policy"), PENDING_CASES)
