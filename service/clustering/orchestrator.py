@@ -33,9 +33,9 @@ from service.errors import (
     HudiTableServiceError,
     PlanRefusedError,
 )
+from service.executor.clustering_job import GroupJob, MergedRead, MergedSliceInput
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
-from service.spark_group import GroupJob, MergedRead, MergedSliceInput
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.clustering_plan import PlannedClustering, PlannedSlice

@@ -1,5 +1,6 @@
 """Execute a pending compaction plan (Hudi's or ours) and commit it: `HoodieCompactor.compact` and
-`BaseHoodieTableServiceClient.completeCompaction`; the operations run as Spark tasks (`spark_job`).
+`BaseHoodieTableServiceClient.completeCompaction`; the operations run as Spark tasks
+(`service.executor.compaction_job`).
 
 Claim under the lock: this attempt's heartbeat and the empty `C.compaction.inflight`
 (`transitionCompactionRequestedToInflight`). An INFLIGHT plan is an earlier attempt: while its
@@ -31,9 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
-from service.compaction.spark_job import CompactionJob
 from service.config.hoodie import HoodieConfig
 from service.errors import HudiTableServiceError
+from service.executor.compaction_job import CompactionJob
 from service.lock.base import TableLock
 from service.rollback import rollback_instant
 from service.table import codecs

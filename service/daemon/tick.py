@@ -55,9 +55,9 @@ from service.errors import (
     UnsupportedMergeError,
 )
 from service.executor import SparkExecutor
+from service.executor.clustering_job import GroupJob
 from service.lock.base import TableLock
 from service.metrics import ServiceMetrics
-from service.spark_group import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action
 from service.table.log_format.merge import MergeConfig

@@ -1,6 +1,6 @@
 """Sorting a writer task's rows in Arrow, in the order Spark's `sortWithinPartitions` gives them.
 
-A writer task spills its rows to local scratch before it writes them (`spark_group._write_spilled`),
+A writer task spills its rows to local scratch before it writes them (`clustering_job._write_spilled`),
 so it can sort them there instead of asking Spark to: Spark's sort of a task's rows spills and
 merges them on disk when they outgrow the executor's execution memory (at Hudi's default 1 GB
 files it was a fifth of the task), while an Arrow sort of the sort columns plus a gather of the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import zipfile
 
-from service.executor import _project_zip
+from service.executor.session import _project_zip
 
 
 def test_project_zip_ships_service_and_strategies_but_not_the_demo_writer() -> None:
@@ -20,7 +20,8 @@ def test_project_zip_ships_service_and_strategies_but_not_the_demo_writer() -> N
         "service/__init__.py",
         "service/table/base_file_writer.py",
         "service/table/codecs/schemas/HoodieCleanerPlan.avsc",
-        "service/spark_group.py",
+        "service/executor/clustering_job.py",
+        "service/executor/compaction_job.py",
         "strategies/execution/sort_and_size.py",
         "strategies/layout/curve.py",
     } <= names

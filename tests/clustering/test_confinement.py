@@ -14,8 +14,8 @@ from service.clustering.orchestrator import execute_clustering
 from service.clustering.records import read_clustering_plan
 from service.config.hoodie import HoodieConfig
 from service.errors import PathOutsideTableError
+from service.executor.clustering_job import GroupJob
 from service.lock import InProcessTableLock
-from service.spark_group import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State

@@ -18,8 +18,8 @@ from service.clustering.orchestrator import group_jobs, run_groups
 from service.clustering.records import read_clustering_plan
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
+from service.executor.clustering_job import GroupJob, compressed_data_bytes, run_group
 from service.lock.in_process import InProcessTableLock
-from service.spark_group import GroupJob, compressed_data_bytes, run_group
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable

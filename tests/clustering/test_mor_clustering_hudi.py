@@ -22,9 +22,9 @@ import pytest
 from service.clustering import execute_clustering, schedule_clustering
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
+from service.executor.clustering_job import GroupJob
 from service.lock.in_process import InProcessTableLock
 from service.rollback import find_completed_rollback
-from service.spark_group import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht

@@ -23,9 +23,9 @@ from service.config.daemon import parse_daemon_config
 from service.config.hoodie import HoodieConfig
 from service.daemon import Daemon, Outcome, TableService
 from service.errors import InstantOwnedError
+from service.executor.clustering_job import GroupJob
 from service.lock import InProcessTableLock
 from service.lock.base import TableLock
-from service.spark_group import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.storage import Storage

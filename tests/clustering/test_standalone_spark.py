@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench.standalone import standalone_cluster
-from service.spark_group import compressed_data_bytes
+from service.executor.clustering_job import compressed_data_bytes
 from service.table.instant import Action, State
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.cli import main
-from service.compaction.spark_job import CompactionJob
 from service.executor import SparkExecutor
+from service.executor.compaction_job import CompactionJob
 from service.table import codecs
 from service.table.codecs.commit import WriteOperationType
 from tests.support import hudi_tables as ht

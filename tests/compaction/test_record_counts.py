@@ -8,7 +8,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from service.compaction.spark_job import record_counts
+from service.executor.compaction_job import record_counts
 
 _KEY = "_hoodie_record_key"
 _TIME = "_hoodie_commit_time"

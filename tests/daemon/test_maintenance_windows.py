@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
 from service.daemon.slots import SlotClaim
-from service.spark_group import GroupJob
+from service.executor.clustering_job import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts

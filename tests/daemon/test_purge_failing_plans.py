@@ -13,7 +13,7 @@ from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
 from service.errors import ConfigError
 from service.executor import SparkExecutor
-from service.spark_group import GroupJob
+from service.executor.clustering_job import GroupJob
 from service.status import render_text, table_status
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult

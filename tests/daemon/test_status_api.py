@@ -21,7 +21,7 @@ from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
 from service.daemon.history import FileStats
 from service.daemon.status_api import redact
-from service.spark_group import GroupJob
+from service.executor.clustering_job import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.properties import TableConfig, load_table_config
 from tests.clean.helpers import fid

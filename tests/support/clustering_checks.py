@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from service.executor import SparkExecutor
-from service.spark_group import GroupJob
+from service.executor.clustering_job import GroupJob
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, State

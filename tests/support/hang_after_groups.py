@@ -14,7 +14,7 @@ from pathlib import Path
 
 from service.cli import main
 from service.executor import SparkExecutor
-from service.spark_group import GroupJob
+from service.executor.clustering_job import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 
 

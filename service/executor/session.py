@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from service.command_context import parse_key_values
-from service.compaction.spark_job import CompactionJob, run_compaction
-from service.spark_group import GroupJob, run_group
+from service.executor.clustering_job import GroupJob, run_group
+from service.executor.compaction_job import CompactionJob, run_compaction
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 
