@@ -4,6 +4,7 @@ and refuses to write to them until their services are served."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import logging
@@ -17,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -177,6 +179,34 @@ def test_services_not_served_are_refused_by_name_and_nothing_changes(
     said = " ".join(r.getMessage() for r in caplog.records)
     assert re.search(reason.format(v=hudi1.table_version), said), said
     assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == before
+
+
+@pytest.mark.parametrize(("table_type", "metadata"), [("MERGE_ON_READ", True), ("COPY_ON_WRITE", True)])
+def test_commit_metadata_re_encodes_to_the_records_hudi_1x_wrote(
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]], table_type: str, metadata: bool
+) -> None:
+    """Every completed commit, deltacommit and replacecommit (clustering and insert overwrite) Hudi
+    wrote, on the data table and its metadata table, decodes and encodes back to the record Hudi's
+    file holds: the Avro `HoodieCommitMetadata` / `HoodieReplaceCommitMetadata` our services write."""
+    history, _ = histories[(table_type, metadata)]
+    checked: dict[str, int] = {}
+    for timeline in (
+        history.base / ".hoodie" / "timeline",
+        history.base / ".hoodie" / "metadata" / ".hoodie" / "timeline",
+    ):
+        for path in sorted(timeline.iterdir()):
+            found = re.fullmatch(r"\d{17}_\d{17}\.(commit|deltacommit|replacecommit)", path.name)
+            if found is None:
+                continue
+            model = codecs.ReplaceCommitMetadata if found[1] == "replacecommit" else codecs.CommitMetadata
+            data = path.read_bytes()
+            [theirs] = fastavro.reader(io.BytesIO(data))
+            decoded = codecs.decode(model, data, str(path), avro_commit=True)
+            [ours] = fastavro.reader(io.BytesIO(codecs.encode_commit(decoded, avro=True)))
+            assert ours == theirs, path
+            checked[found[1]] = checked.get(found[1], 0) + 1
+    assert checked.get("replacecommit", 0) >= 2 and checked.get("deltacommit", 0) > 0
+    assert checked.get("commit", 0) > 0 or table_type == "COPY_ON_WRITE"
 
 
 @pytest.mark.parametrize(

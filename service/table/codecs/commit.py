@@ -171,12 +171,12 @@ def encode_commit(metadata: CommitMetadata, *, avro: bool = False) -> bytes:
 
 def _encode_commit_avro(metadata: CommitMetadata) -> bytes:
     """`CommitMetadataSerDeV2.serialize`: `HoodieCommitMetadata.toAvro` (every HoodieWriteStat field the
-    Avro record has, taken by its JSON name; the rest null), one record, codec null. Replace
-    metadata is not written on layout 2 yet (no service writes a replacecommit there)."""
-    if isinstance(metadata, ReplaceCommitMetadata):
-        raise NotImplementedError("Avro HoodieReplaceCommitMetadata is not written yet")
-    schema = _avro_commit_schema()
-    stat_fields = [f["name"] for f in _avro_stat_fields()]
+    Avro record has, taken by its JSON name; the rest null), one record, codec null. Replace metadata
+    is `HoodieReplaceCommitMetadata` (the same fields and `partitionToReplaceFileIds`), the schema each
+    file's header carries as Hudi 1.0.2 and 1.1.1 write it (both write the same)."""
+    replace = isinstance(metadata, ReplaceCommitMetadata)
+    name = "HoodieReplaceCommitMetadata" if replace else "HoodieCommitMetadata"
+    stat_fields = [f["name"] for f in _avro_stat_fields(name)]
     record = {
         "partitionToWriteStats": {
             partition: [_avro_stat(_stat_tree(stat), stat_fields) for stat in stats]
@@ -184,11 +184,16 @@ def _encode_commit_avro(metadata: CommitMetadata) -> bytes:
         },
         "compacted": metadata.compacted,
         "extraMetadata": dict(metadata.extra_metadata),
-        "version": None,  # Hudi 1.x leaves it unset (seen on its deltacommits)
+        "version": None,  # Hudi 1.x leaves it unset (seen on its deltacommits and replacecommits)
         "operationType": metadata.operation_type.value,
     }
+    if isinstance(metadata, ReplaceCommitMetadata):
+        record["partitionToReplaceFileIds"] = {
+            partition: list(file_ids)
+            for partition, file_ids in metadata.partition_to_replace_file_ids.items()
+        }
     buf = io.BytesIO()
-    fastavro.writer(buf, schema, [record], codec="null")
+    fastavro.writer(buf, _avro_commit_schema(name), [record], codec="null")
     return buf.getvalue()
 
 
@@ -202,13 +207,13 @@ def _avro_stat(tree: dict[str, Any], fields: list[str]) -> dict[str, Any]:
 
 
 @cache
-def _avro_commit_schema() -> Any:
-    return fastavro.parse_schema(schema_json("HoodieCommitMetadata"), named_schemas={})
+def _avro_commit_schema(name: str) -> Any:
+    return fastavro.parse_schema(schema_json(name), named_schemas={})
 
 
 @cache
-def _avro_stat_fields() -> list[dict[str, Any]]:
-    stats = schema_json("HoodieCommitMetadata")["fields"][0]["type"][1]["values"]["items"]
+def _avro_stat_fields(name: str) -> list[dict[str, Any]]:
+    stats = schema_json(name)["fields"][0]["type"][1]["values"]["items"]
     fields: list[dict[str, Any]] = stats["fields"]
     return fields
 
