@@ -17,6 +17,7 @@ never matches a leaf path, so it gets no record.
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ import pyarrow.parquet as pq
 from service.errors import UnsupportedTableError
 from service.table.avro_schema import HOODIE_META_FIELDS
 from service.table.java_string_order import java_compare
-from service.table.mdt.index_records import ColumnStats, WrappedValue
+from service.table.mdt.index_records import ColumnStats, ValueTypeInfo, WrappedValue
 
 _UNSET_MIN_MAX: dict[str, Any] = {"INT32": 0, "INT64": 0, "FLOAT": 0.0, "DOUBLE": 0.0, "BOOLEAN": False}
 _DECIMAL_PRECISION, _DECIMAL_SCALE = 30, 15  # DecimalWrapper's decimal(30, 15)
@@ -132,8 +133,119 @@ def _original_type(column_schema: Any) -> str | None:
     return {"STRING": "UTF8", "DATE": "DATE", "DECIMAL": "DECIMAL"}.get(str(kind)) if kind else None
 
 
-def column_ranges(metadata: pq.FileMetaData, file_name: str, columns: Sequence[str]) -> list[ColumnStats]:
-    """One `ColumnStats` per column of `columns` that the file has as a leaf column, in `columns` order."""
+def _signed_zero_bounds(raw_min: float, raw_max: float) -> tuple[float, float]:
+    """parquet-java's statistics builders for FLOAT/DOUBLE (`Statistics.getBuilderForReading`, PARQUET-1246)
+    widen a zero bound on read, since +0.0 and -0.0 compare equal when written: a min of zero becomes
+    -0.0, a max of zero +0.0. Hudi reads its ranges through them (seen on Hudi 1.1.1's records)."""
+    if raw_min == 0.0:
+        raw_min = -0.0
+    if raw_max == 0.0:
+        raw_max = 0.0
+    return raw_min, raw_max
+
+
+# `org.apache.hudi.stats.ValueType` ordinals (Hudi 1.1), of the types a Parquet column maps to.
+VALUE_TYPE_BOOLEAN, VALUE_TYPE_INT, VALUE_TYPE_LONG, VALUE_TYPE_FLOAT, VALUE_TYPE_DOUBLE = 2, 3, 4, 5, 6
+VALUE_TYPE_STRING, VALUE_TYPE_BYTES, VALUE_TYPE_DECIMAL, VALUE_TYPE_DATE = 7, 8, 10, 12
+VALUE_TYPE_TIME_MILLIS, VALUE_TYPE_TIME_MICROS = 13, 14
+VALUE_TYPE_TIMESTAMP_MILLIS, VALUE_TYPE_TIMESTAMP_MICROS = 15, 16
+_PHYSICAL_VALUE_TYPES = {
+    ("BOOLEAN", None): (VALUE_TYPE_BOOLEAN, "BooleanWrapper"),
+    ("INT32", None): (VALUE_TYPE_INT, "IntWrapper"),
+    ("INT64", None): (VALUE_TYPE_LONG, "LongWrapper"),
+    ("FLOAT", None): (VALUE_TYPE_FLOAT, "FloatWrapper"),
+    ("DOUBLE", None): (VALUE_TYPE_DOUBLE, "DoubleWrapper"),
+    ("BYTE_ARRAY", "STRING"): (VALUE_TYPE_STRING, "StringWrapper"),
+    ("BYTE_ARRAY", None): (VALUE_TYPE_BYTES, "BytesWrapper"),
+    ("INT32", "DATE"): (VALUE_TYPE_DATE, "IntWrapper"),
+    ("INT32", "TIME_MILLIS"): (VALUE_TYPE_TIME_MILLIS, "IntWrapper"),
+    ("INT64", "TIME_MICROS"): (VALUE_TYPE_TIME_MICROS, "LongWrapper"),
+    ("INT64", "TIMESTAMP_MILLIS"): (VALUE_TYPE_TIMESTAMP_MILLIS, "LongWrapper"),
+    ("INT64", "TIMESTAMP_MICROS"): (VALUE_TYPE_TIMESTAMP_MICROS, "LongWrapper"),
+}
+
+
+def _logical_kind(column_schema: Any) -> str | None:
+    """The column's logical type as the V2 mapping needs it: STRING, DATE, DECIMAL, TIME_*/TIMESTAMP_*
+    with their unit; integer widths (INT_8, INT_16, ...) and the rest count as the physical type."""
+    original = _original_type(column_schema)
+    if original in ("UTF8", "DATE", "DECIMAL"):
+        return {"UTF8": "STRING"}.get(original, original)
+    converted = str(column_schema.converted_type)
+    if converted in ("TIME_MILLIS", "TIME_MICROS", "TIMESTAMP_MILLIS", "TIMESTAMP_MICROS"):
+        return converted
+    logical = column_schema.logical_type
+    kind = str(getattr(logical, "type", "")) if logical is not None else ""
+    if kind in ("TIME", "TIMESTAMP"):
+        unit = str(json.loads(logical.to_json()).get("timeUnit", "")).upper()
+        return f"{kind}_{unit}"
+    if kind in ("ENUM", "JSON", "BSON"):
+        return "STRING" if kind != "BSON" else None
+    return None
+
+
+def value_type_of(column: str, physical: str, column_schema: Any, file_name: str) -> ValueTypeInfo:
+    """`HoodieValueTypeInfo` of a column (Hudi 1.1's V2 column stats): the type ordinal, and for a
+    decimal its `precision,scale`."""
+    kind = _logical_kind(column_schema)
+    if kind == "DECIMAL":
+        return ValueTypeInfo(VALUE_TYPE_DECIMAL, f"{column_schema.precision},{column_schema.scale}")
+    found = _PHYSICAL_VALUE_TYPES.get((physical, kind))
+    if found is None:
+        raise UnsupportedTableError(
+            f"{file_name}: column {column!r} ({physical}, {kind or 'no logical type'}) has no V2 "
+            "column-stats type the service writes"
+        )
+    return ValueTypeInfo(found[0], None)
+
+
+def _typed_value(
+    column: str, physical: str, column_schema: Any, raw: Any, file_name: str
+) -> WrappedValue | None:
+    """A footer min/max as Hudi 1.1's V2 column stats store it (seen on its records): the wrapper of
+    the physical type (a date as IntWrapper days, a timestamp as LongWrapper in its unit), a decimal
+    as BytesWrapper of its unscaled value in `BigInteger.toByteArray` form, strings decoded."""
+    if raw is None:
+        return None
+    kind = _logical_kind(column_schema)
+    if kind == "DECIMAL":
+        unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else int(raw)
+        return WrappedValue("BytesWrapper", _java_big_integer_bytes(unscaled))
+    wrapper = _PHYSICAL_VALUE_TYPES.get((physical, kind))
+    if wrapper is None:
+        value_type_of(column, physical, column_schema, file_name)  # raises, naming the column
+        raise AssertionError("unreachable")
+    name = wrapper[1]
+    if name == "StringWrapper":
+        return WrappedValue(name, bytes(raw).decode("utf-8"))
+    if name == "BytesWrapper":
+        return WrappedValue(name, bytes(raw))
+    if name in ("FloatWrapper", "DoubleWrapper"):
+        return WrappedValue(name, float(raw))
+    if name == "BooleanWrapper":
+        return WrappedValue(name, bool(raw))
+    return WrappedValue(name, int(raw))
+
+
+def _java_big_integer_bytes(value: int) -> bytes:
+    """`BigInteger.toByteArray()`: the shortest two's-complement big-endian form (at least one byte)."""
+    length = (value + (value < 0)).bit_length() // 8 + 1
+    return value.to_bytes(length, "big", signed=True)
+
+
+def column_ranges(
+    metadata: pq.FileMetaData,
+    file_name: str,
+    columns: Sequence[str],
+    *,
+    tight_bound_field: bool = False,
+    typed: bool = False,
+) -> list[ColumnStats]:
+    """One `ColumnStats` per column of `columns` that the file has as a leaf column, in `columns` order.
+
+    `tight_bound_field`: the record has Hudi 1.x's `isTightBound` (false for a file's range).
+    `typed`: the column-stats index is version V2 (Hudi 1.1): values as `_typed_value` gives them,
+    with their `valueType`."""
     wanted = set(columns)
     schema = metadata.schema
     found: dict[str, ColumnStats] = {}
@@ -150,13 +262,16 @@ def column_ranges(metadata: pq.FileMetaData, file_name: str, columns: Sequence[s
             physical = str(chunk.physical_type)
             if stats.has_min_max:
                 raw_min, raw_max = stats.min_raw, stats.max_raw
+                if physical in ("FLOAT", "DOUBLE"):
+                    raw_min, raw_max = _signed_zero_bounds(raw_min, raw_max)
             else:
                 # A chunk with only nulls has no min/max in the footer. parquet-mr's statistics then
                 # return their field defaults: null for Binary, but 0 / 0.0 / false for the primitive
                 # types, which Hudi indexes as such (IntWrapper(0) for an all-null int column).
                 raw_min = raw_max = _UNSET_MIN_MAX.get(physical)
-            lo = _java_value(column, physical, schema.column(i), raw_min, file_name)
-            hi = _java_value(column, physical, schema.column(i), raw_max, file_name)
+            value_of = _typed_value if typed else _java_value
+            lo = value_of(column, physical, schema.column(i), raw_min, file_name)
+            hi = value_of(column, physical, schema.column(i), raw_max, file_name)
             part = ColumnStats(
                 file_name=file_name,
                 column_name=column,
@@ -167,6 +282,8 @@ def column_ranges(metadata: pq.FileMetaData, file_name: str, columns: Sequence[s
                 total_size=int(chunk.total_compressed_size),
                 total_uncompressed_size=int(chunk.total_uncompressed_size),
                 is_deleted=False,
+                is_tight_bound=False if typed or tight_bound_field else None,
+                value_type=value_type_of(column, physical, schema.column(i), file_name) if typed else None,
             )
             prev = found.get(column)
             found[column] = part if prev is None else _merge(prev, part)
@@ -194,4 +311,6 @@ def _merge(one: ColumnStats, other: ColumnStats) -> ColumnStats:
         total_size=one.total_size + other.total_size,
         total_uncompressed_size=one.total_uncompressed_size + other.total_uncompressed_size,
         is_deleted=False,
+        is_tight_bound=one.is_tight_bound,
+        value_type=one.value_type,
     )

@@ -17,6 +17,8 @@ from service.errors import CorruptTableError, UnsupportedTableError
 from service.table.properties import TableConfig
 from service.table.storage import Storage
 
+INDEX_VERSIONS = ("V1", "V2")  # HoodieIndexVersion; an absent version (table version 8) is V1
+
 
 @dataclass(frozen=True)
 class IndexDefinition:
@@ -24,6 +26,11 @@ class IndexDefinition:
     index_type: str
     source_fields: tuple[str, ...]
     version: str | None
+
+    @property
+    def is_v2(self) -> bool:
+        """V2 (Hudi 1.1 on table version 9): column and partition stats carry typed values."""
+        return self.version == "V2"
 
 
 def _relative(config: TableConfig, storage: Storage) -> str:
@@ -67,6 +74,8 @@ def load_index_definitions(storage: Storage, config: TableConfig) -> dict[str, I
             if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
                 raise TypeError(f"{name}: sourceFields is not a list of names")
             version = d.get("version")
+            if version is not None and version not in INDEX_VERSIONS:
+                raise TypeError(f"{name}: version {version!r} is none of {', '.join(INDEX_VERSIONS)}")
             out[name] = IndexDefinition(str(d["indexName"]), str(d["indexType"]), tuple(fields), version)
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
         raise CorruptTableError(f"{where}: not a Hudi index definition file: {e}") from None
@@ -75,6 +84,12 @@ def load_index_definitions(storage: Storage, config: TableConfig) -> dict[str, I
 
 def indexed_columns_of(storage: Storage, config: TableConfig, index_name: str) -> list[str]:
     """The `sourceFields` of index `index_name`; UnsupportedTableError when it has no definition."""
+    return list(index_definition(storage, config, index_name).source_fields)
+
+
+def index_definition(storage: Storage, config: TableConfig, index_name: str) -> IndexDefinition:
+    """The definition of index `index_name`, with at least one source field; UnsupportedTableError
+    when it has none."""
     definition = load_index_definitions(storage, config).get(index_name)
     if definition is None:
         raise UnsupportedTableError(
@@ -85,4 +100,4 @@ def indexed_columns_of(storage: Storage, config: TableConfig, index_name: str) -
         raise CorruptTableError(
             f"{storage.qualify(_relative(config, storage))}: index {index_name!r} lists no sourceFields"
         )
-    return list(definition.source_fields)
+    return definition

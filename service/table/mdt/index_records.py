@@ -61,8 +61,18 @@ class WrappedValue:
 
 
 @dataclass(frozen=True)
+class ValueTypeInfo:
+    """`HoodieValueTypeInfo` (Hudi 1.1, V2 column stats): `org.apache.hudi.stats.ValueType`'s ordinal,
+    and for a decimal `precision,scale`."""
+
+    type_ordinal: int
+    additional_info: str | None = None
+
+
+@dataclass(frozen=True)
 class ColumnStats:
-    """`HoodieMetadataColumnStats`."""
+    """`HoodieMetadataColumnStats`. `is_tight_bound` (Hudi 1.x's field; None: a 0.x record without it)
+    is false for a file's range, true for a partition's; `value_type` is set on V2 records only."""
 
     file_name: str
     column_name: str
@@ -73,6 +83,8 @@ class ColumnStats:
     total_size: int
     total_uncompressed_size: int
     is_deleted: bool
+    is_tight_bound: bool | None = None
+    value_type: ValueTypeInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,11 @@ def encode_index_record(record: IndexRecord, schema_name: str = ON_DISK_SCHEMA) 
             "totalSize": s.total_size,
             "totalUncompressedSize": s.total_uncompressed_size,
             "isDeleted": s.is_deleted,
+            # Fields of Hudi 1.x's schemas; a 0.15 schema has neither and the writer ignores them.
+            "isTightBound": bool(s.is_tight_bound),
+            "valueType": None
+            if s.value_type is None
+            else {"typeOrdinal": s.value_type.type_ordinal, "additionalInfo": s.value_type.additional_info},
         }
     value = {
         **dict.fromkeys(HOODIE_META_FIELDS),
@@ -233,10 +250,20 @@ def decode_index_record(row_key: str, value: bytes, writer_schema: str, source: 
             total_size=c["totalSize"],
             total_uncompressed_size=c["totalUncompressedSize"],
             is_deleted=bool(c["isDeleted"]),
+            # A 0.x writer's schema has no `isTightBound`: None, as our 0.x records carry it.
+            is_tight_bound=bool(c["isTightBound"]) if '"isTightBound"' in writer_schema else None,
+            value_type=_value_type_from_avro(c.get("valueType")),
         )
     else:
         raise CorruptTableError(f"{where}: type {kind} is neither column stats nor a bloom filter")
     return IndexRecord(key, int(kind), payload)
+
+
+def _value_type_from_avro(raw: Any) -> ValueTypeInfo | None:
+    info = _unwrap_union(raw)
+    if info is None:
+        return None
+    return ValueTypeInfo(int(info["typeOrdinal"]), info.get("additionalInfo"))
 
 
 def _unwrap_union(raw: Any) -> Any:

@@ -33,7 +33,7 @@ from service.table.codecs.clean import CleanMetadata
 from service.table.codecs.commit import CommitMetadata
 from service.table.mdt.column_ranges import column_ranges, columns_to_index
 from service.table.mdt.files_listing import FilesSlice
-from service.table.mdt.index_definitions import indexed_columns_of
+from service.table.mdt.index_definitions import index_definition, indexed_columns_of
 from service.table.mdt.index_keys import (
     BLOOM_FILTERS_PARTITION,
     COLUMN_STATS_PARTITION,
@@ -50,7 +50,7 @@ from service.table.mdt.index_records import (
     is_base_file,
 )
 from service.table.mdt.log_writer import LogAppend, write_log
-from service.table.mdt.mdt_format import MdtFormat
+from service.table.mdt.mdt_format import PARTITION_STATS_PARTITION, MdtFormat
 from service.table.properties import TableConfig
 from service.table.storage import Storage
 
@@ -95,18 +95,28 @@ def indexed_columns(config: TableConfig, schema_json: str | None, source: str) -
 def commit_index_records(
     storage: Storage, config: TableConfig, mdt: MdtFormat, metadata: CommitMetadata, instant_time: str
 ) -> dict[str, list[IndexRecord | IndexDeletion]]:
-    """The index records of a commit's written base files, read from their footers. Only table
-    version 6's forms are produced (`mdt` must be that version's: commits are not served on 8/9)."""
-    if mdt.columns_from_index_definitions:
-        raise UnsupportedTableError(
-            f"{storage.base_uri}: index records of commit {instant_time} on a Hudi 1.x metadata table are "
-            "not written yet"
-        )
+    """The index records of a commit's written base files, read from their footers, in the version's
+    form: 0.x's for the commit schema's columns; 1.x's for the `column_stats` index definition's
+    columns, with `isTightBound` false and, for a V2 definition, typed values (matching, record for
+    record, what Hudi 1.0.2 and 1.1.1 write for their compactions' files). A 1.x table whose
+    `partition_stats` a commit must recompute is refused: not written yet."""
     partitions = served_index_partitions(config, mdt)
+    if mdt.columns_from_index_definitions and PARTITION_STATS_PARTITION in config.metadata_partitions:
+        raise UnsupportedTableError(
+            f"{storage.base_uri}: commit {instant_time} would have to recompute the metadata table's "
+            "partition_stats, which the service does not write yet"
+        )
     out: dict[str, list[IndexRecord | IndexDeletion]] = {p: [] for p in partitions}
     if not partitions:
         return out
-    columns = indexed_columns(config, metadata.table_schema, storage.qualify(instant_time))
+    typed = False
+    if not mdt.columns_from_index_definitions:
+        columns = indexed_columns(config, metadata.table_schema, storage.qualify(instant_time))
+    elif COLUMN_STATS_PARTITION in out:
+        definition = index_definition(storage, config, COLUMN_STATS_PARTITION)
+        columns, typed = list(definition.source_fields), definition.is_v2
+    else:
+        columns = []
     for partition, stats in metadata.partition_to_write_stats.items():
         for stat in stats:
             if stat.path is None:
@@ -117,7 +127,13 @@ def commit_index_records(
             with storage.open_input(stat.path) as f:
                 footer = pq.ParquetFile(f).metadata
             if COLUMN_STATS_PARTITION in out and columns:
-                ranges = column_ranges(footer, name, columns)
+                ranges = column_ranges(
+                    footer,
+                    name,
+                    columns,
+                    tight_bound_field=mdt.columns_from_index_definitions,
+                    typed=typed,
+                )
                 out[COLUMN_STATS_PARTITION].extend(column_stats_record(partition, r) for r in ranges)
             if BLOOM_FILTERS_PARTITION in out:
                 kv = footer.metadata or {}

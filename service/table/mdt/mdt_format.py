@@ -40,7 +40,9 @@ class MdtFormat:
     logs_per_deltacommit: bool
     # A clean's column-stats tombstones: DELETE-block keys (1.x) or stub records (0.x).
     column_stats_deletes_as_keys: bool
-    # Indexed columns from the index definition file (1.x) or the latest table schema (0.x).
+    # Indexed columns from the index definition file (1.x) or the latest table schema (0.x); on 1.x
+    # the definition's version also picks the value form (V2: typed values with their `valueType`),
+    # and every column-stats record carries `isTightBound` (false for a file).
     columns_from_index_definitions: bool
     # The index partitions the service writes (a commit's records, a clean's tombstones) when present.
     index_partitions_written: tuple[str, ...]

@@ -76,7 +76,12 @@ class FilesRecord:
 
 @cache
 def reader_schema() -> Any:
-    return fastavro.parse_schema(schema_json("HoodieMetadataRecord"), named_schemas={})
+    """The newest `HoodieMetadataRecord` (Hudi 1.1's) without meta fields: it reads 0.15's, 1.0's and
+    1.1's records alike, a field the writer's schema lacks taking its default (`isTightBound` false,
+    `valueType` null)."""
+    newest = schema_json("HoodieMetadataRecordWithMetaFields-1.1")
+    fields = [f for f in newest["fields"] if not str(f["name"]).startswith("_hoodie_")]
+    return fastavro.parse_schema({**newest, "fields": fields}, named_schemas={})
 
 
 @lru_cache(maxsize=16)
