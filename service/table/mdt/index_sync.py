@@ -100,12 +100,20 @@ def commit_index_records(
     columns, with `isTightBound` false and, for a V2 definition, typed values (matching, record for
     record, what Hudi 1.0.2 and 1.1.1 write for their compactions' files). A 1.x table whose
     `partition_stats` a commit must recompute is refused: not written yet."""
-    partitions = served_index_partitions(config, mdt)
     if mdt.columns_from_index_definitions and PARTITION_STATS_PARTITION in config.metadata_partitions:
         raise UnsupportedTableError(
             f"{storage.base_uri}: commit {instant_time} would have to recompute the metadata table's "
             "partition_stats, which the service does not write yet"
         )
+    return file_index_records(storage, config, mdt, metadata, instant_time)
+
+
+def file_index_records(
+    storage: Storage, config: TableConfig, mdt: MdtFormat, metadata: CommitMetadata, instant_time: str
+) -> dict[str, list[IndexRecord | IndexDeletion]]:
+    """The per-file index records (`column_stats`, `bloom_filters`) of a commit's written base files:
+    `commit_index_records` without the partition-level indexes."""
+    partitions = served_index_partitions(config, mdt)
     out: dict[str, list[IndexRecord | IndexDeletion]] = {p: [] for p in partitions}
     if not partitions:
         return out

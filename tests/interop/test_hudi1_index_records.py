@@ -1,0 +1,141 @@
+"""The metadata table's per-file index records of a commit on tables Hudi 1.0.2 (version 8) and 1.1.1
+(version 9) wrote: what we compute for the base files of Hudi's own compaction equals, record for
+record and key for key, what Hudi wrote into its `column_stats` partition for them.
+
+The table has a column of every type the V2 (1.1) encoding distinguishes: long, int, double, float,
+boolean, string, binary, decimal, date and timestamp, with a zero as a double's and a float's lower
+bound (parquet-java widens it to -0.0 on read) and nulls.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.errors import UnsupportedTableError
+from service.table import codecs
+from service.table.hfile.reader import HFileReader
+from service.table.mdt.index_keys import COLUMN_STATS_PARTITION
+from service.table.mdt.index_records import ColumnStats, IndexRecord, decode_index_record
+from service.table.mdt.index_sync import commit_index_records, file_index_records
+from service.table.mdt.log_blocks import BlockType, read_log_blocks
+from service.table.properties import load_table_config
+from service.table.storage import Storage
+from service.table.table import HudiTable
+from tests.support.hudi1_histories import writer_options
+from tests.support.hudi_jvm import HudiJvm
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+SCHEMA = (
+    "id long, region string, ts long, i int, d double, f float, b boolean, dec decimal(10,2), "
+    "dt date, tsm timestamp, bin binary, value string"
+)
+
+
+def _rows(ids: range | list[int], batch: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": i,
+            "region": ("americas", "asia")[i % 2],
+            "ts": batch,
+            "i": i * batch - 3,
+            "d": i / 3.0 if i % 4 else 0.0,  # a zero lower bound in the even ids' file
+            "f": float(i % 3) / 7 - (0.0 if i % 2 else 0.5),
+            "b": i % 3 == 0,
+            "dec": Decimal(f"{i - 5}.{batch:02d}"),
+            "dt": datetime.date(2024, 1, 1) + datetime.timedelta(days=i * 40 - 300),
+            "tsm": datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=i * 977),
+            "bin": bytes([(i * 53) % 256, batch]),
+            "value": None if i % 5 == 0 else f"v{batch}",
+        }
+        for i in ids
+    ]
+
+
+@pytest.fixture(scope="module")
+def compacted(hudi1: HudiJvm, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A merge-on-read table (metadata table with Hudi's defaults) after Hudi's own compaction; its
+    compaction instant."""
+    base = tmp_path_factory.mktemp(f"index-records-{hudi1.version}") / "typed"
+    options = writer_options("typed", "MERGE_ON_READ", True)
+    hudi1.write(
+        base, _rows(range(0, 16), 0), SCHEMA, {**options, "hoodie.datasource.write.operation": "insert"}
+    )
+    hudi1.write(
+        base, _rows(range(0, 12), 1), SCHEMA, {**options, "hoodie.datasource.write.operation": "upsert"}
+    )
+    hudi1.sql(f"create table typed_{hudi1.table_version} using hudi location '{base}'")
+    hudi1.sql(
+        f"call run_compaction(op => 'scheduleAndExecute', table => 'typed_{hudi1.table_version}', "
+        "options => 'hoodie.compact.inline.max.delta.commits=1')"
+    )
+    [commit] = [
+        p.name
+        for p in (base / ".hoodie" / "timeline").iterdir()
+        if re.fullmatch(r"\d{17}_\d{17}\.commit", p.name)
+    ]
+    return base, commit[:17]
+
+
+def _hudi_records(base: Path, instant: str) -> dict[str, IndexRecord]:
+    """The column-stats records Hudi's MDT deltacommit `instant` wrote, by key."""
+    out = {}
+    for path in sorted((base / ".hoodie" / "metadata" / COLUMN_STATS_PARTITION).glob(f".*_{instant}.log.*")):
+        if path.name.endswith(".crc"):
+            continue
+        for block in read_log_blocks(path.read_bytes(), str(path)):
+            if block.block_type is BlockType.HFILE_DATA_BLOCK:
+                reader = HFileReader(block.content, str(path))
+                for key, value in reader.items():
+                    record = decode_index_record(key, value, reader.schema_text or "", str(path))
+                    out[record.key] = record
+    return out
+
+
+def test_column_stats_of_a_commits_base_files_equal_hudi_1xs(
+    hudi1: HudiJvm, compacted: tuple[Path, str]
+) -> None:
+    base, instant = compacted
+    table = HudiTable.open(str(base))
+    timeline = table.load_timeline()
+    [completed] = [i for i in timeline.completed() if i.timestamp == instant]
+    metadata = table.facts_reader.metadata(completed, codecs.CommitMetadata)
+    assert metadata.compacted
+    storage = Storage.for_base_uri(str(base))
+    config = load_table_config(storage)
+    ours = {
+        r.key: r
+        for r in file_index_records(storage, config, table.format.mdt, metadata, instant)[
+            COLUMN_STATS_PARTITION
+        ]
+        if isinstance(r, IndexRecord)
+    }
+    theirs = _hudi_records(base, instant)
+    assert len(theirs) == 2 * 15  # two base files, fifteen indexed columns (three meta fields, the data)
+    assert ours == theirs
+    stats = [r.payload for r in ours.values() if isinstance(r.payload, ColumnStats)]
+    by_column = {s.column_name: s for s in stats}
+    if hudi1.table_version == 9:  # V2: typed values with their ValueType
+        assert (
+            by_column["dec"].value_type is not None and by_column["dec"].value_type.additional_info == "10,2"
+        )
+        assert {s.min_value.wrapper for s in stats if s.column_name == "dt" and s.min_value} == {"IntWrapper"}
+    else:
+        assert all(s.value_type is None for s in stats)
+        assert {s.min_value.wrapper for s in stats if s.column_name == "dt" and s.min_value} == {
+            "DateWrapper"
+        }
+    assert all(s.is_tight_bound is False for s in stats)
+    # The lower bound 0.0 of a double column read as parquet-java reads it.
+    zero_min = [s for s in stats if s.column_name == "d" and s.min_value and s.min_value.value == 0.0]
+    assert zero_min and all(str(s.min_value.value) == "-0.0" for s in zero_min if s.min_value)
+    # A commit that must recompute partition stats (Hudi's default on a partitioned table) is refused.
+    assert "partition_stats" in config.metadata_partitions
+    with pytest.raises(UnsupportedTableError, match="partition_stats"):
+        commit_index_records(storage, config, table.format.mdt, metadata, instant)
