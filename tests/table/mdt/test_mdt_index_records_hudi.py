@@ -197,7 +197,8 @@ def test_column_stats_of_every_wrapped_type_and_all_null_columns_equal_hudis(
     base_path = tmp_path / "mdt_index_types"
     schema = (
         "id long, region string, ts long, day date, amount decimal(10,2), big decimal(20,4), "
-        "ratio float, flag boolean, raw binary, none_int int, none_str string, some_int int"
+        "ratio float, flag boolean, raw binary, none_int int, none_str string, some_int int, "
+        "zero_min double, zero_max float"
     )
     for batch in range(2):
         rows = [
@@ -214,6 +215,9 @@ def test_column_stats_of_every_wrapped_type_and_all_null_columns_equal_hudis(
                 none_int=None,
                 none_str=None,
                 some_int=i if i % 4 else None,
+                # Zero bounds: parquet-java reads a min of zero as -0.0 and a max of zero as +0.0.
+                zero_min=float(i) if i % 4 else 0.0,
+                zero_max=-float(i) if i % 4 else -0.0,
             )
             for i in range(batch * 20, batch * 20 + 20)
         ]
@@ -238,6 +242,9 @@ def test_column_stats_of_every_wrapped_type_and_all_null_columns_equal_hudis(
     nulls = {r.payload.column_name: r.payload for r in ours.values() if isinstance(r.payload, ColumnStats)}
     assert nulls["none_int"].min_value == nulls["none_int"].max_value == WrappedValue("IntWrapper", 0)
     assert nulls["none_str"].min_value is None and nulls["none_str"].max_value is None
+    zeros = [r.payload for r in ours.values() if isinstance(r.payload, ColumnStats)]
+    assert {str(s.min_value.value) for s in zeros if s.column_name == "zero_min" and s.min_value} >= {"-0.0"}
+    assert {str(s.max_value.value) for s in zeros if s.column_name == "zero_max" and s.max_value} >= {"0.0"}
 
 
 def test_bloom_filter_keys_groups_and_records_equal_hudis(history: HudiHistory) -> None:
