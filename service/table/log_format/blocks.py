@@ -36,10 +36,9 @@ class LogBlockType(IntEnum):
 
 
 class HeaderKey(IntEnum):
-    """`HoodieLogBlock.HeaderMetadataType` of 0.14.1/0.15.0, by ordinal.
-
-    A 0.14 reader maps an ordinal with `HeaderMetadataType.values()[idx]`, so a higher ordinal
-    (Hudi 1.x's IS_PARTIAL = 7, ...) comes from a newer writer and is refused.
+    """`HoodieLogBlock.HeaderMetadataType` of 0.14.1/0.15.0 and 1.0/1.1 (table version 8 adds 7 and 8),
+    by ordinal. A Java reader maps an ordinal with `HeaderMetadataType.values()[idx]`, so a higher
+    ordinal comes from a newer writer and is refused.
     """
 
     INSTANT_TIME = 0
@@ -49,6 +48,8 @@ class HeaderKey(IntEnum):
     COMPACTED_BLOCK_TIMES = 4
     RECORD_POSITIONS = 5
     BLOCK_IDENTIFIER = 6
+    IS_PARTIAL = 7  # "true" on a partial-update block: its schema holds only the columns it updates
+    BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS = 8  # readers use positions only when it matches
 
 
 class CommandBlockType(IntEnum):

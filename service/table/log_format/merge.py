@@ -52,6 +52,8 @@ IS_DELETED_FIELD = "_hoodie_is_deleted"  # `HoodieRecord.HOODIE_IS_DELETED_FIELD
 DEFAULT_MERGER_STRATEGY = (
     "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"  # `HoodieRecordMerger.DEFAULT_MERGER_STRATEGY_UUID`
 )
+# `HoodieRecordMerger.PAYLOAD_BASED_MERGE_STRATEGY_UUID`: CUSTOM merge through a payload class (1.x).
+PAYLOAD_BASED_MERGE_STRATEGY = "00000000-0000-0000-0000-000000000000"
 _PAYLOAD_PACKAGE = "org.apache.hudi.common.model."
 # `ReflectionUtils.isSameClass(stored, deleteOrderingVal)`: the Java class an Avro value has when read
 # without logical-type conversions, and the wrapper whose unwrapped value has that class.
@@ -62,6 +64,14 @@ _SAME_CLASS_WRAPPER = {
     "double": "DoubleWrapper",
     "bool": "BooleanWrapper",
 }
+
+
+class MergeMode(StrEnum):
+    """How records of one key merge: 0.x's payload class rules, or Hudi 1.x's `RecordMergeMode`."""
+
+    PAYLOAD = "PAYLOAD"  # Hudi 0.x: `payload_class`'s preCombine / combineAndGetUpdateValue
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 
 
 class PayloadClass(StrEnum):
@@ -82,12 +92,55 @@ class MergeConfig:
 
     payload_class: PayloadClass
     ordering_field: str | None
+    mode: MergeMode = MergeMode.PAYLOAD
 
     @classmethod
     def from_table_properties(cls, raw: Mapping[str, str], table: str) -> MergeConfig:
-        """`hoodie.compaction.payload.class` (default `OverwriteWithLatestAvroPayload`, as
-        `HoodieTableConfig.PAYLOAD_CLASS_NAME`), `hoodie.table.precombine.field`; any other payload
-        class or record-merger strategy is refused by name."""
+        """The merge a table's `hoodie.properties` names, or UnsupportedMergeError naming what is not
+        reproduced.
+
+        Hudi 1.x (`hoodie.record.merge.mode`, `HoodieTableConfig.inferMergingConfigsForWrites`):
+        COMMIT_TIME_ORDERING is the latest write winning (`OverwriteWithLatestAvroPayload`'s merge);
+        EVENT_TIME_ORDERING compares the ordering field (`DefaultHoodieRecordPayload`'s merge; commit
+        time when the table has no ordering field); CUSTOM only with a payload class reproduced here
+        and Hudi's payload-based merger. Ordering fields: `hoodie.table.ordering.fields`, falling back
+        to `hoodie.table.precombine.field`; several are refused (compared field by field in 1.x).
+        Hudi 0.x (no merge mode): `hoodie.compaction.payload.class` (default
+        `OverwriteWithLatestAvroPayload`, as `HoodieTableConfig.PAYLOAD_CLASS_NAME`) and the default
+        record-merger strategy."""
+        fields = [
+            f.strip()
+            for f in (
+                raw.get("hoodie.table.ordering.fields") or raw.get("hoodie.table.precombine.field") or ""
+            ).split(",")
+            if f.strip()
+        ]
+        if len(fields) > 1:
+            raise UnsupportedMergeError(
+                f"table {table!r}: ordering fields {', '.join(fields)} (hoodie.table.ordering.fields) are "
+                "compared field by field by Hudi 1.x; the service reproduces a single ordering field"
+            )
+        field = fields[0] if fields else None
+        mode = (raw.get("hoodie.record.merge.mode") or "").strip().upper()
+        if mode == "COMMIT_TIME_ORDERING" or (mode == "EVENT_TIME_ORDERING" and field is None):
+            return cls(PayloadClass.OVERWRITE_WITH_LATEST, field, MergeMode.COMMIT_TIME_ORDERING)
+        if mode == "EVENT_TIME_ORDERING":
+            return cls(PayloadClass.DEFAULT, field, MergeMode.EVENT_TIME_ORDERING)
+        if mode == "CUSTOM":
+            name = (
+                raw.get("hoodie.compaction.payload.class")
+                or raw.get("hoodie.table.legacy.payload.class")
+                or ""
+            )
+            strategy = raw.get("hoodie.record.merge.strategy.id") or ""
+            if strategy != PAYLOAD_BASED_MERGE_STRATEGY or name not in set(PayloadClass):
+                raise UnsupportedMergeError(
+                    f"table {table!r}: hoodie.record.merge.mode=CUSTOM with merger strategy {strategy!r} and "
+                    f"payload class {name!r}: a merge the service does not reproduce"
+                )
+            return cls(PayloadClass(name), field)
+        if mode:
+            raise UnsupportedMergeError(f"table {table!r}: hoodie.record.merge.mode={mode} is none of Hudi's")
         name = raw.get("hoodie.compaction.payload.class") or PayloadClass.OVERWRITE_WITH_LATEST.value
         try:
             payload = PayloadClass(name)
@@ -102,7 +155,7 @@ class MergeConfig:
                 f"table {table!r}: record merger strategy {strategy!r} "
                 "(hoodie.compaction.record.merger.strategy) is not Hudi's default Avro merger"
             )
-        return cls(payload, raw.get("hoodie.table.precombine.field") or None)
+        return cls(payload, field)
 
 
 @dataclass(frozen=True)
@@ -148,6 +201,13 @@ def valid_blocks(
         for block in blocks:
             if not isinstance(block, CorruptBlock) and instants.is_after_read(block.instant_time):
                 return [b for b in queued if not isinstance(b, CorruptBlock)]
+            if isinstance(block, DataBlock) and block.header.get(HeaderKey.IS_PARTIAL, "").lower() == "true":
+                # Hudi 1.x lays a partial update's columns over the older record; merged as a whole
+                # record it would null out every column the block left out.
+                raise UnsupportedMergeError(
+                    f"log file {log_file.path!r}: block of instant {block.instant_time} is a partial update "
+                    "(IS_PARTIAL), which the service does not merge"
+                )
             if isinstance(block, CommandBlock):
                 target = block.target_instant_time
                 queued = [b for b in queued if not isinstance(b, CorruptBlock) and b.instant_time != target]
@@ -216,6 +276,8 @@ def merge_file_slice(
     reference the sort is tested against)."""
     if RECORD_KEY_FIELD not in schema.names:
         raise UnsupportedMergeError(f"{where}: merged reads need the {RECORD_KEY_FIELD} meta field")
+    if config.mode is not MergeMode.PAYLOAD:
+        return _merge_in_order(base, blocks, config, schema, where)
     ordering_type = (
         schema.field(config.ordering_field).type if config.ordering_field in schema.names else None
     )
@@ -266,6 +328,90 @@ def merge_file_slice(
         return schema.empty_table()
     both = pa.concat_tables([base, log.table]) if base is not None else log.table
     return both.take(pa.array(rows))
+
+
+_DELETED = -1  # a key's state after a delete
+
+
+def _merge_in_order(
+    base: pa.Table | None,
+    blocks: Sequence[DataBlock | DeleteBlock],
+    config: MergeConfig,
+    schema: pa.Schema,
+    where: str,
+) -> pa.Table:
+    """Hudi 1.x's merge (`BufferedRecordMergerFactory`): records of a key in processing order (the
+    base file, then the log blocks in order, each block's records in order), each newer one replacing
+    the current value of its key:
+
+    - COMMIT_TIME_ORDERING: always, deletes included;
+    - EVENT_TIME_ORDERING: when its ordering value is at least the current one's (ties go to the
+      newer). A delete without an ordering value, or with the default Integer 0, is a commit-time
+      delete and always replaces; one with a value competes like a record. A row with
+      `_hoodie_is_deleted = true` competes with its ordering value and, when it wins, deletes.
+
+    A current value set by a commit-time delete is replaced by any later record. Output as
+    `HoodieMergeHandle` writes it: the base rows in order (kept, replaced or dropped), then the
+    inserts in log order."""
+    field = config.ordering_field if config.ordering_field in schema.names else None
+    event_time = config.mode is MergeMode.EVENT_TIME_ORDERING and field is not None
+    log = _collect_log_rows(blocks, schema, field if event_time else None)
+    is_deleted = _is_deleted_mask(log.table)
+    log_keys = log.keys.to_pylist()
+    log_orderings = log.orderings.to_pylist() if log.orderings is not None else None
+    n_base = 0
+    # key -> (ordering or None for a commit-time delete, row: base row i, log row n_base + j, or _DELETED)
+    state: dict[str, tuple[Any, int]] = {}
+    base_keys: list[str] = []
+    if base is not None:
+        base = _conform(base, schema, f"{where} base file")
+        base_keys = _combined(base.column(RECORD_KEY_FIELD)).to_pylist()
+        if len(set(base_keys)) != len(base_keys):
+            raise UnsupportedMergeError(f"{where}: the base file repeats a record key")
+        orderings = _ordering_array(base, field, f"{where} base file") if event_time else None
+        base_orderings = orderings.to_pylist() if orderings is not None else [None] * len(base_keys)
+        n_base = len(base_keys)
+        state = {k: (o, i) for i, (k, o) in enumerate(zip(base_keys, base_orderings, strict=True))}
+
+    def wins(key: str, ordering: Any) -> bool:
+        if not event_time or key not in state:
+            return True
+        current = state[key][0]
+        if current is None or ordering is None:
+            return True  # after (or as) a commit-time delete
+        try:
+            return bool(ordering >= current)
+        except TypeError:
+            raise UnsupportedMergeError(
+                f"{where}: record {key!r}: ordering values {current!r} and {ordering!r} do not compare"
+            ) from None
+
+    for event in log.events:
+        if isinstance(event, DeleteBlock):
+            for rec in event.records:
+                if rec.record_key is None:
+                    continue
+                commit_time = rec.ordering_value is None or (
+                    rec.ordering_type == "IntWrapper" and rec.ordering_value == 0
+                )
+                ordering = None if commit_time else rec.ordering_value
+                if commit_time or wins(rec.record_key, ordering):
+                    state[rec.record_key] = (ordering, _DELETED)
+            continue
+        start, stop = event
+        for j in range(start, stop):
+            key = log_keys[j]
+            ordering = log_orderings[j] if log_orderings is not None else None
+            if wins(key, ordering):
+                state[key] = (ordering, _DELETED if is_deleted[j] else n_base + j)
+    rows = [state[k][1] for k in base_keys]
+    in_base = set(base_keys)
+    inserts = sorted(row for key, (_, row) in state.items() if key not in in_base and row >= 0)
+    chosen = [r for r in rows if r >= 0] + inserts
+    if not chosen:
+        return schema.empty_table()
+    both = pa.concat_tables([base, log.table]) if base is not None else log.table
+    return both.take(pa.array(chosen, pa.int64()))
 
 
 def _collect_log_rows(

@@ -126,7 +126,7 @@ class _Body:
                 raise UnsupportedLogBlockError(
                     self.location.path,
                     self.location.offset,
-                    f"{what} key ordinal {ordinal} is not in Hudi 0.14/0.15's HeaderMetadataType "
+                    f"{what} key ordinal {ordinal} is not in Hudi 1.1's HeaderMetadataType "
                     "(written by a newer Hudi); refused",
                 )
             try:
