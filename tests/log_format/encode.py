@@ -77,6 +77,7 @@ def avro_block(
     rows: Sequence[Mapping[str, Any]],
     schema: Mapping[str, Any] = SCHEMA,
     block_identifier: str | None = None,
+    extra_header: Mapping[int, str] | None = None,
 ) -> bytes:
     parsed = fastavro.parse_schema(dict(schema))
     content = struct.pack(">ii", 3, len(rows))
@@ -87,6 +88,7 @@ def avro_block(
     header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: json.dumps(schema)}
     if block_identifier is not None:
         header[HeaderKey.BLOCK_IDENTIFIER] = block_identifier
+    header.update(extra_header or {})
     return block(LogBlockType.AVRO_DATA_BLOCK, header, content)
 
 

@@ -12,9 +12,11 @@ import pytest
 from service.errors import UnsupportedMergeError
 from service.table.data_files import parse_log_file
 from service.table.log_format.avro_arrow import avro_record_to_arrow_schema
+from service.table.log_format.blocks import HeaderKey
 from service.table.log_format.merge import (
     InstantFilter,
     MergeConfig,
+    MergeMode,
     PayloadClass,
     merge_file_slice,
     valid_blocks,
@@ -130,6 +132,37 @@ def test_merge_config_refuses_other_payload_classes_and_mergers_by_name() -> Non
     merger = {**raw, "hoodie.compaction.record.merger.strategy": "00000000-0000-0000-0000-000000000000"}
     with pytest.raises(UnsupportedMergeError, match="record merger strategy"):
         MergeConfig.from_table_properties(merger, "t")
+
+
+def test_merge_config_reads_hudi_1x_merge_modes() -> None:
+    v9 = {"hoodie.table.ordering.fields": "ts", "hoodie.table.precombine.field": "other"}
+    event = MergeConfig.from_table_properties({**v9, "hoodie.record.merge.mode": "EVENT_TIME_ORDERING"}, "t")
+    assert (event.mode, event.ordering_field) == (MergeMode.EVENT_TIME_ORDERING, "ts")
+    commit = MergeConfig.from_table_properties(
+        {**v9, "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}, "t"
+    )
+    assert commit.mode is MergeMode.COMMIT_TIME_ORDERING
+    # Hudi 1.1: event time without an ordering field falls back to commit time.
+    fallback = MergeConfig.from_table_properties({"hoodie.record.merge.mode": "EVENT_TIME_ORDERING"}, "t")
+    assert fallback.mode is MergeMode.COMMIT_TIME_ORDERING
+    payload = {
+        "hoodie.record.merge.mode": "CUSTOM",
+        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        "hoodie.table.legacy.payload.class": PayloadClass.DEFAULT.value,
+    }
+    assert MergeConfig.from_table_properties(payload, "t").mode is MergeMode.PAYLOAD
+    with pytest.raises(UnsupportedMergeError, match="CUSTOM"):
+        MergeConfig.from_table_properties({**payload, "hoodie.table.legacy.payload.class": "com.acme.P"}, "t")
+    with pytest.raises(UnsupportedMergeError, match="field by field"):
+        MergeConfig.from_table_properties({"hoodie.table.ordering.fields": "ts,seq"}, "t")
+
+
+def test_merge_refuses_partial_update_blocks_by_name() -> None:
+    partial = avro_block("002", [row("1", 1, "a")], extra_header={HeaderKey.IS_PARTIAL: "true"})
+    with pytest.raises(UnsupportedMergeError, match=r"\.f1-0_001\.log\.1_0-1-0.*partial update"):
+        valid_blocks([_log(1, partial)], InstantFilter.of(["002"]))
+    whole = avro_block("002", [row("1", 1, "a")], extra_header={HeaderKey.IS_PARTIAL: "false"})
+    assert len(valid_blocks([_log(1, whole)], InstantFilter.of(["002"]))) == 1
 
 
 def test_merge_refuses_blocks_of_several_task_attempts_of_one_instant() -> None:
