@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from datetime import UTC
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,11 @@ import pytest
 from service.errors import UnsupportedTableError
 from service.table import codecs
 from service.table.hfile.reader import HFileReader
-from service.table.mdt.index_keys import COLUMN_STATS_PARTITION
+from service.table.mdt.index_keys import COLUMN_STATS_PARTITION, file_group_index
 from service.table.mdt.index_records import ColumnStats, IndexRecord, decode_index_record
-from service.table.mdt.index_sync import commit_index_records, file_index_records
+from service.table.mdt.index_sync import commit_index_records, file_index_records, record_index_records
 from service.table.mdt.log_blocks import BlockType, read_log_blocks
+from service.table.mdt.mdt_format import RECORD_INDEX_PARTITION
 from service.table.properties import load_table_config
 from service.table.storage import Storage
 from service.table.table import HudiTable
@@ -139,3 +141,71 @@ def test_column_stats_of_a_commits_base_files_equal_hudi_1xs(
     assert "partition_stats" in config.metadata_partitions
     with pytest.raises(UnsupportedTableError, match="partition_stats"):
         commit_index_records(storage, config, table.format.mdt, metadata, instant)
+
+
+RLI_OPTIONS = {
+    "hoodie.metadata.record.index.enable": "true",  # 1.0
+    "hoodie.metadata.global.record.level.index.enable": "true",  # 1.1
+}
+
+
+@pytest.fixture(scope="module")
+def clustered(hudi1: HudiJvm, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A copy-on-write table with the record index after Hudi's own clustering; the clustering's
+    instant. Hudi creates the record index on the writes after the first; a writer (the clustering
+    procedure too) without the record-index options drops the partition, so it gets them as well."""
+    base = tmp_path_factory.mktemp(f"rli-{hudi1.version}") / "located"
+    options = {**writer_options("located", "COPY_ON_WRITE", True), **RLI_OPTIONS}
+    for ids, batch, operation in (
+        (range(0, 12), 0, "insert"),
+        (range(4, 16), 1, "upsert"),
+        (range(0, 16, 3), 2, "upsert"),
+    ):
+        hudi1.write(
+            base, _rows(ids, batch), SCHEMA, {**options, "hoodie.datasource.write.operation": operation}
+        )
+    name = f"located_{hudi1.table_version}"
+    hudi1.sql(f"create table {name} using hudi location '{base}'")
+    extra = ",".join(f"{k}={v}" for k, v in RLI_OPTIONS.items())
+    hudi1.sql(
+        f"call run_clustering(table => '{name}', "
+        f"options => 'hoodie.clustering.plan.strategy.small.file.limit=100000000,{extra}')"
+    )
+    [done] = [
+        p.name
+        for p in (base / ".hoodie" / "timeline").iterdir()
+        if re.fullmatch(r"\d{17}_\d{17}\.replacecommit", p.name)
+    ]
+    return base, done[:17]
+
+
+def test_record_index_entries_of_a_clustering_equal_hudi_1xs(
+    hudi1: HudiJvm, clustered: tuple[Path, str]
+) -> None:
+    base, instant = clustered
+    table = HudiTable.open(str(base))
+    [completed] = [i for i in table.load_timeline().completed() if i.timestamp == instant]
+    metadata = table.facts_reader.metadata(completed, codecs.ReplaceCommitMetadata)
+    storage = Storage.for_base_uri(str(base))
+    config = load_table_config(storage)
+    assert RECORD_INDEX_PARTITION in config.metadata_partitions
+    # The child JVM runs in UTC, the zone of a LOCAL timeline here.
+    ours = record_index_records(storage, config, metadata, instant, table.timeline_zone(UTC))
+    theirs: dict[str, tuple[IndexRecord, str]] = {}
+    for path in sorted((base / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).glob(f".*_{instant}.log.*")):
+        if path.name.endswith(".crc"):
+            continue
+        for block in read_log_blocks(path.read_bytes(), str(path)):
+            if block.block_type is BlockType.HFILE_DATA_BLOCK:
+                reader = HFileReader(block.content, str(path))
+                for key, value in reader.items():
+                    theirs[key] = (
+                        decode_index_record(key, value, reader.schema_text or "", str(path)),
+                        path.name,
+                    )
+    assert len(ours) == 16 and len(theirs) == 16  # every key the clustering rewrote
+    assert {r.key: r for r in ours} == {k: r for k, (r, _) in theirs.items()}
+    # Each entry went to the file group Hudi's hash picks among the partition's groups.
+    groups = sorted({name.split("_")[0][1:] for _, name in theirs.values()})
+    for key, (_, name) in theirs.items():
+        assert name.startswith(f".{groups[file_group_index(key, len(groups))]}_")

@@ -17,6 +17,8 @@ Values are encoded as in `records.py`: the log block schema (meta fields null), 
 
 from __future__ import annotations
 
+import re
+import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -28,6 +30,10 @@ from service.table.mdt.records import ON_DISK_SCHEMA, encode_metadata_record, re
 
 RECORD_TYPE_COLUMN_STATS = 3  # HoodieMetadataPayload.METADATA_TYPE_COLUMN_STATS
 RECORD_TYPE_BLOOM_FILTER = 4  # HoodieMetadataPayload.METADATA_TYPE_BLOOM_FILTER
+RECORD_TYPE_RECORD_INDEX = 5  # HoodieMetadataPayload.METADATA_TYPE_RECORD_INDEX
+# A file id `<uuid>-<n>` is stored as the UUID's two signed 64-bit halves and n (encoding 0); any other
+# as its string (encoding 1): `HoodieMetadataPayload.createRecordIndexUpdate`.
+_UUID_FILE_ID = re.compile(r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)$")
 AVRO_NAMESPACE = "org.apache.hudi.avro.model"
 # The value wrappers of HoodieMetadataColumnStats.minValue/maxValue (HoodieAvroUtils.wrapValueIntoAvro).
 WRAPPERS = (
@@ -98,12 +104,47 @@ class BloomFilterMetadata:
 
 
 @dataclass(frozen=True)
+class RecordIndexInfo:
+    """`HoodieRecordIndexInfo`: where a record key lives (partition, file group, the instant that
+    wrote it as epoch milliseconds in the table's timeline zone)."""
+
+    partition_name: str
+    file_id_high_bits: int | None
+    file_id_low_bits: int | None
+    file_index: int | None
+    file_id: str
+    instant_time: int
+    file_id_encoding: int
+
+
+@dataclass(frozen=True)
 class IndexRecord:
-    """A type-3 or type-4 `HoodieMetadataRecord`: its key and payload."""
+    """A type-3, -4 or -5 `HoodieMetadataRecord`: its key and payload."""
 
     key: str
     type: int
-    payload: ColumnStats | BloomFilterMetadata
+    payload: ColumnStats | BloomFilterMetadata | RecordIndexInfo
+
+
+def record_index_record(
+    record_key: str, partition_path: str, file_id: str, instant_millis: int
+) -> IndexRecord:
+    """The record-index entry of a key a commit wrote into file group `file_id`
+    (`HoodieMetadataPayload.createRecordIndexUpdate`): keyed by the record key itself."""
+    found = _UUID_FILE_ID.match(file_id)
+    if found is not None:
+        value = uuid.UUID(found[1]).int
+        high, low = value >> 64, value & ((1 << 64) - 1)
+        info = RecordIndexInfo(
+            partition_path, _signed64(high), _signed64(low), int(found[2]), "", instant_millis, 0
+        )
+    else:
+        info = RecordIndexInfo(partition_path, None, None, None, file_id, instant_millis, 1)
+    return IndexRecord(record_key, RECORD_TYPE_RECORD_INDEX, info)
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def is_base_file(file_name: str) -> bool:
@@ -173,7 +214,20 @@ def encode_index_record(record: IndexRecord, schema_name: str = ON_DISK_SCHEMA) 
     """The Avro value of the record in an HFile cell (meta fields null, `key` blanked: the row has it)."""
     bloom: Any = None
     stats: Any = None
-    if isinstance(record.payload, BloomFilterMetadata):
+    location: Any = None
+    if isinstance(record.payload, RecordIndexInfo):
+        r = record.payload
+        location = {
+            "partitionName": r.partition_name,
+            "fileIdHighBits": r.file_id_high_bits,
+            "fileIdLowBits": r.file_id_low_bits,
+            "fileIndex": r.file_index,
+            "fileId": r.file_id,
+            "instantTime": r.instant_time,
+            "fileIdEncoding": r.file_id_encoding,
+            "position": None,
+        }
+    elif isinstance(record.payload, BloomFilterMetadata):
         p = record.payload
         bloom = {
             "type": p.type,
@@ -206,7 +260,7 @@ def encode_index_record(record: IndexRecord, schema_name: str = ON_DISK_SCHEMA) 
         "filesystemMetadata": None,
         "BloomFilterMetadata": bloom,
         "ColumnStatsMetadata": stats,
-        "recordIndexMetadata": None,
+        "recordIndexMetadata": location,
     }
     return encode_metadata_record(value, schema_name)
 
@@ -228,8 +282,21 @@ def decode_index_record(row_key: str, value: bytes, writer_schema: str, source: 
     record = read_metadata_record(row_key, value, writer_schema, where, record_names=True)
     key = row_key  # read_metadata_record checked the record agrees
     kind = record.get("type")
-    payload: ColumnStats | BloomFilterMetadata
-    if kind == RECORD_TYPE_BLOOM_FILTER:
+    payload: ColumnStats | BloomFilterMetadata | RecordIndexInfo
+    if kind == RECORD_TYPE_RECORD_INDEX:
+        r = _unwrap_union(record.get("recordIndexMetadata"))
+        if r is None:
+            raise CorruptTableError(f"{where}: type 5 without recordIndexMetadata")
+        payload = RecordIndexInfo(
+            str(r["partitionName"]),
+            r.get("fileIdHighBits"),
+            r.get("fileIdLowBits"),
+            r.get("fileIndex"),
+            str(r.get("fileId") or ""),
+            int(r["instantTime"]),
+            int(r.get("fileIdEncoding") or 0),
+        )
+    elif kind == RECORD_TYPE_BLOOM_FILTER:
         b = _unwrap_union(record.get("BloomFilterMetadata"))
         if b is None:
             raise CorruptTableError(f"{where}: type 4 without BloomFilterMetadata")
@@ -255,7 +322,9 @@ def decode_index_record(row_key: str, value: bytes, writer_schema: str, source: 
             value_type=_value_type_from_avro(c.get("valueType")),
         )
     else:
-        raise CorruptTableError(f"{where}: type {kind} is neither column stats nor a bloom filter")
+        raise CorruptTableError(
+            f"{where}: type {kind} is not column stats, a bloom filter or a record location"
+        )
     return IndexRecord(key, int(kind), payload)
 
 

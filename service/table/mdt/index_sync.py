@@ -24,10 +24,12 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import tzinfo
 
 import pyarrow.parquet as pq
 
 from service.errors import CorruptTableError, UnsupportedTableError
+from service.table.avro_schema import RECORD_KEY_FIELD
 from service.table.base_file_writer import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY
 from service.table.codecs.clean import CleanMetadata
 from service.table.codecs.commit import CommitMetadata
@@ -48,11 +50,13 @@ from service.table.mdt.index_records import (
     column_stats_record,
     encode_index_record,
     is_base_file,
+    record_index_record,
 )
 from service.table.mdt.log_writer import LogAppend, write_log
 from service.table.mdt.mdt_format import PARTITION_STATS_PARTITION, MdtFormat
 from service.table.properties import TableConfig
 from service.table.storage import Storage
+from service.table.timeline import parse_instant_time
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +158,30 @@ def file_index_records(
                 out[BLOOM_FILTERS_PARTITION].append(
                     bloom_filter_record(partition, name, instant_time, kind, serialized.decode("utf-8"))
                 )
+    return out
+
+
+def record_index_records(
+    storage: Storage, config: TableConfig, metadata: CommitMetadata, instant_time: str, zone: tzinfo
+) -> list[IndexRecord]:
+    """The `record_index` upserts of a commit that moves records (a clustering): every record key in
+    each base file it wrote, located at that file's partition and file group, at the commit's instant
+    time as epoch milliseconds in the table's timeline zone (`zone`)
+    (`BaseFileRecordParsingUtils.generateRLIMetadataHoodieRecordsForBaseFile`; seen on Hudi 1.1.1's
+    clustering). The keys come from the `_hoodie_record_key` meta column."""
+    if not config.populate_meta_fields:
+        raise UnsupportedTableError(
+            f"{storage.base_uri}: record-index entries of a table without meta fields are not written yet"
+        )
+    millis = int(parse_instant_time(instant_time, zone).timestamp() * 1000)
+    out: list[IndexRecord] = []
+    for partition, stats in metadata.partition_to_write_stats.items():
+        for stat in stats:
+            if stat.path is None or not is_base_file(stat.path.rsplit("/", 1)[-1]) or not stat.file_id:
+                continue
+            with storage.open_input(stat.path) as f:
+                keys = pq.read_table(f, columns=[RECORD_KEY_FIELD]).column(RECORD_KEY_FIELD).to_pylist()
+            out.extend(record_index_record(str(k), partition, stat.file_id, millis) for k in keys)
     return out
 
 
