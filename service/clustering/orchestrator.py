@@ -259,8 +259,12 @@ def commit_clustering(
     heartbeat: Heartbeat | None = None,
     inflight_mtime_ns: int | None = None,
     read_instants: InstantFilter | None = None,
+    *,
+    zone: tzinfo,
 ) -> None:
     """Under the lock: conflict re-check, finalize (drop unreferenced files), write the replacecommit.
+
+    `zone`: the timeline zone, in which the record index stores the instant time of moved keys.
 
     `read_instants` is the timeline the execution read the input slices with (merge-on-read: a
     write it did not read conflicts).
@@ -294,7 +298,11 @@ def commit_clustering(
             heartbeat.check_owned()  # finalizing may have taken a while
         records = commit_records(metadata, table.storage.qualify(instant_time))
         indexes = functools.partial(
-            commit_index_records, table.storage, metadata=metadata, instant_time=instant_time
+            commit_index_records,
+            table.storage,
+            metadata=metadata,
+            instant_time=instant_time,
+            relocated_in=zone,
         )
         sync_files_partition(
             table.storage, table.load_timeline(), instant_time, records, indexes
@@ -564,8 +572,9 @@ def _run_and_commit(
     result.output_bytes = sum(r.file_size_bytes for r in results)
     try:
         commit_clustering(
-            table, instant_time, plan, results, schema, lock, heartbeat, inflight_mtime_ns, read_instants
-        )
+            table, instant_time, plan, results, schema, lock, heartbeat, inflight_mtime_ns, read_instants,
+            zone=table.timeline_zone(zone),
+        )  # fmt: skip
     except ConflictError as conflict:
         # The lock is released by now (locks are not re-entrant; rollback takes it itself).
         # The plan goes too (its `.requested` file), as when Hudi 0.15's writer gives up a clustering

@@ -260,8 +260,8 @@ class TableConfig:
                 f"table {self.name!r} at {base_uri} has the metadata table partition(s) {','.join(others)} "
                 f"(hoodie.table.metadata.partitions={','.join(self.metadata_partitions)}); this service "
                 f"keeps only {', '.join(synced_partitions)} in sync, so its clustering or clean would "
-                f"leave {','.join(others)} stale. Drop them: run a Hudi writer once with that index disabled "
-                "(e.g. hoodie.metadata.record.index.enable=false; HoodieTable.deleteMetadataIndexIfNecessary "
+                f"leave {','.join(others)} stale. Drop them: `DROP INDEX` for an expression index, or run "
+                "a Hudi writer once with that index disabled (HoodieTable.deleteMetadataIndexIfNecessary "
                 "deletes a disabled index's partition), or disable the metadata table with "
                 "hoodie.metadata.enable=false."
             )

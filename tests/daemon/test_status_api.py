@@ -291,7 +291,9 @@ def test_a_clustering_tick_shows_planning_executing_then_committing(
         seen.append(state())
         return []
 
-    def commit(table: Any, instant: str, plan: Any, results: Any, schema: Any, lock: Any, *_: Any) -> None:
+    def commit(
+        table: Any, instant: str, plan: Any, results: Any, schema: Any, lock: Any, *_: Any, **__: Any
+    ) -> None:
         with lock:  # the commit's lock, taken after the groups ran
             seen.append(state())
         raise RuntimeError("stop before writing the commit")

@@ -87,8 +87,8 @@ def test_cli_status_bad_tables_fail_with_one_clear_error(
     ("updates", "message"),
     [
         (
-            {"hoodie.table.metadata.partitions": "files,record_index"},
-            r"partition\(s\) record_index .*keeps only files, column_stats, bloom_filters",
+            {"hoodie.table.metadata.partitions": "files,partition_stats"},
+            r"partition\(s\) partition_stats .*keeps only files, column_stats, bloom_filters, record_index",
         ),
         ({"hoodie.table.metadata.partitions.inflight": "files"}, r"metadata.partitions.inflight=files"),
     ],

@@ -92,8 +92,8 @@ def test_properties_missing_is_not_a_hudi_table(tmp_path: Path) -> None:
         ({"hoodie.table.format": "iceberg"}, r"hoodie.table.format=iceberg"),
         ({"hoodie.table.base.file.format": "LANCE"}, r"hoodie.table.base.file.format=LANCE"),
         (
-            {"hoodie.table.metadata.partitions": "column_stats,files,record_index"},
-            r"partition\(s\) record_index .*record.index.enable=false.*hoodie.metadata.enable=false",
+            {"hoodie.table.metadata.partitions": "column_stats,files,partition_stats"},
+            r"partition\(s\) partition_stats .*DROP INDEX.*index disabled.*hoodie.metadata.enable=false",
         ),
         ({"hoodie.table.metadata.partitions.inflight": "files"}, r"still initialising"),
     ],

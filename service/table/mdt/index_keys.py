@@ -34,8 +34,13 @@ from service.table.storage import Storage
 
 COLUMN_STATS_PARTITION = "column_stats"  # MetadataPartitionType.COLUMN_STATS
 BLOOM_FILTERS_PARTITION = "bloom_filters"  # MetadataPartitionType.BLOOM_FILTERS
+RECORD_INDEX_PARTITION = "record_index"  # MetadataPartitionType.RECORD_INDEX
 # MetadataPartitionType.getFileIdPrefix: file group i of a partition is `<prefix>%04d-0`.
-FILE_ID_PREFIXES = {COLUMN_STATS_PARTITION: "col-stats-", BLOOM_FILTERS_PARTITION: "bloom-filters-"}
+FILE_ID_PREFIXES = {
+    COLUMN_STATS_PARTITION: "col-stats-",
+    BLOOM_FILTERS_PARTITION: "bloom-filters-",
+    RECORD_INDEX_PARTITION: "record-index-",
+}
 NON_PARTITIONED_ID = "."  # HoodieTableMetadataUtil.getPartitionIdentifier("")
 
 _HASH_SEED = 0xDABADABA - (1 << 32)  # HashID.HASH_SEED: the int 0xdabadaba, negative in Java

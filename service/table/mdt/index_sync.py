@@ -39,6 +39,7 @@ from service.table.mdt.index_definitions import index_definition, indexed_column
 from service.table.mdt.index_keys import (
     BLOOM_FILTERS_PARTITION,
     COLUMN_STATS_PARTITION,
+    RECORD_INDEX_PARTITION,
     column_stats_key,
     file_group_index,
 )
@@ -97,19 +98,34 @@ def indexed_columns(config: TableConfig, schema_json: str | None, source: str) -
 
 
 def commit_index_records(
-    storage: Storage, config: TableConfig, mdt: MdtFormat, metadata: CommitMetadata, instant_time: str
+    storage: Storage,
+    config: TableConfig,
+    mdt: MdtFormat,
+    metadata: CommitMetadata,
+    instant_time: str,
+    *,
+    relocated_in: tzinfo | None = None,
 ) -> dict[str, list[IndexRecord | IndexDeletion]]:
     """The index records of a commit's written base files, read from their footers, in the version's
     form: 0.x's for the commit schema's columns; 1.x's for the `column_stats` index definition's
     columns, with `isTightBound` false and, for a V2 definition, typed values (matching, record for
     record, what Hudi 1.0.2 and 1.1.1 write for their compactions' files). A 1.x table whose
-    `partition_stats` a commit must recompute is refused: not written yet."""
+    `partition_stats` a commit must recompute is refused: not written yet.
+
+    `relocated_in`: the commit moves records to new file groups (a clustering), so the record index,
+    when served, gets every moved key's new location, its instant time taken in this timeline zone;
+    a compaction keeps every key where it was (None)."""
     if mdt.columns_from_index_definitions and PARTITION_STATS_PARTITION in config.metadata_partitions:
         raise UnsupportedTableError(
             f"{storage.base_uri}: commit {instant_time} would have to recompute the metadata table's "
             "partition_stats, which the service does not write yet"
         )
-    return file_index_records(storage, config, mdt, metadata, instant_time)
+    out = file_index_records(storage, config, mdt, metadata, instant_time)
+    if relocated_in is not None and RECORD_INDEX_PARTITION in out:
+        out[RECORD_INDEX_PARTITION].extend(
+            record_index_records(storage, config, metadata, instant_time, relocated_in)
+        )
+    return out
 
 
 def file_index_records(

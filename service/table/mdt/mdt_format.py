@@ -22,10 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from service.table.mdt.files_listing import FILES_PARTITION
-from service.table.mdt.index_keys import BLOOM_FILTERS_PARTITION, COLUMN_STATS_PARTITION
+from service.table.mdt.index_keys import (
+    BLOOM_FILTERS_PARTITION,
+    COLUMN_STATS_PARTITION,
+    RECORD_INDEX_PARTITION,
+)
 
 PARTITION_STATS_PARTITION = "partition_stats"
-RECORD_INDEX_PARTITION = "record_index"
 SECONDARY_INDEX_PREFIX = "secondary_index_"
 
 
@@ -66,8 +69,10 @@ MDT_FORMAT_V6 = MdtFormat(
     logs_per_deltacommit=False,
     column_stats_deletes_as_keys=False,
     columns_from_index_definitions=False,
-    index_partitions_written=(COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION),
-    partitions=(FILES_PARTITION, COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION),
+    # A clustering writes the record index's new locations (`record_index_records`); compaction and
+    # clean leave it, as Hudi 0.15's do.
+    index_partitions_written=(COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION, RECORD_INDEX_PARTITION),
+    partitions=(FILES_PARTITION, COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION, RECORD_INDEX_PARTITION),
 )
 # Versions 8/9 serve only cleaning. Hudi 1.0.2's and 1.1.1's clean writes `files` and `column_stats`
 # and nothing into `partition_stats`, `bloom_filters`, `record_index` or `secondary_index_*` (seen on

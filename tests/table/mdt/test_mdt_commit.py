@@ -151,7 +151,7 @@ def test_clean_records_tombstone_delete_patterns_and_deleted_partitions() -> Non
         ("mdt_compaction", MetadataTableBusyError, "compaction 20250101000000000001 is pending"),
         ("data_indexing", MetadataTableBusyError, "indexing 20250101000000000 is pending"),
         ("mdt_layout", UnsupportedTableError, "populate meta fields 'true'"),
-        ("record_index", UnsupportedTableError, r"partition\(s\) record_index "),
+        ("partition_stats", UnsupportedTableError, r"partition\(s\) partition_stats "),
     ],
 )
 def test_refusals_and_skips_write_nothing(
@@ -165,10 +165,10 @@ def test_refusals_and_skips_write_nothing(
         storage.write_bytes(f"{MDT_METAFOLDER}/20250101000000000001.compaction.requested", b"")
     elif setup == "data_indexing":
         data_timeline = Timeline.of([Instant("20250101000000000", Action.INDEXING, State.REQUESTED)])
-    elif setup == "record_index":
+    elif setup == "partition_stats":  # Hudi 1.x's; a version-6 table cannot keep it
         config = load_table_config(storage)
         store_table_config(
-            storage, config.with_updates({"hoodie.table.metadata.partitions": "files,record_index"})
+            storage, config.with_updates({"hoodie.table.metadata.partitions": "files,partition_stats"})
         )
     with pytest.raises(error, match=message):
         sync_files_partition(storage, data_timeline, T, RECORDS)
