@@ -16,15 +16,20 @@ Hudi rolls back one copy (`CALL run_clean` under LAZY), we roll back an identica
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from service.cleaning.orchestrator import CleanOptions
+from service.cli import main
 from service.table import codecs
 from service.table.instant import Action
 from service.table.table import HudiTable
@@ -40,6 +45,7 @@ from tests.support.hudi1_histories import (
 )
 from tests.support.hudi_jvm import HudiJvm, HudiJvmError
 from tests.support.hudi_tables import data_files
+from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -218,3 +224,55 @@ def test_lazy_clean_rolls_back_a_failed_write_as_hudi_1x_does(
     our_name = f"rb_{next(_names)}"
     hudi1.sql(f"create table {our_name} using hudi location '{our_copy}'")
     hudi1.sql(f"call run_clean(table => '{our_name}', retain_commits => 10, options => '{LAZY}')")
+
+
+# The LAZY clean killed after each file its rollback of the failed write creates.
+ROLLBACK_KILL_POINTS = {
+    "data_inflight": r"^\.hoodie/timeline/\d{17}\.rollback\.inflight$",  # nothing deleted yet
+    "mdt_inflight": r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}\.rollback\.inflight$",  # data files gone
+    "mdt_completed": r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.rollback$",  # MDT done, data not
+}
+
+
+@pytest.mark.parametrize("step", list(ROLLBACK_KILL_POINTS))
+def test_a_rollback_killed_midway_is_completed_by_the_next_clean(
+    hudi1: HudiJvm, failed_tables: dict[tuple[str, str], tuple[Path, str]], tmp_path: Path, step: str
+) -> None:
+    """SIGKILL of the clean rolling back a write killed after its metadata-table deltacommit (merge-on-
+    read): Hudi's readers read what they read before; the next clean finishes the same rollback (the
+    data table's and the metadata table's), leaving nothing of the failed write, as Hudi's own
+    rollback on a copy leaves its metadata table."""
+    source, failed = failed_tables[("MERGE_ON_READ", "after_mdt")]
+    base, hudi_copy = tmp_path / "t", tmp_path / "hudi"
+    shutil.copytree(source, base)
+    shutil.copytree(source, hudi_copy)
+    expected = hudi_rows(hudi1, source)
+    clean = ["clean", "--base-path", str(base), "--timezone", "UTC", "--force",
+             "--hoodie-conf", "hoodie.cleaner.policy.failed.writes=LAZY",
+             "--hoodie-conf", "hoodie.cleaner.commits.retained=10",
+             "--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]  # fmt: skip
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    killed = subprocess.run(
+        [sys.executable, "-m", "tests.support.crash_at", ROLLBACK_KILL_POINTS[step], *clean],
+        cwd=REPO_ROOT, env=env, capture_output=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -9, f"not killed at {step}: {killed.stderr.decode()[-3000:]}"
+    assert hudi_rows(hudi1, base) == expected
+    assert hudi_rows(hudi1, base, metadata=True) == expected
+
+    time.sleep(2.5)  # the dead run's heartbeat of its rollback expires; the next run resumes it
+    assert main(clean) == 0
+    timeline = base / ".hoodie" / "timeline"
+    assert not [p for p in timeline.iterdir() if p.name.startswith(failed)]
+    rollback_files = [p.name for p in timeline.iterdir() if ".rollback" in p.name and p.name[:1].isdigit()]
+    assert len({n[:17] for n in rollback_files}) == 1, rollback_files  # resumed, not started again
+    assert any(re.fullmatch(r"\d{17}_\d{17}\.rollback", n) for n in rollback_files)
+    assert not [f for f in data_files(base) if f"_{failed}." in f]
+    name = f"rb_{next(_names)}"
+    hudi1.sql(f"create table {name} using hudi location '{hudi_copy}'")
+    hudi1.sql(f"call run_clean(table => '{name}', retain_commits => 10, options => '{LAZY}')")
+    assert _mdt_files(base) == _mdt_files(hudi_copy)
+    assert _mdt_timeline(base, failed) == _mdt_timeline(hudi_copy, failed)
+    assert mdt_views(hudi1, base) == mdt_views(hudi1, hudi_copy)
+    assert hudi_rows(hudi1, base, metadata=True) == expected
+    assert hudi_rs_rows(base) == expected
