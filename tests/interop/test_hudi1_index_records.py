@@ -20,17 +20,16 @@ import pytest
 
 from service.errors import UnsupportedTableError
 from service.table import codecs
-from service.table.hfile.reader import HFileReader
 from service.table.mdt.index_keys import COLUMN_STATS_PARTITION, file_group_index
-from service.table.mdt.index_records import ColumnStats, IndexRecord, decode_index_record
+from service.table.mdt.index_records import ColumnStats, IndexRecord
 from service.table.mdt.index_sync import commit_index_records, file_index_records, record_index_records
-from service.table.mdt.log_blocks import BlockType, read_log_blocks
 from service.table.mdt.mdt_format import RECORD_INDEX_PARTITION
 from service.table.properties import load_table_config
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from tests.support.hudi1_histories import writer_options
 from tests.support.hudi_jvm import HudiJvm
+from tests.support.mdt_records import mdt_index_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -85,21 +84,6 @@ def compacted(hudi1: HudiJvm, tmp_path_factory: pytest.TempPathFactory) -> tuple
     return base, commit[:17]
 
 
-def _hudi_records(base: Path, instant: str) -> dict[str, IndexRecord]:
-    """The column-stats records Hudi's MDT deltacommit `instant` wrote, by key."""
-    out = {}
-    for path in sorted((base / ".hoodie" / "metadata" / COLUMN_STATS_PARTITION).glob(f".*_{instant}.log.*")):
-        if path.name.endswith(".crc"):
-            continue
-        for block in read_log_blocks(path.read_bytes(), str(path)):
-            if block.block_type is BlockType.HFILE_DATA_BLOCK:
-                reader = HFileReader(block.content, str(path))
-                for key, value in reader.items():
-                    record = decode_index_record(key, value, reader.schema_text or "", str(path))
-                    out[record.key] = record
-    return out
-
-
 def test_column_stats_of_a_commits_base_files_equal_hudi_1xs(
     hudi1: HudiJvm, compacted: tuple[Path, str]
 ) -> None:
@@ -118,7 +102,7 @@ def test_column_stats_of_a_commits_base_files_equal_hudi_1xs(
         ]
         if isinstance(r, IndexRecord)
     }
-    theirs = _hudi_records(base, instant)
+    theirs = {k: r for k, (r, _) in mdt_index_records(base, COLUMN_STATS_PARTITION, instant).items()}
     assert len(theirs) == 2 * 15  # two base files, fifteen indexed columns (three meta fields, the data)
     assert ours == theirs
     stats = [r.payload for r in ours.values() if isinstance(r.payload, ColumnStats)]
@@ -191,21 +175,9 @@ def test_record_index_entries_of_a_clustering_equal_hudi_1xs(
     assert RECORD_INDEX_PARTITION in config.metadata_partitions
     # The child JVM runs in UTC, the zone of a LOCAL timeline here.
     ours = record_index_records(storage, config, metadata, instant, table.timeline_zone(UTC))
-    theirs: dict[str, tuple[IndexRecord, str]] = {}
-    for path in sorted((base / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).glob(f".*_{instant}.log.*")):
-        if path.name.endswith(".crc"):
-            continue
-        for block in read_log_blocks(path.read_bytes(), str(path)):
-            if block.block_type is BlockType.HFILE_DATA_BLOCK:
-                reader = HFileReader(block.content, str(path))
-                for key, value in reader.items():
-                    theirs[key] = (
-                        decode_index_record(key, value, reader.schema_text or "", str(path)),
-                        path.name,
-                    )
+    theirs = mdt_index_records(base, RECORD_INDEX_PARTITION, instant)
     assert len(ours) == 16 and len(theirs) == 16  # every key the clustering rewrote
     assert {r.key: r for r in ours} == {k: r for k, (r, _) in theirs.items()}
     # Each entry went to the file group Hudi's hash picks among the partition's groups.
-    groups = sorted({name.split("_")[0][1:] for _, name in theirs.values()})
-    for key, (_, name) in theirs.items():
-        assert name.startswith(f".{groups[file_group_index(key, len(groups))]}_")
+    groups = sorted({group for _, group in theirs.values()})
+    assert all(group == groups[file_group_index(key, len(groups))] for key, (_, group) in theirs.items())

@@ -30,6 +30,7 @@ from service.table.mdt.index_records import ColumnStats, WrappedValue
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
+from tests.support.mdt_records import hudi_metadata_reader
 from tests.table.mdt.test_mdt_write_hudi import (
     _our_mdt_deltacommit,
     _rows,
@@ -55,19 +56,9 @@ def history(mdt_indexes_built: HudiHistory, tmp_path: Path) -> HudiHistory:
 
 
 def _hudi_metadata(spark: Any, base: Path) -> Any:
-    jvm: Any = spark._jvm
-    jsc: Any = spark._jsc
-    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(jsc)
-    config = (
-        jvm.org.apache.hudi.common.config.HoodieMetadataConfig.newBuilder()
-        .enable(True)
-        .withMetadataIndexColumnStats(True)
-        .withMetadataIndexBloomFilter(True)
-        .build()
+    return hudi_metadata_reader(
+        spark, base, withMetadataIndexColumnStats=True, withMetadataIndexBloomFilter=True
     )
-    hadoop_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration())
-    storage = jvm.org.apache.hudi.storage.HoodieStorageUtils.getStorage(str(base), hadoop_conf)
-    return jvm.org.apache.hudi.metadata.HoodieTableMetadata.create(context, storage, config, str(base))
 
 
 def _java_stats(stats: Any) -> ColumnStats:

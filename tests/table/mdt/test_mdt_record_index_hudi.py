@@ -25,16 +25,15 @@ from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
 from service.lock.in_process import InProcessTableLock
 from service.table import codecs
-from service.table.hfile.reader import HFileReader
 from service.table.instant import Action
 from service.table.mdt.index_keys import RECORD_INDEX_PARTITION, file_group_index
-from service.table.mdt.index_records import IndexRecord, RecordIndexInfo, decode_index_record
+from service.table.mdt.index_records import RecordIndexInfo
 from service.table.mdt.index_sync import record_index_records
-from service.table.mdt.log_blocks import BlockType, HeaderKey, read_log_blocks
 from service.table.properties import load_table_config
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
+from tests.support.mdt_records import hudi_metadata_reader, mdt_index_records
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,46 +66,6 @@ def rli_table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
     return base
 
 
-def _rli_records_of(base: Path, instant: str) -> dict[str, tuple[IndexRecord, str]]:
-    """Record-index entries the MDT deltacommit `instant` wrote (blocks of that instant in any log
-    file), with the file group each went to."""
-    out = {}
-    for path in sorted(
-        (base / ".hoodie" / "metadata" / RECORD_INDEX_PARTITION).glob(".record-index-*.log.*")
-    ):
-        if path.name.endswith(".crc"):
-            continue
-        for block in read_log_blocks(path.read_bytes(), str(path)):
-            if (
-                block.block_type is not BlockType.HFILE_DATA_BLOCK
-                or block.header.get(HeaderKey.INSTANT_TIME) != instant
-            ):
-                continue
-            reader = HFileReader(block.content, str(path))
-            for key, value in reader.items():
-                out[key] = (
-                    decode_index_record(key, value, reader.schema_text or "", str(path)),
-                    path.name.split("_")[0][1:],
-                )
-    return out
-
-
-def _hudi_metadata(spark: Any, base: Path) -> Any:
-    """Hudi's own MDT reader (`HoodieTableMetadata.create`) with the record index on."""
-    jvm: Any = spark._jvm
-    jsc: Any = spark._jsc
-    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(jsc)
-    config = (
-        jvm.org.apache.hudi.common.config.HoodieMetadataConfig.newBuilder()
-        .enable(True)
-        .withEnableRecordIndex(True)
-        .build()
-    )
-    hadoop_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration())
-    storage = jvm.org.apache.hudi.storage.HoodieStorageUtils.getStorage(str(base), hadoop_conf)
-    return jvm.org.apache.hudi.metadata.HoodieTableMetadata.create(context, storage, config, str(base))
-
-
 def test_our_record_index_entries_equal_those_of_hudis_clustering(
     spark: SparkSession, rli_table: Path, tmp_path: Path
 ) -> None:
@@ -122,7 +81,7 @@ def test_our_record_index_entries_equal_those_of_hudis_clustering(
     metadata = table.facts_reader.metadata(completed, codecs.ReplaceCommitMetadata)
     storage = Storage.for_base_uri(str(copy))
     ours = record_index_records(storage, load_table_config(storage), metadata, instant, UTC)
-    theirs = _rli_records_of(copy, instant)
+    theirs = mdt_index_records(copy, RECORD_INDEX_PARTITION, instant)
     assert len(theirs) == 40
     assert {r.key: r for r in ours} == {k: r for k, (r, _) in theirs.items()}
     groups = sorted({g for _, g in theirs.values()})
@@ -160,12 +119,12 @@ def test_hudi_finds_and_updates_keys_our_clustering_moved_exactly_once(
     # Hudi's own record-index lookup finds every moved key in the file group our clustering wrote.
     moved = {
         key: record.payload
-        for key, (record, _) in _rli_records_of(base, instant).items()
+        for key, (record, _) in mdt_index_records(base, RECORD_INDEX_PARTITION, instant).items()
         if isinstance(record.payload, RecordIndexInfo)
     }
     written = {r["_hoodie_record_key"]: r["_hoodie_file_name"] for r in ht.read_snapshot(spark, base)}
     assert set(moved) == set(written) == {str(i) for i in before}
-    reader = _hudi_metadata(spark, base)
+    reader = hudi_metadata_reader(spark, base, withEnableRecordIndex=True)
     keys = spark._jvm.java.util.ArrayList()  # type: ignore[attr-defined]
     for key in sorted(moved):
         keys.add(key)
