@@ -618,8 +618,8 @@ def rollback_instant(
         )  # fmt: skip
     try:
         return _run(
-            table, rollback_time, plan, lock, keep_requested, (started, clock, now, _zone(table, tz)),
-            resumed, heartbeat, owner,
+            table, rollback_time, plan, lock, keep_requested, started, clock, resumed, heartbeat, owner,
+            now=now, zone=_zone(table, tz),
         )  # fmt: skip
     finally:
         heartbeat.stop()
@@ -681,14 +681,16 @@ def _run(
     plan: codecs.RollbackPlan,
     lock: AbstractContextManager[Any],
     keep_requested: bool,
-    clocks: tuple[float, Clock, datetime, tzinfo],
+    started: float,
+    clock: Clock,
     resumed: bool,
     heartbeat: Heartbeat,
     owner: Heartbeat | None,
+    *,
+    now: datetime,
+    zone: tzinfo,
 ) -> RollbackOutcome:
-    """`clocks`: when the rollback started on `clock`, and the wall clock and timeline zone that
-    completion times are drawn from."""
-    started, clock, now, zone = clocks
+    """`now` and `zone`: the wall clock and timeline zone completion times are drawn from."""
     target_info = plan.instant_to_rollback
     if target_info is None:
         raise CorruptTableError(f"{table.base_uri}: rollback plan {rollback_time} names no instant")

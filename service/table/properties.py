@@ -18,7 +18,6 @@ from service.errors import (
     UnsupportedMergeError,
     UnsupportedTableError,
 )
-from service.table.log_format.merge import MergeConfig
 from service.table.storage import Storage
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
@@ -282,6 +281,9 @@ class TableConfig:
             )
         if service is TableServiceKind.CLUSTERING and self.table_type is TableType.MERGE_ON_READ:
             try:
+                # Imported here: the merge reads its ordering fields from this module's TableConfig.
+                from service.table.log_format.merge import MergeConfig
+
                 MergeConfig.from_table_properties(self.raw, self.name)
             except UnsupportedMergeError as exc:
                 raise TableServicesRefusedError(

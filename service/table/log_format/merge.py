@@ -47,6 +47,7 @@ from service.table.log_format.blocks import (
     HeaderKey,
     LogBlock,
 )
+from service.table.properties import TableConfig
 
 IS_DELETED_FIELD = "_hoodie_is_deleted"  # `HoodieRecord.HOODIE_IS_DELETED_FIELD`
 DEFAULT_MERGER_STRATEGY = (
@@ -108,13 +109,7 @@ class MergeConfig:
         Hudi 0.x (no merge mode): `hoodie.compaction.payload.class` (default
         `OverwriteWithLatestAvroPayload`, as `HoodieTableConfig.PAYLOAD_CLASS_NAME`) and the default
         record-merger strategy."""
-        fields = [
-            f.strip()
-            for f in (
-                raw.get("hoodie.table.ordering.fields") or raw.get("hoodie.table.precombine.field") or ""
-            ).split(",")
-            if f.strip()
-        ]
+        fields = TableConfig(raw).ordering_fields
         if len(fields) > 1:
             raise UnsupportedMergeError(
                 f"table {table!r}: ordering fields {', '.join(fields)} (hoodie.table.ordering.fields) are "

@@ -184,47 +184,41 @@ def _logical_kind(column_schema: Any) -> str | None:
     return None
 
 
-def value_type_of(column: str, physical: str, column_schema: Any, file_name: str) -> ValueTypeInfo:
-    """`HoodieValueTypeInfo` of a column (Hudi 1.1's V2 column stats): the type ordinal, and for a
-    decimal its `precision,scale`."""
+def _v2_type(column: str, physical: str, column_schema: Any, file_name: str) -> tuple[ValueTypeInfo, str]:
+    """A column's `HoodieValueTypeInfo` in Hudi 1.1's V2 column stats (the type ordinal, and for a
+    decimal its `precision,scale`) and the wrapper its min/max go in (seen on Hudi's records): the
+    physical type's, a date as IntWrapper days, a timestamp as LongWrapper in its unit, a decimal as
+    BytesWrapper of its unscaled value."""
     kind = _logical_kind(column_schema)
     if kind == "DECIMAL":
-        return ValueTypeInfo(VALUE_TYPE_DECIMAL, f"{column_schema.precision},{column_schema.scale}")
+        info = f"{column_schema.precision},{column_schema.scale}"
+        return ValueTypeInfo(VALUE_TYPE_DECIMAL, info), "BytesWrapper"
     found = _PHYSICAL_VALUE_TYPES.get((physical, kind))
     if found is None:
         raise UnsupportedTableError(
             f"{file_name}: column {column!r} ({physical}, {kind or 'no logical type'}) has no V2 "
             "column-stats type the service writes"
         )
-    return ValueTypeInfo(found[0], None)
+    return ValueTypeInfo(found[0], None), found[1]
 
 
-def _typed_value(
-    column: str, physical: str, column_schema: Any, raw: Any, file_name: str
-) -> WrappedValue | None:
-    """A footer min/max as Hudi 1.1's V2 column stats store it (seen on its records): the wrapper of
-    the physical type (a date as IntWrapper days, a timestamp as LongWrapper in its unit), a decimal
-    as BytesWrapper of its unscaled value in `BigInteger.toByteArray` form, strings decoded."""
+def _typed_value(raw: Any, value_type: ValueTypeInfo, wrapper: str) -> WrappedValue | None:
+    """A footer min/max in the V2 form `_v2_type` gave: a decimal's unscaled value in
+    `BigInteger.toByteArray` form, strings decoded, the rest as their Python value."""
     if raw is None:
         return None
-    kind = _logical_kind(column_schema)
-    if kind == "DECIMAL":
+    if value_type.type_ordinal == VALUE_TYPE_DECIMAL:
         unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else int(raw)
-        return WrappedValue("BytesWrapper", _java_big_integer_bytes(unscaled))
-    wrapper = _PHYSICAL_VALUE_TYPES.get((physical, kind))
-    if wrapper is None:
-        value_type_of(column, physical, column_schema, file_name)  # raises, naming the column
-        raise AssertionError("unreachable")
-    name = wrapper[1]
-    if name == "StringWrapper":
-        return WrappedValue(name, bytes(raw).decode("utf-8"))
-    if name == "BytesWrapper":
-        return WrappedValue(name, bytes(raw))
-    if name in ("FloatWrapper", "DoubleWrapper"):
-        return WrappedValue(name, float(raw))
-    if name == "BooleanWrapper":
-        return WrappedValue(name, bool(raw))
-    return WrappedValue(name, int(raw))
+        return WrappedValue(wrapper, _java_big_integer_bytes(unscaled))
+    if wrapper == "StringWrapper":
+        return WrappedValue(wrapper, bytes(raw).decode("utf-8"))
+    if wrapper == "BytesWrapper":
+        return WrappedValue(wrapper, bytes(raw))
+    if wrapper in ("FloatWrapper", "DoubleWrapper"):
+        return WrappedValue(wrapper, float(raw))
+    if wrapper == "BooleanWrapper":
+        return WrappedValue(wrapper, bool(raw))
+    return WrappedValue(wrapper, int(raw))
 
 
 def _java_big_integer_bytes(value: int) -> bytes:
@@ -244,7 +238,7 @@ def column_ranges(
     """One `ColumnStats` per column of `columns` that the file has as a leaf column, in `columns` order.
 
     `tight_bound_field`: the record has Hudi 1.x's `isTightBound` (false for a file's range).
-    `typed`: the column-stats index is version V2 (Hudi 1.1): values as `_typed_value` gives them,
+    `typed`: the column-stats index is version V2 (Hudi 1.1): values in the form `_v2_type` names,
     with their `valueType`."""
     wanted = set(columns)
     schema = metadata.schema
@@ -269,9 +263,14 @@ def column_ranges(
                 # return their field defaults: null for Binary, but 0 / 0.0 / false for the primitive
                 # types, which Hudi indexes as such (IntWrapper(0) for an all-null int column).
                 raw_min = raw_max = _UNSET_MIN_MAX.get(physical)
-            value_of = _typed_value if typed else _java_value
-            lo = value_of(column, physical, schema.column(i), raw_min, file_name)
-            hi = value_of(column, physical, schema.column(i), raw_max, file_name)
+            value_type: ValueTypeInfo | None = None
+            if typed:
+                value_type, wrapper = _v2_type(column, physical, schema.column(i), file_name)
+                lo = _typed_value(raw_min, value_type, wrapper)
+                hi = _typed_value(raw_max, value_type, wrapper)
+            else:
+                lo = _java_value(column, physical, schema.column(i), raw_min, file_name)
+                hi = _java_value(column, physical, schema.column(i), raw_max, file_name)
             part = ColumnStats(
                 file_name=file_name,
                 column_name=column,
@@ -283,7 +282,7 @@ def column_ranges(
                 total_uncompressed_size=int(chunk.total_uncompressed_size),
                 is_deleted=False,
                 is_tight_bound=False if typed or tight_bound_field else None,
-                value_type=value_type_of(column, physical, schema.column(i), file_name) if typed else None,
+                value_type=value_type,
             )
             prev = found.get(column)
             found[column] = part if prev is None else _merge(prev, part)
