@@ -14,9 +14,6 @@ attempt's files fails it: two base files of `C` in a group.)
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,13 +23,13 @@ import pytest
 from service.cli import main
 from service.table import codecs
 from tests.support import hudi_tables as ht
+from tests.support.crash_at import run_killed_at
 from tests.support.mor_tables import (
     MorHistoryCache,
     compacted_snapshot,
     copy_and_schedule_ours,
     mor_histories,
 )
-from tests.support.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,11 +41,11 @@ __all__ = ["mor_histories"]
 # Heartbeats of 1 s x 2 misses: the restarted run takes over the dead one's attempt after 2 s.
 HEARTBEAT = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]
 
-# (crash_at flags, the path the kill is placed at)
+# (kill just before the file rather than after it, the path the kill is placed at)
 KILL_POINTS = {
-    "claimed": ([], r"^\.hoodie/\d{17}\.compaction\.inflight$"),
-    "files_written": (["--before"], r"^\.hoodie/\d{17}\.commit$"),
-    "committed": ([], r"^\.hoodie/\d{17}\.commit$"),
+    "claimed": (False, r"^\.hoodie/\d{17}\.compaction\.inflight$"),
+    "files_written": (True, r"^\.hoodie/\d{17}\.commit$"),
+    "committed": (False, r"^\.hoodie/\d{17}\.commit$"),
 }
 
 
@@ -74,17 +71,10 @@ def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
     before = _reads(spark, base)
     compacted = compacted_snapshot(history, before[0], before[2])
 
-    flags, pattern = KILL_POINTS[step]
-    log = tmp_path / "killed.log"
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    with log.open("wb") as out:
-        killed = subprocess.run(
-            [sys.executable, "-m", "tests.support.crash_at", *flags, pattern,
-             "compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
-             "--spark-master", "local[2]", *HEARTBEAT],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=600, check=False,
-        )  # fmt: skip
-    assert killed.returncode == -9, f"not killed at {step}:\n{log.read_text()[-3000:]}"
+    before_file, pattern = KILL_POINTS[step]
+    compact = ["compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
+               "--spark-master", "local[2]", *HEARTBEAT]  # fmt: skip
+    run_killed_at(pattern, compact, tmp_path / "killed.log", before=before_file, timeout=600)
     committed = (base / ".hoodie" / f"{instant}.commit").exists()
     assert committed == (step == "committed")
     if step == "files_written":

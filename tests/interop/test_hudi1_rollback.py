@@ -16,12 +16,9 @@ Hudi rolls back one copy (`CALL run_clean` under LAZY), we roll back an identica
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +31,7 @@ from service.table import codecs
 from service.table.instant import Action
 from service.table.table import HudiTable
 from tests.clean.helpers import make_cleaner
+from tests.support.crash_at import run_killed_at
 from tests.support.hudi1_histories import (
     PARTITIONS,
     SCHEMA,
@@ -45,7 +43,6 @@ from tests.support.hudi1_histories import (
 )
 from tests.support.hudi_jvm import HudiJvm, HudiJvmError
 from tests.support.hudi_tables import data_files
-from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -251,12 +248,7 @@ def test_a_rollback_killed_midway_is_completed_by_the_next_clean(
              "--hoodie-conf", "hoodie.cleaner.policy.failed.writes=LAZY",
              "--hoodie-conf", "hoodie.cleaner.commits.retained=10",
              "--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]  # fmt: skip
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    killed = subprocess.run(
-        [sys.executable, "-m", "tests.support.crash_at", ROLLBACK_KILL_POINTS[step], *clean],
-        cwd=REPO_ROOT, env=env, capture_output=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert killed.returncode == -9, f"not killed at {step}: {killed.stderr.decode()[-3000:]}"
+    run_killed_at(ROLLBACK_KILL_POINTS[step], clean, tmp_path / "killed.log")
     assert hudi_rows(hudi1, base) == expected
     assert hudi_rows(hudi1, base, metadata=True) == expected
 

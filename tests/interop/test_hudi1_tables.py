@@ -11,8 +11,6 @@ import logging
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +36,7 @@ from service.table.mdt.records import decode_files_record
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file, format_instant_time, next_instant_time
 from tests.clean.helpers import make_cleaner
+from tests.support.crash_at import run_killed_at
 from tests.support.fixtures import FileSpec, FixtureTable
 from tests.support.hudi1_histories import (
     SCHEMA,
@@ -56,7 +55,6 @@ from tests.support.hudi1_histories import (
 from tests.support.hudi_jvm import HudiJvm
 from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices
 from tests.support.hudi_tables import data_files as _data_files
-from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -696,12 +694,7 @@ def test_a_clean_killed_while_writing_the_metadata_table_is_repaired_by_the_next
     clean = ["clean", "--base-path", str(base), "--timezone", "UTC", "--force",
              "--hoodie-conf", "hoodie.cleaner.commits.retained=1",
              "--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]  # fmt: skip
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    killed = subprocess.run(
-        [sys.executable, "-m", "tests.support.crash_at", MDT_KILL_POINTS[step], *clean],
-        cwd=REPO_ROOT, env=env, capture_output=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert killed.returncode == -9, f"not killed at {step}: {killed.stderr.decode()[-3000:]}"
+    run_killed_at(MDT_KILL_POINTS[step], clean, tmp_path / "killed.log")
     timeline = base / ".hoodie" / "timeline"
     assert not [p for p in timeline.iterdir() if p.name.endswith(".clean") and "_" in p.name]
     assert hudi_rows(hudi1, base, metadata=True) == rows_before

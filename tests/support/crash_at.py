@@ -14,10 +14,29 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 from service.cli import main
 from service.table.storage import Storage
+from tests.support.paths import REPO_ROOT
+
+
+def run_killed_at(
+    pattern: str, cli_args: Sequence[str], log: Path, *, before: bool = False, timeout: float = 300
+) -> None:
+    """Run the CLI with `cli_args` in a child that SIGKILLs itself at the first file matching
+    `pattern` (see the module docstring); its output goes to `log`. Asserts it was killed there."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    flags = ["--before"] if before else []
+    with log.open("wb") as out:
+        killed = subprocess.run(
+            [sys.executable, "-m", "tests.support.crash_at", *flags, pattern, *cli_args],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False,
+        )  # fmt: skip
+    assert killed.returncode == -9, f"not killed at {pattern!r}:\n{log.read_text()[-3000:]}"
 
 
 def _install(pattern: re.Pattern[str], before: bool = False) -> None:

@@ -9,9 +9,6 @@ next run must complete the clean and leave the MDT's listing equal to storage, a
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,8 +17,8 @@ import pytest
 
 from service.cli import main
 from tests.support import hudi_tables as ht
+from tests.support.crash_at import run_killed_at
 from tests.support.histories import HudiHistory
-from tests.support.paths import REPO_ROOT
 from tests.table.mdt.test_mdt_write_hudi import _rows, assert_mdt_agrees
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
@@ -45,15 +42,7 @@ def test_clean_killed_at_each_step_leaves_readers_unaffected_and_the_next_run_re
     base = mdt_history.base_path
     rows = _rows(spark, base, mdt=False)
     cleans_before = ht.instants_with_action(base, "clean")
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    log = tmp_path / "killed.log"
-    with log.open("wb") as out:
-        killed = subprocess.run(
-            [sys.executable, "-m", "tests.support.crash_at", KILL_POINTS[step],
-             "clean", "--base-path", str(base), *CLEAN],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=300, check=False,
-        )  # fmt: skip
-    assert killed.returncode == -9, f"not killed at {step}:\n{log.read_text()[-3000:]}"
+    run_killed_at(KILL_POINTS[step], ["clean", "--base-path", str(base), *CLEAN], tmp_path / "killed.log")
     assert ht.instants_with_action(base, "clean") == cleans_before, "the killed run completed its clean"
 
     # Killed between two steps: Hudi's readers, with the MDT and without, see the rows as before.

@@ -12,9 +12,6 @@ listings agree, Hudi reads our new files' stats, and no block of the dead attemp
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from datetime import UTC
 from pathlib import Path
@@ -31,8 +28,8 @@ from service.table.mdt.log_blocks import read_log_blocks
 from service.table.mdt.timeline import MDT_BASE
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
+from tests.support.crash_at import run_killed_at
 from tests.support.histories import HudiHistory
-from tests.support.paths import REPO_ROOT
 from tests.table.mdt.test_mdt_indexes_write_hudi import assert_hudi_reads_footer_stats
 from tests.table.mdt.test_mdt_write_hudi import _our_mdt_deltacommit, _rows, assert_mdt_agrees
 
@@ -71,17 +68,10 @@ def test_clustering_killed_at_each_mdt_step_leaves_readers_unaffected_and_the_ne
     base = history.base_path
     rows = _rows(spark, base, mdt=False)
     replaces_before = ht.instants_with_action(base, "replacecommit")
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     conf = [a for k, v in {**HEARTBEAT, **SORT}.items() for a in ("--hoodie-conf", f"{k}={v}")]
-    log = tmp_path / "killed.log"
-    with log.open("wb") as out:
-        killed = subprocess.run(
-            [sys.executable, "-m", "tests.support.crash_at", KILL_POINTS[step], "cluster",
-             "--base-path", str(base), "--timezone", "UTC", "--mode", "scheduleAndExecute",
-             "--spark-master", "local[1]", *conf],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=600, check=False,
-        )  # fmt: skip
-    assert killed.returncode == -9, f"not killed at {step}:\n{log.read_text()[-3000:]}"
+    cluster = ["cluster", "--base-path", str(base), "--timezone", "UTC", "--mode", "scheduleAndExecute",
+               "--spark-master", "local[1]", *conf]  # fmt: skip
+    run_killed_at(KILL_POINTS[step], cluster, tmp_path / "killed.log", timeout=600)
     assert ht.instants_with_action(base, "replacecommit") == replaces_before, "the killed run completed"
     names = {p.name for p in (base / ".hoodie").iterdir()}
     [instant] = [n.split(".")[0] for n in names if n.endswith(".replacecommit.inflight")
