@@ -48,6 +48,7 @@ from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_aliv
 from service.table.instant import Action, Instant, State
 from service.table.listing_check import check_mdt_listing, verified_storage_view
 from service.table.mdt.commit import clean_records, sync_files_partition
+from service.table.mdt.index_reader import MdtReader
 from service.table.mdt.index_sync import IndexRecords, clean_index_records
 from service.table.mdt.mdt_format import MdtFormat
 from service.table.paths import PathGuard
@@ -399,7 +400,7 @@ class Cleaner:
                 self._owned.check_owned()  # Java's HeartbeatUtils.abortIfHeartbeatExpired before a commit
             storage = self.table.storage
 
-            def indexes(config: TableConfig, mdt: MdtFormat) -> IndexRecords:
+            def indexes(config: TableConfig, mdt: MdtFormat, _: MdtReader) -> IndexRecords:
                 schema = latest_table_schema(self.table, timeline)
                 return clean_index_records(storage, config, mdt, metadata, instant.timestamp, schema)
 

@@ -20,10 +20,14 @@ import pytest
 
 from service.errors import UnsupportedTableError
 from service.table import codecs
-from service.table.mdt.index_keys import COLUMN_STATS_PARTITION, file_group_index
+from service.table.mdt.commit import check_mdt
+from service.table.mdt.index_definitions import indexed_columns_of
+from service.table.mdt.index_keys import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION, file_group_index
+from service.table.mdt.index_reader import MdtReader
 from service.table.mdt.index_records import ColumnStats, IndexRecord
 from service.table.mdt.index_sync import commit_index_records, file_index_records, record_index_records
 from service.table.mdt.mdt_format import RECORD_INDEX_PARTITION
+from service.table.mdt.partition_stats import partition_files, partition_stats_records
 from service.table.properties import load_table_config
 from service.table.storage import Storage
 from service.table.table import HudiTable
@@ -121,10 +125,59 @@ def test_column_stats_of_a_commits_base_files_equal_hudi_1xs(
     # The lower bound 0.0 of a double column read as parquet-java reads it.
     zero_min = [s for s in stats if s.column_name == "d" and s.min_value and s.min_value.value == 0.0]
     assert zero_min and all(str(s.min_value.value) == "-0.0" for s in zero_min if s.min_value)
-    # A commit that must recompute partition stats (Hudi's default on a partitioned table) is refused.
-    assert "partition_stats" in config.metadata_partitions
+    # A commit that must recompute partition stats (Hudi's default on a partitioned table) without the
+    # partitions' files is refused.
+    assert PARTITION_STATS_PARTITION in config.metadata_partitions
+    reader = _mdt_reader(table, instant)
     with pytest.raises(UnsupportedTableError, match="partition_stats"):
-        commit_index_records(storage, config, table.format.mdt, metadata, instant)
+        commit_index_records(storage, config, table.format.mdt, reader, metadata, instant)
+
+
+def _mdt_reader(table: HudiTable, instant: str) -> MdtReader:
+    timeline = table.load_timeline()
+    state = check_mdt(table.storage, table.config, table.format, timeline, instant)
+    return state.reader(table.storage, timeline, table.layout)
+
+
+def test_partition_stats_of_a_compaction_equal_hudi_1xs(hudi1: HudiJvm, compacted: tuple[Path, str]) -> None:
+    """What we recompute for the partitions of Hudi's compaction equals what Hudi wrote at it, from
+    the compacted files' footers plus the MDT, and from the MDT alone; and our reader of the MDT's
+    `partition_stats` and `column_stats` serves what Hudi's own metadata reader does."""
+    base, instant = compacted
+    table = HudiTable.open(str(base))
+    timeline = table.load_timeline()
+    [completed] = [i for i in timeline.completed() if i.timestamp == instant]
+    metadata = table.facts_reader.metadata(completed, codecs.CommitMetadata)
+    reader = _mdt_reader(table, instant)
+    files = partition_files(table.load_view(timeline), metadata.partition_to_write_stats, instant)
+    assert all(files.values())
+    ours = commit_index_records(
+        table.storage, table.config, table.format.mdt, reader, metadata, instant, partition_files=files
+    )[PARTITION_STATS_PARTITION]
+    theirs = {k: r for k, (r, _) in mdt_index_records(base, PARTITION_STATS_PARTITION, instant).items()}
+    assert len(theirs) == 2 * 15  # two partitions, fifteen indexed columns
+    assert {r.key: r for r in ours if isinstance(r, IndexRecord)} == theirs
+    columns = indexed_columns_of(table.storage, table.config, COLUMN_STATS_PARTITION)
+    from_mdt = partition_stats_records(reader, [], files, columns)
+    assert {r.key: r for r in from_mdt} == theirs
+    assert reader.records(PARTITION_STATS_PARTITION) == theirs
+    # Hudi's reader (`show_metadata_table_column_stats`) serves the file ranges ours reads.
+    name = f"typed_{hudi1.table_version}"
+    for partition in sorted(files):
+        rows = hudi1.sql(
+            f"call show_metadata_table_column_stats(table => '{name}', partition => '{partition}', "
+            "targetColumns => 'id,ts,value')"
+        )
+        print(rows[:3])
+        theirs_files = {(r["file_name"], r["column_name"]) for r in rows}
+        ours_files = {
+            (r.payload.file_name, r.payload.column_name)
+            for r in reader.records(COLUMN_STATS_PARTITION).values()
+            if isinstance(r.payload, ColumnStats)
+            and r.payload.column_name in ("id", "ts", "value")
+            and r.payload.file_name in files[partition]
+        }
+        assert theirs_files and theirs_files == ours_files
 
 
 RLI_OPTIONS = {

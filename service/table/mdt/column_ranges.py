@@ -285,7 +285,7 @@ def column_ranges(
                 value_type=value_type,
             )
             prev = found.get(column)
-            found[column] = part if prev is None else _merge(prev, part)
+            found[column] = part if prev is None else merge_column_stats(prev, part)
     return [found[c] for c in columns if c in found]
 
 
@@ -298,8 +298,9 @@ def _pick(a: WrappedValue | None, b: WrappedValue | None, want_max: bool) -> Wra
     return a if _java_less(a, b) else b
 
 
-def _merge(one: ColumnStats, other: ColumnStats) -> ColumnStats:
-    """`HoodieColumnRangeMetadata.merge` of two row groups' ranges of one column."""
+def merge_column_stats(one: ColumnStats, other: ColumnStats) -> ColumnStats:
+    """`HoodieColumnRangeMetadata.merge` of two ranges of one column (row groups of a file, files of a
+    partition): the outer bounds, the sums of the counts and sizes; `one`'s name and flags."""
     return ColumnStats(
         file_name=one.file_name,
         column_name=one.column_name,

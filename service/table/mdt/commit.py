@@ -40,6 +40,7 @@ from service.table.mdt.files_listing import (
     parse_log_file_name,
 )
 from service.table.mdt.index_keys import mdt_file_group_ids
+from service.table.mdt.index_reader import MdtReader
 from service.table.mdt.index_sync import (
     IndexRecords,
     served_index_partitions,
@@ -155,6 +156,10 @@ class MdtState:
     def slices(self) -> tuple[FilesSlice, ...]:
         return (self.file_slice, *(s for group in self.index_slices.values() for s in group))
 
+    def reader(self, storage: Storage, data_timeline: Timeline, data_layout: TimelineLayout) -> MdtReader:
+        """A reader of this MDT's index partitions as the data timeline makes them valid."""
+        return MdtReader(storage, data_timeline, data_layout, self.layout, self.timeline)
+
 
 def check_mdt(
     storage: Storage,
@@ -251,8 +256,9 @@ def _check_mdt_properties(storage: Storage, where: str, table_format: TableForma
 # ---------------------------------------------------------------- the MDT deltacommit
 
 
-# T's index records, for the config read under the lock and that version's MDT rules
-IndexSource = Callable[[TableConfig, MdtFormat], IndexRecords]
+# T's index records, for the config read under the lock, that version's MDT rules, and a reader of
+# what the MDT holds (for the partition-level indexes a commit recomputes)
+IndexSource = Callable[[TableConfig, MdtFormat, MdtReader], IndexRecords]
 
 
 def sync_files_partition(
@@ -312,7 +318,11 @@ def sync_files_partition(
     )
     if index_records is not None:
         appends += write_index_partitions(
-            storage, state.index_slices, instant_time, index_records(config, state.mdt), schema_name
+            storage,
+            state.index_slices,
+            instant_time,
+            index_records(config, state.mdt, state.reader(storage, data_timeline, table_format.layout)),
+            schema_name,
         )
     metadata = deltacommit_metadata(state.slices, appends, schema_name)
     if state.layout.names_completion_time:

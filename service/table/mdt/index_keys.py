@@ -35,11 +35,13 @@ from service.table.storage import Storage
 COLUMN_STATS_PARTITION = "column_stats"  # MetadataPartitionType.COLUMN_STATS
 BLOOM_FILTERS_PARTITION = "bloom_filters"  # MetadataPartitionType.BLOOM_FILTERS
 RECORD_INDEX_PARTITION = "record_index"  # MetadataPartitionType.RECORD_INDEX
+PARTITION_STATS_PARTITION = "partition_stats"  # MetadataPartitionType.PARTITION_STATS (Hudi 1.x)
 # MetadataPartitionType.getFileIdPrefix: file group i of a partition is `<prefix>%04d-0`.
 FILE_ID_PREFIXES = {
     COLUMN_STATS_PARTITION: "col-stats-",
     BLOOM_FILTERS_PARTITION: "bloom-filters-",
     RECORD_INDEX_PARTITION: "record-index-",
+    PARTITION_STATS_PARTITION: "partition-stats-",
 }
 NON_PARTITIONED_ID = "."  # HoodieTableMetadataUtil.getPartitionIdentifier("")
 
@@ -147,6 +149,12 @@ def _bare_name(file_name: str) -> str:
 def bloom_filter_key(partition_path: str, file_name: str) -> str:
     """`HoodieMetadataPayload.getBloomFilterRecordKey(partition, baseFileName)`."""
     return partition_index_id(partition_path) + file_index_id(_bare_name(file_name))
+
+
+def partition_stats_key(partition_path: str, column: str) -> str:
+    """`HoodieMetadataPayload.getPartitionStatsIndexKey(partition, column)`: a partition's stats of one
+    column; also the prefix of that column's `column_stats` keys in the partition."""
+    return column_index_id(column) + partition_index_id(partition_path)
 
 
 def column_stats_key(partition_path: str, file_name: str, column: str) -> str:

@@ -31,6 +31,7 @@ from service.table.mdt.records import ON_DISK_SCHEMA, encode_metadata_record, re
 RECORD_TYPE_COLUMN_STATS = 3  # HoodieMetadataPayload.METADATA_TYPE_COLUMN_STATS
 RECORD_TYPE_BLOOM_FILTER = 4  # HoodieMetadataPayload.METADATA_TYPE_BLOOM_FILTER
 RECORD_TYPE_RECORD_INDEX = 5  # HoodieMetadataPayload.METADATA_TYPE_RECORD_INDEX
+RECORD_TYPE_PARTITION_STATS = 6  # HoodieMetadataPayload.METADATA_TYPE_PARTITION_STATS (Hudi 1.x)
 # A file id `<uuid>-<n>` is stored as the UUID's two signed 64-bit halves and n (encoding 0); any other
 # as its string (encoding 1): `HoodieMetadataPayload.createRecordIndexUpdate`.
 _UUID_FILE_ID = re.compile(r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)$")
@@ -303,10 +304,10 @@ def decode_index_record(row_key: str, value: bytes, writer_schema: str, source: 
         payload = BloomFilterMetadata(
             str(b["type"]), str(b["timestamp"]), bytes(b["bloomFilter"]), bool(b["isDeleted"])
         )
-    elif kind == RECORD_TYPE_COLUMN_STATS:
+    elif kind in (RECORD_TYPE_COLUMN_STATS, RECORD_TYPE_PARTITION_STATS):
         c = _unwrap_union(record.get("ColumnStatsMetadata"))
         if c is None:
-            raise CorruptTableError(f"{where}: type 3 without ColumnStatsMetadata")
+            raise CorruptTableError(f"{where}: type {kind} without ColumnStatsMetadata")
         payload = ColumnStats(
             file_name=c["fileName"],
             column_name=c["columnName"],
@@ -323,7 +324,7 @@ def decode_index_record(row_key: str, value: bytes, writer_schema: str, source: 
         )
     else:
         raise CorruptTableError(
-            f"{where}: type {kind} is not column stats, a bloom filter or a record location"
+            f"{where}: type {kind} is not column or partition stats, a bloom filter or a record location"
         )
     return IndexRecord(key, int(kind), payload)
 

@@ -35,15 +35,18 @@ from service.table.codecs.clean import CleanMetadata
 from service.table.codecs.commit import CommitMetadata
 from service.table.mdt.column_ranges import column_ranges, columns_to_index
 from service.table.mdt.files_listing import FilesSlice
-from service.table.mdt.index_definitions import index_definition, indexed_columns_of
+from service.table.mdt.index_definitions import index_definition, indexed_columns_of, load_index_definitions
 from service.table.mdt.index_keys import (
     BLOOM_FILTERS_PARTITION,
     COLUMN_STATS_PARTITION,
+    PARTITION_STATS_PARTITION,
     RECORD_INDEX_PARTITION,
     column_stats_key,
     file_group_index,
 )
+from service.table.mdt.index_reader import MdtReader
 from service.table.mdt.index_records import (
+    ColumnStats,
     IndexRecord,
     bloom_filter_deletion,
     bloom_filter_record,
@@ -54,7 +57,8 @@ from service.table.mdt.index_records import (
     record_index_record,
 )
 from service.table.mdt.log_writer import LogAppend, write_log
-from service.table.mdt.mdt_format import PARTITION_STATS_PARTITION, MdtFormat
+from service.table.mdt.mdt_format import MdtFormat
+from service.table.mdt.partition_stats import PartitionFiles, partition_stats_records
 from service.table.properties import TableConfig
 from service.table.storage import Storage
 from service.table.timeline import parse_instant_time
@@ -101,31 +105,71 @@ def commit_index_records(
     storage: Storage,
     config: TableConfig,
     mdt: MdtFormat,
+    reader: MdtReader,
     metadata: CommitMetadata,
     instant_time: str,
     *,
     relocated_in: tzinfo | None = None,
+    partition_files: PartitionFiles | None = None,
 ) -> dict[str, list[IndexRecord | IndexDeletion]]:
     """The index records of a commit's written base files, read from their footers, in the version's
     form: 0.x's for the commit schema's columns; 1.x's for the `column_stats` index definition's
     columns, with `isTightBound` false and, for a V2 definition, typed values (matching, record for
-    record, what Hudi 1.0.2 and 1.1.1 write for their compactions' files). A 1.x table whose
-    `partition_stats` a commit must recompute is refused: not written yet.
+    record, what Hudi 1.0.2 and 1.1.1 write for their compactions' files).
 
     `relocated_in`: the commit moves records to new file groups (a clustering), so the record index,
     when served, gets every moved key's new location, its instant time taken in this timeline zone;
-    a compaction keeps every key where it was (None)."""
-    if mdt.columns_from_index_definitions and PARTITION_STATS_PARTITION in config.metadata_partitions:
-        raise UnsupportedTableError(
-            f"{storage.base_uri}: commit {instant_time} would have to recompute the metadata table's "
-            "partition_stats, which the service does not write yet"
-        )
+    a compaction keeps every key where it was (None).
+
+    `partition_files`: the files of each partition the commit wrote into, as the commit leaves them
+    (`partition_stats.partition_files`); a 1.x table's `partition_stats` is recomputed from them and
+    `reader`. Without them a table with `partition_stats` is refused."""
     out = file_index_records(storage, config, mdt, metadata, instant_time)
+    if mdt.columns_from_index_definitions and PARTITION_STATS_PARTITION in config.metadata_partitions:
+        if partition_files is None:
+            raise UnsupportedTableError(
+                f"{storage.base_uri}: commit {instant_time} would have to recompute the metadata table's "
+                "partition_stats, which the service does not write for this action yet"
+            )
+        out[PARTITION_STATS_PARTITION] = list(
+            _partition_stats(storage, config, metadata, reader, out, partition_files)
+        )
     if relocated_in is not None and RECORD_INDEX_PARTITION in out:
         out[RECORD_INDEX_PARTITION].extend(
             record_index_records(storage, config, metadata, instant_time, relocated_in)
         )
     return out
+
+
+def _partition_stats(
+    storage: Storage,
+    config: TableConfig,
+    metadata: CommitMetadata,
+    reader: MdtReader,
+    written: Mapping[str, Sequence[IndexRecord | IndexDeletion]],
+    partition_files: PartitionFiles,
+) -> list[IndexRecord]:
+    """`partition_stats` of the partitions `metadata` wrote into, over the index definition's columns;
+    the ranges of the commit's own files are those just computed for `column_stats`."""
+    # Hudi 1.0.2 writes no definition of its own for partition_stats: it indexes column_stats' columns
+    # (`getColumnsToIndex` for both); 1.1.1 writes one.
+    definitions = load_index_definitions(storage, config)
+    name = PARTITION_STATS_PARTITION if PARTITION_STATS_PARTITION in definitions else COLUMN_STATS_PARTITION
+    columns = list(index_definition(storage, config, name).source_fields)
+    partition_of = {
+        stat.path.rsplit("/", 1)[-1]: partition
+        for partition, stats in metadata.partition_to_write_stats.items()
+        for stat in stats
+        if stat.path is not None
+    }
+    ranges = [
+        (partition_of[r.payload.file_name], r.payload)
+        for r in written.get(COLUMN_STATS_PARTITION, ())
+        if isinstance(r, IndexRecord) and isinstance(r.payload, ColumnStats)
+    ]
+    partitions = set(metadata.partition_to_write_stats)
+    files = {p: partition_files.get(p, frozenset()) for p in partitions}
+    return partition_stats_records(reader, ranges, files, columns)
 
 
 def file_index_records(

@@ -25,10 +25,10 @@ from service.table.mdt.files_listing import FILES_PARTITION
 from service.table.mdt.index_keys import (
     BLOOM_FILTERS_PARTITION,
     COLUMN_STATS_PARTITION,
+    PARTITION_STATS_PARTITION,
     RECORD_INDEX_PARTITION,
 )
 
-PARTITION_STATS_PARTITION = "partition_stats"
 SECONDARY_INDEX_PREFIX = "secondary_index_"
 
 

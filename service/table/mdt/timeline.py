@@ -65,7 +65,12 @@ def is_valid_mdt_instant(instant: Instant) -> bool:
     return suffix in _SUFFIXES or suffix >= _INIT_SUFFIX_MIN
 
 
-def valid_instant_times(storage: Storage, data_timeline: Timeline, mdt_timeline: Timeline) -> frozenset[str]:
+def valid_instant_times(
+    storage: Storage,
+    data_timeline: Timeline,
+    mdt_timeline: Timeline,
+    data_layout: TimelineLayout = DATA_TABLE_LAYOUT,
+) -> frozenset[str]:
     """HoodieTableMetadataUtil.getValidInstantTimestamps: the instants whose MDT log blocks are read.
 
     Completed data instants; completed MDT-only deltacommits; instants rolled back by completed data
@@ -79,7 +84,7 @@ def valid_instant_times(storage: Storage, data_timeline: Timeline, mdt_timeline:
     earliest = min(valid) if valid else SOLO_COMMIT_TIMESTAMP
     for instant in data_timeline.completed().by_actions((Action.ROLLBACK, Action.RESTORE)):
         if instant.timestamp > earliest:
-            valid.update(_rolled_back_by(storage, instant))
+            valid.update(_rolled_back_by(storage, instant, data_layout))
     valid.update(i.timestamp for i in mdt_done.by_actions((Action.ROLLBACK, Action.RESTORE)))
     valid.update(
         i.timestamp
@@ -89,26 +94,22 @@ def valid_instant_times(storage: Storage, data_timeline: Timeline, mdt_timeline:
     return frozenset(valid)
 
 
-def _rolled_back_by(storage: Storage, instant: Instant) -> tuple[str, ...]:
+def _rolled_back_by(storage: Storage, instant: Instant, layout: TimelineLayout) -> tuple[str, ...]:
     if instant.action is Action.RESTORE:
         raise UnsupportedTableError(
             f"table {storage.base_uri}: restore {instant.timestamp} on the active timeline; reading the "
             "metadata table across a restore is not supported yet"
         )
-    data = storage.read_bytes(DATA_TABLE_LAYOUT.instant_path(instant))
+    data = storage.read_bytes(layout.instant_path(instant))
     if data:
-        return decode(
-            RollbackMetadata, data, storage.qualify(DATA_TABLE_LAYOUT.instant_path(instant))
-        ).commits_rollback
+        return decode(RollbackMetadata, data, storage.qualify(layout.instant_path(instant))).commits_rollback
     # TMU.getRollbackedCommits: an empty completed rollback falls back to its requested plan.
     requested = Instant(instant.timestamp, Action.ROLLBACK, State.REQUESTED)
     plan = decode(
         RollbackPlan,
-        storage.read_bytes(DATA_TABLE_LAYOUT.instant_path(requested)),
-        storage.qualify(DATA_TABLE_LAYOUT.instant_path(requested)),
+        storage.read_bytes(layout.instant_path(requested)),
+        storage.qualify(layout.instant_path(requested)),
     )
     if plan.instant_to_rollback is None:
-        raise CorruptTableError(
-            f"{storage.qualify(DATA_TABLE_LAYOUT.instant_path(requested))}: no instantToRollback"
-        )
+        raise CorruptTableError(f"{storage.qualify(layout.instant_path(requested))}: no instantToRollback")
     return (plan.instant_to_rollback.commit_time,)
