@@ -22,6 +22,7 @@ def compaction_plan(plan: PlannedCompaction) -> codecs.CompactionPlan:
         version=codecs.LATEST_COMPACTION_PLAN_VERSION,
         strategy=None,
         preserve_hoodie_metadata=False,
+        missing_schedule_partitions=plan.missing_partitions,
     )
 
 

@@ -82,7 +82,14 @@ def schedule_compaction(
             log.debug("table %s: no compaction scheduled: %s", table.name, trigger.reason)
             return CompactionScheduleOutcome(None, None, trigger.reason, trigger)
         view = table.load_view(timeline)
-        outcome = plan_compaction(view, config.compaction, config.parquet.max_file_size_bytes)
+        # Layout 2: only logs whose deltacommit completed before the compaction instant are taken.
+        by_completion = table.layout.slices_logs_by_completion_time
+        outcome = plan_compaction(
+            view,
+            config.compaction,
+            config.parquet.max_file_size_bytes,
+            logs_completed_before=instant_time if by_completion else None,
+        )
         if outcome.plan is None:
             log.debug("table %s: no compaction scheduled: %s", table.name, outcome.reason)
             return CompactionScheduleOutcome(None, None, outcome.reason, trigger)
@@ -99,7 +106,7 @@ def schedule_compaction(
             table.storage,
             table.layout,
             Instant(instant_time, Action.COMPACTION, State.REQUESTED),
-            codecs.encode(compaction_plan(outcome.plan)),
+            codecs.encode(compaction_plan(outcome.plan), table.format.compaction_plan_schema),
         )
     log.debug(
         "table %s: scheduled compaction %s: %d file slices (%s)",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.errors import TableServicesRefusedError, UnsupportedTableError
+from service.table.codecs.compaction import COMPACTION_PLAN_SCHEMA_0_15
 from service.table.layout import TimelineLayout
 from service.table.mdt.mdt_format import MDT_FORMAT_V6, MDT_FORMATS, MdtFormat
 from service.table.properties import TableConfig, TableServiceKind
@@ -22,8 +23,8 @@ _LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
 # What a version's tables are served for so far; the rest is refused with `_NOT_YET`'s reason.
 _WRITES_SERVED = {
     6: frozenset(TableServiceKind),
-    8: frozenset({TableServiceKind.CLEANING}),
-    9: frozenset({TableServiceKind.CLEANING}),
+    8: frozenset({TableServiceKind.CLEANING, TableServiceKind.COMPACTION}),
+    9: frozenset({TableServiceKind.CLEANING, TableServiceKind.COMPACTION}),
 }
 _NOT_YET = (
     "{service} of table version {version} (Hudi 1.x) is not served yet; `status` reads the table. "
@@ -52,6 +53,9 @@ class TableFormat:
     # What `T.clean.inflight` holds: the plan again (Hudi 0.x, 1.0.x), or nothing (1.1.x's
     # `ActiveTimelineV2.transitionCleanRequestedToInflight`).
     clean_inflight_holds_plan: bool
+    # The schema file a compaction plan is written in: 0.15's for version 6, else the newest (1.x's,
+    # with `missingSchedulePartitions`).
+    compaction_plan_schema: str | None = None
 
     @classmethod
     def for_table(cls, config: TableConfig, base_uri: str, *, strict: bool = True) -> TableFormat:
@@ -85,6 +89,7 @@ class TableFormat:
             mdt=MDT_FORMATS[version],
             rollback_deletes_log_files=not v6,
             clean_inflight_holds_plan=version < 9,
+            compaction_plan_schema=COMPACTION_PLAN_SCHEMA_0_15 if v6 else None,
         )
 
     def accepted_mdt_partitions(self, config: TableConfig) -> tuple[str, ...]:

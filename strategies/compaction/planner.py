@@ -18,14 +18,23 @@ Strategies (`orderAndFilter`):
 
 Order before the strategy is Java's: partitions (sorted here; Java's partition listing order only
 matters for ties), then the file-system view's file group order (`java_view_order`).
+
+Timeline layout 2 (Hudi 1.x, table versions 8 and 9): a slice's log files count only when their
+deltacommit completed strictly before the compaction instant (`BaseHoodieCompactionPlanGenerator`:
+`isCompletedBefore(compactionInstant, log.deltaCommitTime)`); later ones belong to the slice the
+compaction opens. The plan also names `missingSchedulePartitions`: the partitions of operations the
+strategy dropped (`LogFileSizeBasedCompactionStrategy.orderAndFilter` and its bounded-IO parent, with
+incremental table services on, Hudi 1.x's default), so that Hudi's incremental scheduler, which
+otherwise looks only at partitions written since the last compaction, still reaches them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from service.config.compaction import CompactionConfig, CompactionStrategyKind
+from service.table.data_files import LogFile
 from service.table.fs_view import FileGroupId, FileSlice, FileSystemView
 from strategies.clustering.model import (
     MIB,
@@ -67,6 +76,8 @@ class PlannedOperation:
 @dataclass(frozen=True)
 class PlannedCompaction:
     operations: tuple[PlannedOperation, ...]
+    # Partitions of candidates the strategy left out (`HoodieCompactionPlan.missingSchedulePartitions`).
+    missing_partitions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,14 +113,18 @@ def pending_file_groups(view: FileSystemView) -> frozenset[FileGroupId]:
 
 
 def candidate_operations(
-    view: FileSystemView, parquet_max_file_size_bytes: int
+    view: FileSystemView, parquet_max_file_size_bytes: int, logs_completed_before: str | None = None
 ) -> tuple[list[PlannedOperation], list[FileGroupId]]:
-    """Every eligible slice as an operation, in Java's order; and the groups excluded as pending."""
+    """Every eligible slice as an operation, in Java's order; and the groups excluded as pending.
+    `logs_completed_before` (layout 2): the compaction instant, before which a log's deltacommit must
+    have completed for the log to be compacted."""
     pending = pending_file_groups(view)
     operations: list[PlannedOperation] = []
     excluded: list[FileGroupId] = []
+    completed_before = _completed_before(view, logs_completed_before)
     for partition in sorted({fg.partition_path for fg in view.live_file_groups}):
-        latest = {s.file_id: s for s in view.latest_file_slices(partition) if s.log_files}
+        slices = (completed_before(s) for s in view.latest_file_slices(partition))
+        latest = {s.file_id: s for s in slices if s.log_files}
         for file_id in java_view_order(view, partition):
             file_slice = latest.get(file_id)
             if file_slice is None:
@@ -119,6 +134,26 @@ def candidate_operations(
                 continue
             operations.append(_operation(file_slice, parquet_max_file_size_bytes))
     return operations, excluded
+
+
+def _completed_before(view: FileSystemView, instant_time: str | None) -> Callable[[FileSlice], FileSlice]:
+    if instant_time is None:
+        return lambda file_slice: file_slice
+    done = {i.timestamp: i.completion_time or i.timestamp for i in view.timeline.completed()}
+    first = view.timeline.first
+    start = first.timestamp if first is not None else None
+
+    def keep(log: LogFile) -> bool:
+        completion = done.get(log.base_instant_time)
+        if completion is None:  # archived: completed before the active timeline's first instant
+            return start is not None and log.base_instant_time < start
+        return completion < instant_time
+
+    def filtered(file_slice: FileSlice) -> FileSlice:
+        logs = tuple(lf for lf in file_slice.log_files if keep(lf))
+        return file_slice if len(logs) == len(file_slice.log_files) else replace(file_slice, log_files=logs)
+
+    return filtered
 
 
 def _operation(file_slice: FileSlice, parquet_max_file_size_bytes: int) -> PlannedOperation:
@@ -150,30 +185,40 @@ def bounded_io(operations: Sequence[PlannedOperation], target_io_mb: int) -> lis
 
 def order_and_filter(
     operations: Sequence[PlannedOperation], config: CompactionConfig
-) -> list[PlannedOperation]:
+) -> tuple[list[PlannedOperation], list[str]]:
+    """The operations the strategy takes, in its order, and the partitions of those it dropped (each
+    once, in the order they were dropped: below the log-size threshold first, then past the IO bound)."""
     kind = config.require_strategy()
     if kind is CompactionStrategyKind.UNBOUNDED:
-        return list(operations)
+        return list(operations), []
+    dropped: list[PlannedOperation] = []
+    kept = list(operations)
     if kind is CompactionStrategyKind.LOG_FILE_SIZE_BASED:
         threshold = config.log_file_size_threshold_bytes
+        dropped = [op for op in operations if op.metrics[TOTAL_LOG_FILES_SIZE] < threshold]
         kept = [op for op in operations if op.metrics[TOTAL_LOG_FILES_SIZE] >= threshold]
         # `sorted(this)` compares `TOTAL_LOG_FILES_SIZE.longValue()`, largest first; Java's sort is stable.
         kept.sort(key=lambda op: -op.total_log_bytes)
-        return bounded_io(kept, config.target_io_mb)
-    return bounded_io(operations, config.target_io_mb)
+    chosen = bounded_io(kept, config.target_io_mb)
+    dropped += kept[len(chosen) :]
+    return chosen, list(dict.fromkeys(op.partition_path for op in dropped))
 
 
 def plan_compaction(
-    view: FileSystemView, config: CompactionConfig, parquet_max_file_size_bytes: int
+    view: FileSystemView,
+    config: CompactionConfig,
+    parquet_max_file_size_bytes: int,
+    logs_completed_before: str | None = None,
 ) -> CompactionPlanOutcome:
-    """The plan Hudi's scheduler writes for this view, or None with the reason nothing is planned."""
-    candidates, excluded = candidate_operations(view, parquet_max_file_size_bytes)
+    """The plan Hudi's scheduler writes for this view, or None with the reason nothing is planned.
+    `logs_completed_before`: the compaction instant on layout 2 (see `candidate_operations`)."""
+    candidates, excluded = candidate_operations(view, parquet_max_file_size_bytes, logs_completed_before)
     if not candidates:
         why = "no file slice with log files"
         if excluded:
             why += f" outside pending compaction or clustering plans ({len(excluded)} file groups pending)"
         return CompactionPlanOutcome(None, why, 0, tuple(excluded))
-    chosen = order_and_filter(candidates, config)
+    chosen, missing = order_and_filter(candidates, config)
     if not chosen:
         reason = (
             f"{len(candidates)} file slices with log files, none selected by {config.strategy_class} "
@@ -183,4 +228,5 @@ def plan_compaction(
     reason = (
         f"{len(chosen)} of {len(candidates)} file slices with log files selected by {config.strategy_class}"
     )
-    return CompactionPlanOutcome(PlannedCompaction(tuple(chosen)), reason, len(candidates), tuple(excluded))
+    plan = PlannedCompaction(tuple(chosen), tuple(missing))
+    return CompactionPlanOutcome(plan, reason, len(candidates), tuple(excluded))

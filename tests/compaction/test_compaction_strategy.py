@@ -249,6 +249,8 @@ def test_log_size_threshold_and_bounded_io() -> None:
     outcome = plan_compaction(view, c, PARQUET_MAX)
     assert outcome.plan is not None
     assert [op.file_id for op in outcome.plan.operations] == ["a", "b"]
+    # Hudi 1.x's `missingSchedulePartitions`: the partitions of the operations left out.
+    assert outcome.plan.missing_partitions == ("p",)
     exact = config(**{"hoodie.compaction.target.io": 100})
     plan = plan_compaction(view, exact, PARQUET_MAX).plan
     assert plan is not None and [op.file_id for op in plan.operations] == ["a"]
@@ -259,7 +261,50 @@ def test_log_size_threshold_and_bounded_io() -> None:
         }
     )
     plan = plan_compaction(view, unbounded, PARQUET_MAX).plan
-    assert plan is not None and len(plan.operations) == 4
+    assert plan is not None and len(plan.operations) == 4 and plan.missing_partitions == ()
+
+
+def test_missing_partitions_name_each_partition_left_out_once_in_drop_order() -> None:
+    """Below the threshold first (in view order), then past the IO bound (in the strategy's order);
+    a partition with every operation taken is not missing."""
+    sizes = {"p1": (("a", 3000), ("b", 10)), "p2": (("c", 2000),), "p3": (("d", 1500), ("e", 20))}
+    listing = {
+        partition: [
+            item
+            for fid, log_bytes in groups
+            for item in (_base(partition, fid, B, 50 * MIB), _log(partition, fid, B, 1, log_bytes))
+        ]
+        for partition, groups in sizes.items()
+    }
+    c = config(**{"hoodie.compaction.logfile.size.threshold": 100, "hoodie.compaction.target.io": 150})
+    plan = plan_compaction(_view(listing), c, PARQUET_MAX).plan
+    assert plan is not None
+    assert [op.file_id for op in plan.operations] == ["a", "c"]
+    assert plan.missing_partitions == ("p1", "p3")
+
+
+def test_layout_2_takes_only_logs_completed_before_the_compaction_instant() -> None:
+    """On layout 2 a log names its deltacommit; one that completed after the compaction instant (here
+    requested before it) stays out, and a slice left without logs is no candidate."""
+    early = Instant(ts(3), Action.DELTA_COMMIT, State.COMPLETED, ts(4))
+    late = Instant(ts(5), Action.DELTA_COMMIT, State.COMPLETED, ts(9))
+    timeline = Timeline.of([Instant(B, Action.COMMIT, State.COMPLETED, ts(2)), early, late])
+    listing = {
+        "p": [
+            _base("p", "a", B, MIB),
+            _log("p", "a", ts(3), 1, 100),
+            _log("p", "a", ts(5), 1, 100),
+            _base("p", "b", B, MIB),
+            _log("p", "b", ts(5), 1, 100),
+        ]
+    }
+    view = FileSystemView.build(timeline, listing, TimelineFacts(), logs_by_completion_time=True)
+    plan = plan_compaction(view, config(), PARQUET_MAX, logs_completed_before=ts(6)).plan
+    assert plan is not None
+    [op] = plan.operations
+    assert (op.file_id, op.log_file_names) == ("a", (f".a_{ts(3)}.log.1_0-1-0",))
+    later = plan_compaction(view, config(), PARQUET_MAX, logs_completed_before=ts(10)).plan
+    assert later is not None and len(later.operations) == 2
 
 
 def test_unreproduced_strategy_refuses_planning_only() -> None:

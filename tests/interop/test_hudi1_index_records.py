@@ -168,10 +168,17 @@ def test_partition_stats_of_a_compaction_equal_hudi_1xs(hudi1: HudiJvm, compacte
             f"call show_metadata_table_column_stats(table => '{name}', partition => '{partition}', "
             "targetColumns => 'id,ts,value')"
         )
-        print(rows[:3])
-        theirs_files = {(r["file_name"], r["column_name"]) for r in rows}
+        theirs_files = {
+            (r["file_name"], r["column_name"], r["min_value"], r["max_value"], r["null_number"]) for r in rows
+        }
         ours_files = {
-            (r.payload.file_name, r.payload.column_name)
+            (
+                r.payload.file_name,
+                r.payload.column_name,
+                str(r.payload.min_value.value) if r.payload.min_value else None,
+                str(r.payload.max_value.value) if r.payload.max_value else None,
+                r.payload.null_count,
+            )
             for r in reader.records(COLUMN_STATS_PARTITION).values()
             if isinstance(r.payload, ColumnStats)
             and r.payload.column_name in ("id", "ts", "value")

@@ -33,6 +33,7 @@ from service.table.codecs.commit import (
     encode_commit,
 )
 from service.table.codecs.compaction import (
+    COMPACTION_PLAN_SCHEMA_0_15,
     LATEST_COMPACTION_PLAN_VERSION,
     CompactionOperation,
     CompactionPlan,
@@ -59,11 +60,12 @@ TimelineModel = AvroRootModel | CommitMetadata
 T = TypeVar("T", bound=AvroRootModel | CommitMetadata)
 
 
-def encode(model: TimelineModel) -> bytes:
-    """The bytes Hudi's Java code writes for `model`: Avro container file or commit JSON."""
+def encode(model: TimelineModel, schema_name: str | None = None) -> bytes:
+    """The bytes Hudi's Java code writes for `model`: Avro container file (in schema file `schema_name`
+    when given, see `encode_avro`) or commit JSON."""
     if isinstance(model, CommitMetadata):
         return encode_commit(model)
-    return encode_avro(model)
+    return encode_avro(model, schema_name)
 
 
 def decode(model_type: type[T], data: bytes, source: str, *, avro_commit: bool = False) -> T:
@@ -80,6 +82,7 @@ def decode(model_type: type[T], data: bytes, source: str, *, avro_commit: bool =
 
 __all__ = [
     "CLUSTER_OPERATION",
+    "COMPACTION_PLAN_SCHEMA_0_15",
     "LATEST_CLEAN_METADATA_VERSION",
     "LATEST_CLEAN_PLAN_VERSION",
     "LATEST_COMPACTION_PLAN_VERSION",

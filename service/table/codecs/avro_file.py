@@ -85,12 +85,14 @@ def _parsed_schema(avro_name: str) -> Any:
     return fastavro.parse_schema(schema_json(avro_name), named_schemas={})
 
 
-def encode_avro(model: AvroRootModel) -> bytes:
-    """One-record Avro container file, codec null, our full schema embedded."""
+def encode_avro(model: AvroRootModel, schema_name: str | None = None) -> bytes:
+    """One-record Avro container file, codec null, our full schema embedded; `schema_name` picks an
+    older schema file of the record (`HoodieCompactionPlan-0.15`) whose fields a table version's Hudi
+    writes, the fields it lacks left out."""
     record = _plain(model.model_dump(by_alias=True))
     buf = io.BytesIO()
     try:
-        fastavro.writer(buf, _parsed_schema(model.AVRO_NAME), [record], codec="null")
+        fastavro.writer(buf, _parsed_schema(schema_name or model.AVRO_NAME), [record], codec="null")
     except (ValueError, TypeError) as e:
         raise ValueError(f"cannot encode {model.AVRO_NAME}: {e}") from e
     return buf.getvalue()

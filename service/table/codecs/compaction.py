@@ -2,6 +2,8 @@
 
 Java writes version 2 (`CompactionUtils.LATEST_COMPACTION_METADATA_VERSION`: base and log file
 *names*, not paths); a version 1 plan holds full paths, which `CompactionPlanMigrator` turns into names.
+The schema is Hudi 1.x's (1.0.2 and 1.1.1 write the same), which added `missingSchedulePartitions`;
+plans of version-6 tables are written in 0.15's (`COMPACTION_PLAN_SCHEMA_0_15`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import ClassVar
 
 from service.table.codecs.avro_file import AvroModel, AvroRootModel, Int32
 
+COMPACTION_PLAN_SCHEMA_0_15 = "HoodieCompactionPlan-0.15"
 # `CompactionUtils.LATEST_COMPACTION_METADATA_VERSION` (CompactionV2MigrationHandler.VERSION).
 LATEST_COMPACTION_PLAN_VERSION = 2
 
@@ -45,3 +48,5 @@ class CompactionPlan(AvroRootModel):
     version: Int32 | None = 1
     strategy: CompactionStrategy | None = None
     preserve_hoodie_metadata: bool | None = False
+    # Hudi 1.x: partitions the plan's strategy left out, for its incremental scheduler to revisit.
+    missing_schedule_partitions: tuple[str, ...] | None = None

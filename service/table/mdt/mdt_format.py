@@ -74,16 +74,19 @@ MDT_FORMAT_V6 = MdtFormat(
     index_partitions_written=(COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION, RECORD_INDEX_PARTITION),
     partitions=(FILES_PARTITION, COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION, RECORD_INDEX_PARTITION),
 )
-# Versions 8/9 serve only cleaning. Hudi 1.0.2's and 1.1.1's clean writes `files` and `column_stats`
-# and nothing into `partition_stats`, `bloom_filters`, `record_index` or `secondary_index_*` (seen on
-# tables with all of them: tests/interop/test_hudi1_tables.py), so those are accepted and left alone.
+# Versions 8/9 serve cleaning and compaction. Hudi 1.0.2's and 1.1.1's clean writes `files` and
+# `column_stats` and nothing into `partition_stats`, `bloom_filters`, `record_index` or
+# `secondary_index_*` (seen on tables with all of them: tests/interop/test_hudi1_tables.py); their
+# compaction adds `partition_stats` of the compacted partitions and leaves the record index and
+# secondary indexes (tests/interop/test_hudi1_compaction.py).
 # Expression indexes (`expr_index_*`) need Spark expressions evaluated: refused.
 MDT_FORMAT_V8 = MdtFormat(
     record_schema="HoodieMetadataRecordWithMetaFields-1.0",
     logs_per_deltacommit=True,
     column_stats_deletes_as_keys=True,
     columns_from_index_definitions=True,
-    index_partitions_written=(COLUMN_STATS_PARTITION,),
+    # A compaction recomputes the partition_stats of the partitions it wrote into (a clean writes none).
+    index_partitions_written=(COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION),
     partitions=(
         FILES_PARTITION,
         COLUMN_STATS_PARTITION,

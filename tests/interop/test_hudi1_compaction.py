@@ -1,0 +1,245 @@
+"""Compaction of merge-on-read tables Hudi 1.0.2 (version 8) and 1.1.1 (version 9) wrote, with the
+metadata table on with each version's Spark defaults (`files`, `column_stats`, `partition_stats`) and
+the record index, against Hudi 1.x's own compaction of an identical copy.
+
+- We schedule and execute: Hudi's snapshot and read-optimized reads (metadata table on and off) and
+  hudi-rs hold the snapshot from before; the commit is Avro with `compacted` and COMPACT; Hudi's
+  `validate_metadata_table_files` agrees with storage; the `partition_stats` we recomputed equal
+  Hudi's for the same compaction (bounds and counts: sizes follow each writer's files); a Hudi writer
+  upserting with the record index lands each key once and goes on across its own compaction.
+- Plans cross over: Hudi executes our plan, and we execute Hudi's.
+- A log whose deltacommit completed after the compaction instant stays out of the plan.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from service.cli import main
+from service.table import codecs
+from service.table.codecs.commit import WriteOperationType
+from service.table.instant import Action
+from service.table.mdt.index_keys import PARTITION_STATS_PARTITION
+from service.table.mdt.index_records import ColumnStats
+from service.table.table import HudiTable
+from tests.support.hudi1_histories import SCHEMA, hudi_rows, hudi_rs_rows, mdt_views, rows, writer_options
+from tests.support.hudi_jvm import HudiJvm
+from tests.support.mdt_records import mdt_index_records
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+RLI = {
+    "hoodie.metadata.record.index.enable": "true",  # 1.0
+    "hoodie.metadata.global.record.level.index.enable": "true",  # 1.1
+}
+_names = iter(range(1_000_000))
+
+
+def _options(name: str, operation: str, **extra: str) -> dict[str, str]:
+    return {
+        **writer_options(name, "MERGE_ON_READ", True),
+        **RLI,
+        "hoodie.datasource.write.operation": operation,
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def template(hudi1: HudiJvm, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Inserts into two partitions, two upserts (log files in every file group), then inserts that open
+    file groups of base files only."""
+    base = tmp_path_factory.mktemp(f"compaction-{hudi1.version}") / "template"
+    hudi1.write(base, rows(range(0, 16), 0), SCHEMA, _options("template", "insert"))
+    hudi1.write(base, rows(range(0, 12), 1), SCHEMA, _options("template", "upsert"))
+    hudi1.write(base, rows([*range(6, 16), 40, 41], 2), SCHEMA, _options("template", "upsert"))
+    # New file groups without logs: not compacted, their ranges count in the partitions' stats.
+    hudi1.write(base, rows(range(100, 104), 3), SCHEMA, _options("template", "insert"))
+    return base
+
+
+@pytest.fixture(autouse=True)
+def _shared_session(spark: SparkSession) -> None:
+    """Our executor runs in the test session's shared SparkSession (started once, by its fixture)."""
+
+
+def _copy(template: Path, tmp_path: Path, name: str) -> Path:
+    base = tmp_path / name
+    shutil.copytree(template, base, symlinks=True)
+    return base
+
+
+def _compact(base: Path, mode: str, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
+    capsys.readouterr()
+    args = ["compact", "--base-path", str(base), "--mode", mode, "--timezone", "UTC", "--json"]
+    code = main([*args, "--hoodie-conf", "hoodie.compact.inline.max.delta.commits=1", *extra])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    reply: dict[str, Any] = json.loads(out)
+    return reply
+
+
+def _hudi_compaction(jvm: HudiJvm, base: Path, op: str, instant: str | None = None) -> None:
+    name = f"c{next(_names)}"
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    at = f", timestamp => {instant}" if instant else ""
+    options = ",".join(f"{k}={v}" for k, v in {**RLI, "hoodie.compact.inline.max.delta.commits": "1"}.items())
+    jvm.sql(f"call run_compaction(op => '{op}', table => '{name}'{at}, options => '{options}')")
+
+
+def _commit(base: Path, instant: str) -> codecs.CommitMetadata:
+    table = HudiTable.open(str(base))
+    [done] = [i for i in table.load_timeline().completed() if i.timestamp == instant]
+    assert done.action is Action.COMMIT and done.completion_time is not None
+    return table.facts_reader.metadata(done, codecs.CommitMetadata)
+
+
+def _pending_compaction(base: Path) -> str:
+    [pending] = [
+        p.name[:17]
+        for p in (base / ".hoodie" / "timeline").iterdir()
+        if p.name.endswith(".compaction.requested")
+    ]
+    return pending
+
+
+def _reads(jvm: HudiJvm, base: Path) -> dict[str, Any]:
+    return {
+        "mdt": hudi_rows(jvm, base, metadata=True),
+        "no_mdt": hudi_rows(jvm, base, metadata=False),
+        "hudi_rs": hudi_rs_rows(base),
+    }
+
+
+def _read_optimized(jvm: HudiJvm, base: Path) -> list[tuple[Any, ...]]:
+    got = jvm.read(base, {"hoodie.datasource.query.type": "read_optimized"})
+    return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in got)
+
+
+def _check_mdt_agrees(jvm: HudiJvm, base: Path) -> None:
+    """Hudi's `validate_metadata_table_files`: every file on storage listed with its size."""
+    views = mdt_views(jvm, base)
+    rows_ = [dict(row) for row in views["validation"]]
+    assert rows_ and all(
+        r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
+        for r in rows_
+    ), rows_
+
+
+def _partition_stats(base: Path, instant: str) -> dict[str, tuple[Any, ...]]:
+    """The partition_stats records the MDT deltacommit `instant` wrote: bounds and counts by key."""
+    out = {}
+    for key, (record, _) in mdt_index_records(base, PARTITION_STATS_PARTITION, instant).items():
+        s = record.payload
+        assert isinstance(s, ColumnStats)
+        out[key] = (s.file_name, s.column_name, s.min_value, s.max_value, s.null_count, s.value_count,
+                    s.is_tight_bound, s.value_type)  # fmt: skip
+    return out
+
+
+def test_our_compaction_reads_the_same_and_hudi_writes_on(
+    hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ours, theirs = _copy(template, tmp_path, "ours"), _copy(template, tmp_path, "hudi")
+    before = _reads(hudi1, ours)
+    reply = _compact(ours, "scheduleAndExecute", capsys)
+    instant = reply["instant_time"]
+    assert reply["result"]["committed"], reply
+    metadata = _commit(ours, instant)
+    assert metadata.compacted and metadata.operation_type is WriteOperationType.COMPACT
+    assert all(s.path and s.path.endswith(f"_{instant}.parquet") for s in metadata.write_stats)
+    plan = codecs.decode(
+        codecs.CompactionPlan,
+        (ours / ".hoodie" / "timeline" / f"{instant}.compaction.requested").read_bytes(),
+        "plan",
+    )
+    assert plan.missing_schedule_partitions == ()  # every slice with logs was taken
+    assert _reads(hudi1, ours) == before
+    assert _read_optimized(hudi1, ours) == before["mdt"]
+    _check_mdt_agrees(hudi1, ours)
+    skipping = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true"}
+    filtered = hudi1.read(ours, skipping, where="ts >= 2")
+    assert sorted((r["id"], r["region"], r["ts"], r["value"]) for r in filtered) == [
+        r for r in before["mdt"] if r[2] >= 2
+    ]
+
+    # Hudi compacts the identical copy: the same partitions' stats, bound for bound and count for count.
+    _hudi_compaction(hudi1, theirs, "scheduleAndExecute")
+    [hudi_instant] = [i.timestamp for i in HudiTable.open(str(theirs)).load_timeline().completed()
+                      if i.action is Action.COMMIT]  # fmt: skip
+    ours_stats, hudi_stats = _partition_stats(ours, instant), _partition_stats(theirs, hudi_instant)
+    assert len(ours_stats) == 2 * 7  # two partitions, seven indexed columns (meta fields and data)
+    assert ours_stats == hudi_stats
+
+    # Hudi's writer goes on with the record index: updates land once, inserts land.
+    hudi1.write(ours, rows([*range(0, 20, 3), 60], 5), SCHEMA, _options("template", "upsert"))
+    expected = {r[0]: r for r in before["mdt"]}
+    expected.update({i: (i, ("americas", "asia")[i % 2], 5, "v5") for i in [*range(0, 20, 3), 60]})
+    after = hudi_rows(hudi1, ours, metadata=True)
+    assert after == sorted(expected.values())
+    assert hudi_rows(hudi1, ours, metadata=False) == after == hudi_rs_rows(ours)
+    _hudi_compaction(hudi1, ours, "scheduleAndExecute")
+    assert hudi_rows(hudi1, ours, metadata=True) == after
+
+
+def test_hudi_executes_our_plan(
+    hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = _copy(template, tmp_path, "ours_plan")
+    before = _reads(hudi1, base)
+    instant = _compact(base, "schedule", capsys)["instant_time"]
+    assert instant == _pending_compaction(base)
+    _hudi_compaction(hudi1, base, "run", instant)
+    metadata = _commit(base, instant)
+    assert metadata.compacted and len(metadata.write_stats) == 2
+    assert _reads(hudi1, base) == before
+    assert _read_optimized(hudi1, base) == before["mdt"]
+
+
+def test_we_execute_hudis_plan(
+    hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = _copy(template, tmp_path, "hudi_plan")
+    before = _reads(hudi1, base)
+    _hudi_compaction(hudi1, base, "schedule")
+    instant = _pending_compaction(base)
+    reply = _compact(base, "execute", capsys)
+    assert reply["instant_time"] == instant and reply["result"]["committed"]
+    assert _commit(base, instant).compacted
+    assert _reads(hudi1, base) == before
+    assert _read_optimized(hudi1, base) == before["mdt"]
+    _check_mdt_agrees(hudi1, base)
+
+
+def test_a_log_completed_after_the_instant_stays_for_the_next_slice(
+    hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A deltacommit requested before the compaction instant but completed after it: its logs are not
+    compacted, and they join the slice the compaction opens (reads still see them)."""
+    base = _copy(template, tmp_path, "late_log")
+    hudi1.write(base, rows([1, 2, 3], 4), SCHEMA, _options("template", "upsert"))
+    timeline = base / ".hoodie" / "timeline"
+    done = re.compile(r"^(\d{17})_(\d{17})\.deltacommit$")
+    [late] = sorted(p for p in timeline.iterdir() if done.match(p.name))[-1:]
+    requested, completed = done.match(late.name).groups()  # type: ignore[union-attr]
+    before = _reads(hudi1, base)
+    # A compaction instant between the last deltacommit's requested and completion times.
+    instant = str(int(requested) + 1)
+    assert requested < instant < completed
+    _compact(base, "schedule", capsys, "--instant-time", instant)
+    plan = codecs.decode(
+        codecs.CompactionPlan, (timeline / f"{instant}.compaction.requested").read_bytes(), "p"
+    )
+    logs = [name for op in plan.operations or () for name in op.delta_file_paths or ()]
+    assert logs and not any(f"_{requested}.log." in name for name in logs)
+    reply = _compact(base, "execute", capsys)
+    assert reply["result"]["committed"]
+    assert _reads(hudi1, base) == before
