@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from service.table.instant import Action
 from service.table.mdt.index_keys import PARTITION_STATS_PARTITION
 from service.table.mdt.index_records import ColumnStats
 from service.table.table import HudiTable
+from tests.support.crash_at import run_killed_at
 from tests.support.hudi1_histories import SCHEMA, hudi_rows, hudi_rs_rows, mdt_views, rows, writer_options
 from tests.support.hudi_jvm import HudiJvm
 from tests.support.mdt_records import mdt_index_records
@@ -243,3 +245,51 @@ def test_a_log_completed_after_the_instant_stays_for_the_next_slice(
     reply = _compact(base, "execute", capsys)
     assert reply["result"]["committed"]
     assert _reads(hudi1, base) == before
+
+
+# Heartbeats of 1 s x 2 misses: the restarted run takes over the dead one's attempt after 2 s.
+HEARTBEAT = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]
+# (kill just before the file rather than after it, the path the kill is placed at)
+KILL_POINTS = {
+    "claimed": (False, r"^\.hoodie/timeline/\d{17}\.compaction\.inflight$"),
+    "after_mdt": (False, r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$"),
+    "files_written": (True, r"^\.hoodie/timeline/\d{17}_\d{17}\.commit$"),
+    "committed": (False, r"^\.hoodie/timeline/\d{17}_\d{17}\.commit$"),
+}
+
+
+@pytest.mark.parametrize("step", list(KILL_POINTS))
+def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
+    hudi1: HudiJvm, template: Path, tmp_path: Path, step: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL at each step of executing our plan, on a table with the record index: readers see the
+    table as before (or, once committed, compacted: the same rows), and the next run rolls the attempt
+    back (the metadata table's deltacommit of it too) and completes, leaving only the commit's files."""
+    base = _copy(template, tmp_path, f"killed_{step}")
+    before = _reads(hudi1, base)
+    instant = _compact(base, "schedule", capsys)["instant_time"]
+    before_file, pattern = KILL_POINTS[step]
+    compact = ["compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
+               "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT]  # fmt: skip
+    run_killed_at(pattern, compact, tmp_path / "killed.log", before=before_file, timeout=600)
+    timeline = base / ".hoodie" / "timeline"
+    committed = any(re.fullmatch(rf"{instant}_\d{{17}}\.commit", p.name) for p in timeline.iterdir())
+    assert committed == (step == "committed")
+    if step == "files_written":
+        assert list(base.rglob(f"*_{instant}.parquet")), "the attempt wrote its base files"
+    assert _reads(hudi1, base) == before
+
+    time.sleep(2.5)
+    _compact(base, "execute", capsys, *HEARTBEAT)
+    metadata = _commit(base, instant)
+    stats = {str(base / s.path) for s in metadata.write_stats if s.path}
+    assert {str(p) for p in base.rglob(f"*_{instant}.parquet")} == stats
+    assert _reads(hudi1, base) == before
+    assert _read_optimized(hudi1, base) == before["mdt"]
+    _check_mdt_agrees(hudi1, base)
+    # One MDT deltacommit of C completed, the attempt's (rolled back) gone.
+    mdt_timeline = base / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    assert (
+        len([p for p in mdt_timeline.iterdir() if re.fullmatch(rf"{instant}_\d{{17}}\.deltacommit", p.name)])
+        == 1
+    )
