@@ -17,14 +17,17 @@ the log file) when:
    change nothing);
 3. a commit or deltacommit pending when the read began and still pending wrote a block into a log
    file the plan listed: the read skipped that block (`scanInternalV1` skips blocks of instants not
-   completed), and the write may still complete.
+   completed), and the write may still complete;
+4. on timeline layout 2 (table versions 8 and 9), where each deltacommit writes log files of its own
+   that count only once it completes: an input group has a log file of a deltacommit still pending
+   on the timeline (it may complete after the replacecommit, into a replaced group).
 """
 
 from __future__ import annotations
 
 from service.errors import ConflictError
 from service.table.clustering_plan import PlannedClustering
-from service.table.data_files import LogFile
+from service.table.data_files import LogFile, parse_log_file
 from service.table.fs_view import FileGroupId, FileSystemView
 from service.table.instant import Action
 from service.table.log_format.blocks import DataBlock, DeleteBlock
@@ -58,6 +61,9 @@ def check_no_log_appends(
                 f"{sorted(touched)} after clustering {instant_time} read them; committing would drop "
                 "that update"
             )
+    pending = {i.timestamp for i in writes.pending().instants}
+    if table.layout.slices_logs_by_completion_time:
+        _refuse_pending_log_files(table, instant_time, inputs, view, pending)
     on_timeline = {i.timestamp for i in writes.instants}
     lingering = {i.timestamp for i in writes.pending().instants} & read_instants.pending
     planned = {p for g in plan.groups for s in g.slices for p in s.log_file_paths}
@@ -68,6 +74,26 @@ def check_no_log_appends(
             watched = lingering if log.path in planned else on_timeline
             if watched:
                 _refuse_blocks_of(table, instant_time, fg_id, log, watched)
+
+
+def _refuse_pending_log_files(
+    table: HudiTable,
+    instant_time: str,
+    inputs: frozenset[FileGroupId],
+    view: FileSystemView,
+    pending: set[str],
+) -> None:
+    for path in view.uncommitted_files:
+        partition, _, name = path.rpartition("/")
+        log = parse_log_file(partition, name)
+        if log is None or (partition, log.file_id) not in inputs:
+            continue
+        if log.base_instant_time in pending:  # layout 2: the deltacommit that writes the file
+            raise ConflictError(
+                f"{table.base_uri}: deltacommit {log.base_instant_time}, still pending, writes file group "
+                f"{(partition, log.file_id)} (log file {path}) that clustering {instant_time} replaces; "
+                "committing could drop that update"
+            )
 
 
 def _refuse_blocks_of(

@@ -48,10 +48,12 @@ from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.mdt.index_sync import commit_index_records
+from service.table.mdt.mdt_format import PARTITION_STATS_PARTITION
+from service.table.mdt.partition_stats import PartitionFiles, file_names_of
 from service.table.properties import TableType
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema
-from service.table.timeline import Timeline, create_instant_file, next_instant_time
+from service.table.timeline import Timeline, complete_instant, create_instant_file, next_instant_time
 from strategies.clustering.size_based import plan_clustering
 from strategies.clustering.small_files import SmallFiles, small_files
 from strategies.clustering.trigger import (
@@ -187,7 +189,7 @@ def check_no_conflict(
     On merge-on-read also a writer's log append to an input file group since the execution's read
     (`read_instants`: the timeline its merged read used; `log_conflicts.check_no_log_appends`)."""
     timeline = table.load_timeline()
-    requested = Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED)
+    requested = Instant(instant_time, table.layout.clustering_action, State.REQUESTED)
     if not table.storage.exists(table.layout.instant_path(requested)):
         raise ConflictError(f"{table.base_uri}: clustering {instant_time} was rolled back by another process")
     base_instants = _base_instants(plan)
@@ -261,6 +263,7 @@ def commit_clustering(
     read_instants: InstantFilter | None = None,
     *,
     zone: tzinfo,
+    now: datetime,
 ) -> None:
     """Under the lock: conflict re-check, finalize (drop unreferenced files), write the replacecommit.
 
@@ -297,23 +300,48 @@ def commit_clustering(
         if heartbeat is not None:
             heartbeat.check_owned()  # finalizing may have taken a while
         records = commit_records(metadata, table.storage.qualify(instant_time))
+        timeline = table.load_timeline()
         indexes = functools.partial(
             commit_index_records,
             table.storage,
             metadata=metadata,
             instant_time=instant_time,
             relocated_in=zone,
+            partition_files=_partition_files(table, timeline, instant_time, results),
         )
         sync_files_partition(
-            table.storage, table.load_timeline(), instant_time, records, indexes
+            table.storage, timeline, instant_time, records, indexes, expected=table.format, now=now, tz=zone
         )  # MDT first
-        create_instant_file(
-            table.storage,
-            table.layout,
-            Instant(instant_time, Action.REPLACE_COMMIT, State.COMPLETED),
-            codecs.encode(metadata),
-        )
+        # Layout 1: `T.replacecommit` (JSON); layout 2: `T_<completion>.replacecommit` (Avro), the
+        # completion time drawn under the lock.
+        pending = Instant(instant_time, table.layout.clustering_action, State.INFLIGHT)
+        content = codecs.encode_commit(metadata, avro=table.layout.version >= 2)
+        complete_instant(table.storage, table.layout, timeline, pending, content, now, zone)
     delete_marker_dir(table.storage, instant_time)
+
+
+def _partition_files(
+    table: HudiTable,
+    timeline: Timeline,
+    instant_time: str,
+    results: Sequence[BaseFileWriteResult],
+) -> PartitionFiles | None:
+    """The files of the clustered partitions for a 1.x `partition_stats` recompute: the new files and
+    every file group's latest slice, the groups this clustering replaces included: they are not
+    replaced until it completes, and Hudi 1.0.2's and 1.1.1's clustering counts them (their ranges
+    equal the new files', their counts and sizes add up twice; seen against Hudi's clustering of a
+    copy in tests/interop/test_hudi1_clustering.py). None where no such index is kept."""
+    if table.layout.version < 2 or PARTITION_STATS_PARTITION not in table.config.metadata_partitions:
+        return None
+    partitions = sorted({r.partition_path for r in results})
+    view = table.load_view(timeline, partitions)
+    out: dict[str, frozenset[str]] = {}
+    for partition in partitions:
+        names = {r.path.rsplit("/", 1)[-1] for r in results if r.partition_path == partition}
+        for group in view.file_groups_in(partition):
+            names.update(file_names_of(group, instant_time))
+        out[partition] = frozenset(names)
+    return out
 
 
 def _check_still_owned(
@@ -322,7 +350,7 @@ def _check_still_owned(
     heartbeat.check_owned()
     if inflight_mtime_ns is None:
         return
-    inflight = Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
+    inflight = Instant(instant_time, table.layout.clustering_action, State.INFLIGHT)
     status = table.storage.status(table.layout.instant_path(inflight))
     if status is None or status.mtime_ns != inflight_mtime_ns:
         raise HeartbeatLostError(
@@ -335,7 +363,7 @@ def _check_still_owned(
 def _create_inflight(table: HudiTable, instant_time: str, lock: TableLock) -> int | None:
     """Under the lock: `Tc.replacecommit.inflight`; its mtime identifies this attempt's claim."""
     lock.check_held()
-    inflight = Instant(instant_time, Action.REPLACE_COMMIT, State.INFLIGHT)
+    inflight = Instant(instant_time, table.layout.clustering_action, State.INFLIGHT)
     create_instant_file(table.storage, table.layout, inflight)
     status = table.storage.status(table.layout.instant_path(inflight))
     return status.mtime_ns if status is not None else None
@@ -444,8 +472,8 @@ def schedule_clustering(
         create_instant_file(
             table.storage,
             table.layout,
-            Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED),
-            codecs.encode(metadata),
+            Instant(instant_time, table.layout.clustering_action, State.REQUESTED),
+            codecs.encode(metadata, table.format.clustering_plan_schema),
         )
     log.debug(
         "table %s: scheduled clustering %s: %d groups, %d file slices",
@@ -573,7 +601,7 @@ def _run_and_commit(
     try:
         commit_clustering(
             table, instant_time, plan, results, schema, lock, heartbeat, inflight_mtime_ns, read_instants,
-            zone=table.timeline_zone(zone),
+            zone=table.timeline_zone(zone), now=now(),
         )  # fmt: skip
     except ConflictError as conflict:
         # The lock is released by now (locks are not re-entrant; rollback takes it itself).

@@ -47,6 +47,7 @@ def requested_metadata(plan: PlannedClustering, paths: PathQualifier) -> codecs.
         extra_metadata=dict(plan.extra_metadata),
         version=PLAN_VERSION,
         preserve_hoodie_metadata=plan.preserve_hoodie_metadata,
+        missing_schedule_partitions=plan.missing_partitions,
     )
     return codecs.RequestedReplaceMetadata(
         operation_type=codecs.CLUSTER_OPERATION,

@@ -36,7 +36,7 @@ from service.table.codecs import (
     decode,
 )
 from service.table.data_files import parse_base_file
-from service.table.instant import Action, Instant, State
+from service.table.instant import Action, Instant
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, parse_instant_time
 
@@ -267,7 +267,9 @@ def _clustering_plan(table: HudiTable, instant: Instant) -> PlannedClustering | 
     the write stats name files."""
     if not table.facts_reader.is_clustering_plan(instant):  # only the answer is cached
         return None
-    requested = Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED)
+    requested = table.facts_reader.requested_file(instant)
+    if requested is None:
+        return None
     meta = _decode(table, requested, RequestedReplaceMetadata)
     if meta.clustering_plan is None:
         return None

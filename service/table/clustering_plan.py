@@ -91,6 +91,8 @@ class PlannedClustering:
     strategy_params: Mapping[str, str] = field(default_factory=dict)
     extra_metadata: Mapping[str, str] = field(default_factory=dict)
     preserve_hoodie_metadata: bool = True
+    # Partitions with candidates left out (`missingSchedulePartitions`, written on table versions 8/9).
+    missing_partitions: tuple[str, ...] = ()
 
     @property
     def input_file_groups(self) -> frozenset[FileGroupId]:

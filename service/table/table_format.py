@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from service.errors import TableServicesRefusedError, UnsupportedTableError
 from service.table.codecs.compaction import COMPACTION_PLAN_SCHEMA_0_15
+from service.table.codecs.replace import REQUESTED_REPLACE_SCHEMA_0_15
 from service.table.layout import TimelineLayout
 from service.table.mdt.mdt_format import MDT_FORMAT_V6, MDT_FORMATS, MdtFormat
 from service.table.properties import TableConfig, TableServiceKind
@@ -23,8 +24,8 @@ _LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
 # What a version's tables are served for so far; the rest is refused with `_NOT_YET`'s reason.
 _WRITES_SERVED = {
     6: frozenset(TableServiceKind),
-    8: frozenset({TableServiceKind.CLEANING, TableServiceKind.COMPACTION}),
-    9: frozenset({TableServiceKind.CLEANING, TableServiceKind.COMPACTION}),
+    8: frozenset(TableServiceKind),
+    9: frozenset(TableServiceKind),
 }
 _NOT_YET = (
     "{service} of table version {version} (Hudi 1.x) is not served yet; `status` reads the table. "
@@ -56,6 +57,8 @@ class TableFormat:
     # The schema file a compaction plan is written in: 0.15's for version 6, else the newest (1.x's,
     # with `missingSchedulePartitions`).
     compaction_plan_schema: str | None = None
+    # The same for a clustering plan (`HoodieRequestedReplaceMetadata`).
+    clustering_plan_schema: str | None = None
 
     @classmethod
     def for_table(cls, config: TableConfig, base_uri: str, *, strict: bool = True) -> TableFormat:
@@ -90,6 +93,7 @@ class TableFormat:
             rollback_deletes_log_files=not v6,
             clean_inflight_holds_plan=version < 9,
             compaction_plan_schema=COMPACTION_PLAN_SCHEMA_0_15 if v6 else None,
+            clustering_plan_schema=REQUESTED_REPLACE_SCHEMA_0_15 if v6 else None,
         )
 
     def accepted_mdt_partitions(self, config: TableConfig) -> tuple[str, ...]:

@@ -50,10 +50,22 @@ class TimelineFactsReader:
         """Decode the file of `instant` in its current state (cached when immutable)."""
         return self._decode_file(instant, model_type)
 
+    def requested_file(self, instant: Instant) -> Instant | None:
+        """The `.requested` instant file of `instant` on storage, None when it has none. On layout 2 a
+        clustering is requested as `clustering` and completes as `replacecommit` (an insert overwrite
+        is requested as `replacecommit`): for a replacecommit both are looked for."""
+        candidates = [Instant(instant.timestamp, instant.action, State.REQUESTED)]
+        if self._layout.version >= 2 and instant.action is Action.REPLACE_COMMIT:
+            candidates.insert(0, Instant(instant.timestamp, Action.CLUSTERING, State.REQUESTED))
+        for requested in candidates:
+            if self._storage.exists(self._layout.instant_path(requested)):
+                return requested
+        return None
+
     def requested_plan(self, instant: Instant, model_type: type[M]) -> M | None:
         """Decode the `.requested` file of a pending instant (plans are read from there, as Java does)."""
-        requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
-        if not self._storage.exists(self._layout.instant_path(requested)):
+        requested = self.requested_file(instant)
+        if requested is None:
             return None
         return self._decode_file(requested, model_type)
 
@@ -75,8 +87,8 @@ class TimelineFactsReader:
     def is_clustering_plan(self, instant: Instant) -> bool:
         """Whether the `.requested` file of `instant` is a clustering plan; only the answer is cached
         (a completed clustering's plan can list thousands of slices nobody reads again)."""
-        requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
-        if not self._storage.exists(self._layout.instant_path(requested)):
+        requested = self.requested_file(instant)
+        if requested is None:
             return False
         return self.derived(
             requested, "is_clustering", lambda: self._read(requested, RequestedReplaceMetadata).is_clustering
@@ -89,7 +101,8 @@ class TimelineFactsReader:
         requested = self.requested_plan(instant, RequestedReplaceMetadata)
         if requested is None or not requested.is_clustering or requested.clustering_plan is None:
             return None
-        requested_file = Instant(instant.timestamp, instant.action, State.REQUESTED)
+        requested_file = self.requested_file(instant)
+        assert requested_file is not None  # requested_plan found it
         guard = self._path_guard(self._storage.qualify(self._layout.instant_path(requested_file)))
         kind = f"{PlannedClustering.__name__}:{'names' if file_names_only else 'paths'}"
         return self.derived(

@@ -132,6 +132,17 @@ def build_groups(
     parquet_max_file_size_bytes: int = DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES,
 ) -> list[PlannedGroup]:
     """`PartitionAwareClusteringPlanStrategy.buildClusteringGroupsForPartition` for one partition."""
+    return _build_groups(partition, slices, config, parquet_max_file_size_bytes)[0]
+
+
+def _build_groups(
+    partition: str,
+    slices: Sequence[FileSlice],
+    config: ClusteringConfig,
+    parquet_max_file_size_bytes: int,
+) -> tuple[list[PlannedGroup], bool]:
+    """The groups and whether the partition was only partly scheduled (the `max.num.groups` cut
+    stopped it before its last slices: Hudi 1.x's `partialScheduled`)."""
 
     def size(s: FileSlice) -> int:
         return _size(s, parquet_max_file_size_bytes)
@@ -143,12 +154,14 @@ def build_groups(
     closed: list[tuple[list[FileSlice], int]] = []
     current: list[FileSlice] = []
     current_bytes = 0
+    partial = False
     for s in ordered:
         s_bytes = size(s)
         if current_bytes + s_bytes > config.max_bytes_per_group and current:
             closed.append((current, current_bytes))
             current, current_bytes = [], 0
             if len(closed) >= config.max_num_groups:
+                partial = True
                 break
         current.append(s)
         current_bytes += s_bytes
@@ -167,7 +180,7 @@ def build_groups(
                 size_bytes=group_bytes,
             )
         )
-    return groups
+    return groups, partial
 
 
 def within_budget(groups: Sequence[PlannedGroup], max_bytes: int | None) -> list[PlannedGroup]:
@@ -217,11 +230,17 @@ def plan_clustering(
         )
     counts = EligibilityCounts()
     groups: list[PlannedGroup] = []
+    # Hudi 1.x's `missingSchedulePartitions` (incremental table services, its default): partitions
+    # whose candidates this plan does not all take, so that its incremental scheduler comes back.
+    missing: list[str] = []
     for partition in partitions:
-        built = build_groups(
+        built, partial = _build_groups(
             partition, eligible_slices(view, partition, config, counts), config, parquet_max_file_size_bytes
         )
+        if partial or len(built) > config.max_num_groups:
+            missing.append(partition)
         groups.extend(built[: config.max_num_groups])
+    missing.extend(g.partition_path for g in groups[config.max_num_groups :])
     groups = groups[: config.max_num_groups]
     if not groups:
         lone = (
@@ -241,11 +260,13 @@ def plan_clustering(
         )
         return PlanOutcome(None, reason, tuple(partitions), counts)
     deferred = len(groups) - len(budgeted)
+    missing.extend(g.partition_path for g in groups[len(budgeted) :])
     groups = budgeted
     plan = PlannedClustering(
         groups=tuple(groups),
         strategy_class=config.execution_strategy_class,
         strategy_params=dict(config.strategy_params),
+        missing_partitions=tuple(dict.fromkeys(missing)),
     )
     reason = (
         f"{len(groups)} groups, {sum(len(g.slices) for g in groups)} file slices, "

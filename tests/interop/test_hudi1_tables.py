@@ -136,19 +136,16 @@ def test_status_reports_the_version_and_completion_times(
     assert report["replaced_file_groups"] > 0
 
 
+# A metadata-table partition the service does not keep in sync on 1.x: an expression index.
+_EXPRESSION_INDEX_REFUSED = (
+    r"partition\(s\) expr_index_value_upper .* keeps only files, column_stats, partition_stats, "
+    r"bloom_filters, record_index in sync"
+)
+
+
 @pytest.mark.parametrize(
     ("service", "metadata", "reason"),
-    [
-        ("cluster", False, r"clustering of table version {v} \(Hudi 1.x\) is not served yet"),
-        ("compact", False, r"compaction of table version {v} \(Hudi 1.x\) is not served yet"),
-        # A metadata-table partition the service does not keep in sync on 1.x: an expression index.
-        (
-            "clean",
-            True,
-            r"partition\(s\) expr_index_value_upper .* keeps only files, column_stats, partition_stats, "
-            r"bloom_filters, record_index in sync",
-        ),
-    ],
+    [(service, True, _EXPRESSION_INDEX_REFUSED) for service in ("clean", "cluster", "compact")],
 )
 def test_services_not_served_are_refused_by_name_and_nothing_changes(
     hudi1: HudiJvm,

@@ -41,6 +41,7 @@ from service.table.codecs.compaction import (
 )
 from service.table.codecs.replace import (
     CLUSTER_OPERATION,
+    REQUESTED_REPLACE_SCHEMA_0_15,
     ClusteringGroup,
     ClusteringPlan,
     ClusteringStrategy,
@@ -87,6 +88,7 @@ __all__ = [
     "LATEST_CLEAN_PLAN_VERSION",
     "LATEST_COMPACTION_PLAN_VERSION",
     "NULL_COMMIT",
+    "REQUESTED_REPLACE_SCHEMA_0_15",
     "SCHEMA_KEY",
     "ActionInstant",
     "AvroRootModel",

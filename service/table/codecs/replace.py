@@ -47,6 +47,12 @@ class ClusteringPlan(AvroModel):
     extra_metadata: Mapping[str, str] | None = None
     version: Int32 | None = 1
     preserve_hoodie_metadata: bool | None = None
+    # Hudi 1.x: partitions whose candidates the plan did not all take, for its incremental scheduler.
+    missing_schedule_partitions: tuple[str, ...] | None = None
+
+
+# Plans of version-6 tables are written in Hudi 0.15's schema, without `missingSchedulePartitions`.
+REQUESTED_REPLACE_SCHEMA_0_15 = "HoodieRequestedReplaceMetadata-0.15"
 
 
 class RequestedReplaceMetadata(AvroRootModel):

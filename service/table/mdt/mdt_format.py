@@ -85,8 +85,9 @@ MDT_FORMAT_V8 = MdtFormat(
     logs_per_deltacommit=True,
     column_stats_deletes_as_keys=True,
     columns_from_index_definitions=True,
-    # A compaction recomputes the partition_stats of the partitions it wrote into (a clean writes none).
-    index_partitions_written=(COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION),
+    # A compaction and a clustering recompute the partition_stats of the partitions they wrote into (a
+    # clean writes none); a clustering writes the record index's new locations of the keys it moved.
+    index_partitions_written=(COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION, RECORD_INDEX_PARTITION),
     partitions=(
         FILES_PARTITION,
         COLUMN_STATS_PARTITION,

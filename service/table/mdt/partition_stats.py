@@ -42,12 +42,13 @@ def partition_files(
     for partition in partitions:
         names: set[str] = set()
         for group in view.file_groups_in(partition):
-            names.update(_group_files(group, instant_time))
+            names.update(file_names_of(group, instant_time))
         out[partition] = frozenset(names)
     return out
 
 
-def _group_files(group: FileGroup, instant_time: str) -> Iterable[str]:
+def file_names_of(group: FileGroup, instant_time: str) -> Iterable[str]:
+    """The files one group contributes to a recompute at `instant_time` (`partition_files`)."""
     if group.is_replaced or not group.slices:
         return ()
     if group.pending_compaction_instant == instant_time:

@@ -1,0 +1,295 @@
+"""Clustering of tables Hudi 1.0.2 (version 8) and 1.1.1 (version 9) wrote, copy-on-write and
+merge-on-read, with the metadata table on with each version's Spark defaults (`files`,
+`column_stats`, `partition_stats`) and the record index, against Hudi 1.x's own clustering of an
+identical copy.
+
+- We schedule and execute: the plan is `clustering.requested` in 1.x's schema, the commit an Avro
+  `replacecommit` named with its completion time; Hudi's snapshot reads (metadata table on and off,
+  with data skipping) and hudi-rs hold the snapshot from before; `validate_metadata_table_files`
+  agrees with storage; the `partition_stats` equal those Hudi's clustering of a copy writes (bounds
+  and counts), and the record index points every moved key at its new file group: a Hudi writer with
+  `hoodie.index.type=RECORD_INDEX` updates each key once, inserts land, its compaction goes on.
+- Plans cross over: Hudi executes our plan, and we execute Hudi's.
+- SIGKILL at each step of our execution: readers see the table as before, the next run completes.
+
+Our clustering runs in a child process (the command stops the Spark session it used).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.table import codecs
+from service.table.instant import Action
+from service.table.mdt.index_keys import PARTITION_STATS_PARTITION, RECORD_INDEX_PARTITION
+from service.table.mdt.index_records import ColumnStats, RecordIndexInfo
+from service.table.table import HudiTable
+from tests.support.crash_at import run_killed_at
+from tests.support.hudi1_histories import (
+    PARTITIONS,
+    SCHEMA,
+    hudi_rows,
+    hudi_rs_rows,
+    mdt_views,
+    rows,
+    writer_options,
+)
+from tests.support.hudi_jvm import HudiJvm
+from tests.support.mdt_records import mdt_index_records
+from tests.support.paths import REPO_ROOT
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+TABLE_TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
+RLI = {
+    "hoodie.metadata.record.index.enable": "true",  # 1.0
+    "hoodie.metadata.global.record.level.index.enable": "true",  # 1.1
+}
+SMALL_FILES = "hoodie.clustering.plan.strategy.small.file.limit=100000000"
+_names = iter(range(1_000_000))
+
+
+def _options(table_type: str, operation: str, **extra: str) -> dict[str, str]:
+    return {
+        **writer_options("template", table_type, True),
+        **RLI,
+        "hoodie.datasource.write.operation": operation,
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def templates(hudi1: HudiJvm, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Per table type: three inserts (three small file groups per partition), then upserts (log files
+    on merge-on-read, new base files on copy-on-write)."""
+    root = tmp_path_factory.mktemp(f"clustering-{hudi1.version}")
+    out = {}
+    for table_type in TABLE_TYPES:
+        base = root / table_type.lower() / "template"
+        for batch, ids in enumerate((range(0, 8), range(8, 16), range(16, 24))):
+            hudi1.write(base, rows(ids, batch), SCHEMA, _options(table_type, "insert"))
+        hudi1.write(base, rows([*range(2, 20, 3)], 3), SCHEMA, _options(table_type, "upsert"))
+        out[table_type] = base
+    return out
+
+
+def _copy(template: Path, tmp_path: Path, name: str) -> Path:
+    base = tmp_path / name
+    shutil.copytree(template, base, symlinks=True)
+    return base
+
+
+def _cluster(base: Path, mode: str, *extra: str) -> dict[str, Any]:
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    argv = [sys.executable, "-m", "service.cli", "cluster", "--base-path", str(base), "--timezone", "UTC",
+            "--mode", mode, "--spark-master", "local[2]", "--json", "--hoodie-conf", SMALL_FILES,
+            *extra]  # fmt: skip
+    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-4000:]
+    reply: dict[str, Any] = json.loads(done.stdout)
+    return reply
+
+
+def _hudi_clustering(jvm: HudiJvm, base: Path, op: str, instant: str | None = None) -> None:
+    name = f"c{next(_names)}"
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    at = f", instants => '{instant}'" if instant else ""
+    options = ",".join([SMALL_FILES, *(f"{k}={v}" for k, v in RLI.items())])
+    jvm.sql(f"call run_clustering(op => '{op}', table => '{name}'{at}, options => '{options}')")
+
+
+def _replacecommit(base: Path, instant: str) -> codecs.ReplaceCommitMetadata:
+    table = HudiTable.open(str(base))
+    [done] = [i for i in table.load_timeline().completed() if i.timestamp == instant]
+    assert done.action is Action.REPLACE_COMMIT and done.completion_time is not None
+    return table.facts_reader.metadata(done, codecs.ReplaceCommitMetadata)
+
+
+def _timeline_names(base: Path) -> set[str]:
+    return {p.name for p in (base / ".hoodie" / "timeline").iterdir()}
+
+
+def _reads(jvm: HudiJvm, base: Path) -> dict[str, Any]:
+    return {
+        "mdt": hudi_rows(jvm, base, metadata=True),
+        "no_mdt": hudi_rows(jvm, base, metadata=False),
+        "hudi_rs": hudi_rs_rows(base),
+    }
+
+
+def _check_mdt_agrees(jvm: HudiJvm, base: Path) -> None:
+    """Hudi's `validate_metadata_table_files`: every file on storage listed with its size."""
+    checked = [dict(row) for row in mdt_views(jvm, base)["validation"]]
+    assert checked and all(
+        r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
+        for r in checked
+    ), checked
+
+
+def _partition_stats(base: Path, instant: str) -> dict[str, tuple[Any, ...]]:
+    out = {}
+    for key, (record, _) in mdt_index_records(base, PARTITION_STATS_PARTITION, instant).items():
+        s = record.payload
+        assert isinstance(s, ColumnStats)
+        out[key] = (s.file_name, s.column_name, s.min_value, s.max_value, s.null_count, s.value_count,
+                    s.is_tight_bound, s.value_type)  # fmt: skip
+    return out
+
+
+def _completed_clustering(base: Path) -> str:
+    [instant] = [
+        i.timestamp
+        for i in HudiTable.open(str(base)).load_timeline().completed()
+        if i.action is Action.REPLACE_COMMIT
+    ]
+    return instant
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_our_clustering_reads_the_same_and_hudi_writes_on_with_the_record_index(
+    hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
+) -> None:
+    ours, theirs = (
+        _copy(templates[table_type], tmp_path, "ours"),
+        _copy(templates[table_type], tmp_path, "hudi"),
+    )
+    before = _reads(hudi1, ours)
+    reply = _cluster(ours, "scheduleAndExecute")
+    assert reply["result"]["committed"], reply
+    instant = _completed_clustering(ours)
+    assert f"{instant}.clustering.requested" in _timeline_names(ours)
+    assert not any(n.startswith(f"{instant}.replacecommit.") for n in _timeline_names(ours))
+    metadata = _replacecommit(ours, instant)
+    assert metadata.operation_type is codecs.WriteOperationType.CLUSTER
+    replaced = {(p, f) for p, ids in metadata.partition_to_replace_file_ids.items() for f in ids}
+    assert len(replaced) >= 6  # every small file group of both partitions
+    assert _reads(hudi1, ours) == before
+    _check_mdt_agrees(hudi1, ours)
+    skipping = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true"}
+    filtered = hudi1.read(ours, skipping, where="id >= 10")
+    assert sorted((r["id"], r["region"], r["ts"], r["value"]) for r in filtered) == [
+        r for r in before["mdt"] if r[0] >= 10
+    ]
+
+    # The record index: every key points at its new file group.
+    located = {
+        key: record.payload
+        for key, (record, _) in mdt_index_records(ours, RECORD_INDEX_PARTITION, instant).items()
+    }
+    assert sorted(int(k) for k in located) == sorted(r[0] for r in before["mdt"])
+    new_groups = {(s.partition_path, s.file_id) for s in metadata.write_stats}
+    assert all(
+        isinstance(p, RecordIndexInfo) and (p.partition_name, _file_id(p)) in new_groups
+        for p in located.values()
+    )
+
+    # Hudi clusters the identical copy: the same partitions' stats, bound for bound, count for count.
+    _hudi_clustering(hudi1, theirs, "scheduleAndExecute")
+    assert _partition_stats(ours, instant) == _partition_stats(theirs, _completed_clustering(theirs))
+
+    # Hudi's writer goes on with the record index: updates land once, inserts land.
+    index = {"hoodie.index.type": "RECORD_INDEX"}
+    upserted = [*range(0, 24, 5), 70, 71]
+    hudi1.write(ours, rows(upserted, 9), SCHEMA, _options(table_type, "upsert", **index))
+    expected = {r[0]: r for r in before["mdt"]}
+    expected.update({i: (i, PARTITIONS[i % 2], 9, "v9") for i in upserted})
+    after = hudi_rows(hudi1, ours, metadata=True)
+    assert after == sorted(expected.values())
+    assert hudi_rows(hudi1, ours, metadata=False) == after == hudi_rs_rows(ours)
+
+
+def _file_id(info: RecordIndexInfo) -> str:
+    """The file id a record-index entry names (`fileIdEncoding` 0: UUID halves and the `-N` index)."""
+    if info.file_id_encoding != 0:
+        return info.file_id
+    import uuid
+
+    assert info.file_id_high_bits is not None and info.file_id_low_bits is not None
+    value = ((info.file_id_high_bits & (2**64 - 1)) << 64) | (info.file_id_low_bits & (2**64 - 1))
+    return f"{uuid.UUID(int=value)}-{info.file_index}"
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_hudi_executes_our_plan(
+    hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
+) -> None:
+    base = _copy(templates[table_type], tmp_path, "ours_plan")
+    before = _reads(hudi1, base)
+    reply = _cluster(base, "schedule")
+    [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
+    assert reply["plan"] is not None
+    _hudi_clustering(hudi1, base, "execute", instant)
+    assert _completed_clustering(base) == instant
+    assert _reads(hudi1, base) == before
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_we_execute_hudis_plan(
+    hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
+) -> None:
+    base = _copy(templates[table_type], tmp_path, "hudi_plan")
+    before = _reads(hudi1, base)
+    _hudi_clustering(hudi1, base, "schedule")
+    [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
+    reply = _cluster(base, "execute", "--instant-time", instant)
+    assert reply["result"]["committed"], reply
+    assert _completed_clustering(base) == instant
+    assert _reads(hudi1, base) == before
+    _check_mdt_agrees(hudi1, base)
+
+
+# Heartbeats of 1 s x 2 misses: the restarted run takes over the dead one's attempt after 2 s.
+HEARTBEAT = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]
+# (kill just before the file rather than after it, the path the kill is placed at)
+KILL_POINTS = {
+    "claimed": (False, r"^\.hoodie/timeline/\d{17}\.clustering\.inflight$"),
+    "after_mdt": (False, r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$"),
+    "files_written": (True, r"^\.hoodie/timeline/\d{17}_\d{17}\.replacecommit$"),
+    "committed": (False, r"^\.hoodie/timeline/\d{17}_\d{17}\.replacecommit$"),
+}
+
+
+@pytest.mark.parametrize("step", list(KILL_POINTS))
+def test_clustering_killed_is_never_half_visible_and_the_next_run_completes_it(
+    hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, step: str
+) -> None:
+    """SIGKILL at each step of executing our plan on a merge-on-read table with the record index:
+    readers see the table as before, and the next run rolls the attempt back (the metadata table's
+    deltacommit of it too) and completes, leaving only the commit's files of the instant."""
+    base = _copy(templates["MERGE_ON_READ"], tmp_path, f"killed_{step}")
+    before = _reads(hudi1, base)
+    _cluster(base, "schedule")
+    [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
+    before_file, pattern = KILL_POINTS[step]
+    args = ["cluster", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
+            "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT]  # fmt: skip
+    run_killed_at(pattern, args, tmp_path / "killed.log", before=before_file, timeout=600)
+    committed = any(re.fullmatch(rf"{instant}_\d{{17}}\.replacecommit", n) for n in _timeline_names(base))
+    assert committed == (step == "committed")
+    if step == "files_written":
+        assert list(base.rglob(f"*_{instant}.parquet")), "the attempt wrote its base files"
+    assert _reads(hudi1, base) == before
+
+    time.sleep(2.5)
+    if not committed:
+        assert _cluster(base, "execute", "--instant-time", instant, *HEARTBEAT)["result"]["committed"]
+    metadata = _replacecommit(base, instant)
+    stats = {str(base / s.path) for s in metadata.write_stats if s.path}
+    assert {str(p) for p in base.rglob(f"*_{instant}.parquet")} == stats
+    assert _reads(hudi1, base) == before
+    _check_mdt_agrees(hudi1, base)
+    mdt_timeline = base / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    completed = [
+        p for p in mdt_timeline.iterdir() if re.fullmatch(rf"{instant}_\d{{17}}\.deltacommit", p.name)
+    ]
+    assert len(completed) == 1
