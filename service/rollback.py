@@ -95,7 +95,9 @@ ROLLBACK_METADATA_VERSION = 1
 ROLLBACK_ACTIONS = frozenset({Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT})
 # A compaction completes as a commit; a failed attempt is rolled back from its MERGE/CREATE markers
 # and its plan kept for the retry (`HoodieTable.rollbackInflightCompaction`, `keep_requested=True`).
-_PLANNED_ACTIONS = ROLLBACK_ACTIONS | {Action.COMPACTION}
+# Pending table services: a compaction, and on layout 2 a clustering (its own action until it
+# completes as a replacecommit).
+_PLANNED_ACTIONS = ROLLBACK_ACTIONS | {Action.COMPACTION, Action.CLUSTERING}
 
 Clock = Callable[[], float]
 
@@ -152,7 +154,7 @@ def plan_rollback(table: HudiTable, instant: Instant) -> codecs.RollbackPlan:
     if instant.action not in _PLANNED_ACTIONS:
         raise UnsupportedTableError(
             f"{table.base_uri}: rolling back {instant} is not supported "
-            "(only commit, replacecommit, deltacommit and compaction)"
+            "(only commit, replacecommit, deltacommit, compaction and clustering)"
         )
     requests: list[codecs.RollbackRequest] = []
     if instant.state is not State.REQUESTED:
@@ -258,7 +260,7 @@ def affected_partitions(table: HudiTable, instant: Instant) -> list[str] | None:
 
     They are listed and files in them deleted: each is confined to the table first.
     """
-    if instant.action is Action.REPLACE_COMMIT:
+    if instant.action.comparable is Action.REPLACE_COMMIT:
         plan = table.facts_reader.clustering_plan(instant, file_names_only=True)  # partitions confined
         if plan is not None:
             return sorted({s.partition_path for g in plan.groups for s in g.slices})
