@@ -104,3 +104,26 @@ def test_a_planned_log_of_a_write_pending_at_read_and_still_pending_conflicts(tm
     for state in (State.INFLIGHT, State.REQUESTED):  # rolled back: nothing was lost
         (t.base / _instant_path(ts(2), state)).unlink()
     _check(table, plan, read)
+
+
+def test_layout_2_a_log_file_of_a_pending_deltacommit_on_an_input_group_conflicts(tmp_path: Path) -> None:
+    """Table version 9: each deltacommit writes log files of its own, named by it, which count only once
+    it completes. One still pending on an input group may complete after the replacecommit, into a
+    replaced group: refused, naming it. On another group it changes nothing."""
+    t = FixtureTable(tmp_path / "t", table_type="MERGE_ON_READ", table_version=9)
+    t.commit(
+        ts(1),
+        [FileSpec("a", fid(1)), FileSpec("a", fid(2))],
+        action=Action.DELTA_COMMIT,
+        completion_time=ts(2),
+    )
+    table, plan, read = _planned(t)
+    t.commit(
+        ts(11), [], action=Action.DELTA_COMMIT, state=State.INFLIGHT, logs=[LogSpec("a", fid(2), ts(11), 1)]
+    )
+    _check(table, plan, read)
+    t.commit(
+        ts(12), [], action=Action.DELTA_COMMIT, state=State.INFLIGHT, logs=[LogSpec("a", fid(1), ts(12), 1)]
+    )
+    with pytest.raises(ConflictError, match=rf"deltacommit {ts(12)}, still pending, writes file group"):
+        _check(table, plan, read)
