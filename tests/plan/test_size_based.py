@@ -233,6 +233,26 @@ def _groups_of(
 
 
 # ---------------------------------------------------------------- clustering.max_bytes_per_run
+def _missing(files: Mapping[str, Sequence[tuple[str, float]]], **config: object) -> tuple[str, ...]:
+    outcome = plan_clustering(snapshot(files), config_of(dict(config)), NOW)
+    assert outcome.plan is not None, outcome.reason
+    return outcome.plan.missing_partitions
+
+
+def test_missing_partitions_are_those_whose_candidates_the_plan_did_not_all_take() -> None:
+    """Hudi 1.x's `missingSchedulePartitions`: a partition stopped by `max.num.groups` (partly
+    scheduled), and the partitions of groups past the plan-wide cut; each once."""
+    files = {p: [(f"{p}1", 55), (f"{p}2", 54), (f"{p}3", 53)] for p in ("a", "b", "c")}
+    assert _missing(files) == ()
+    # Two groups at most: every partition stops after two of its three slices (partly scheduled).
+    assert _missing(files, **{MAX_GROUPS: 2}) == ("a", "b", "c")
+    # Three: a's three groups fill the plan; b's and c's fall past the plan-wide cut.
+    assert _missing(files, **{MAX_GROUPS: 3}) == ("b", "c")
+    # The product's per-run budget defers whole groups: their partitions are missing too.
+    outcome = _budgeted({"p1": [("a", 60), ("b", 40), ("c", 50)], "p2": [("d", 30), ("e", 30)]}, 150)
+    assert outcome.plan is not None and outcome.plan.missing_partitions == ("p2",)
+
+
 def _budgeted(files: Mapping[str, Sequence[tuple[str, float]]], budget_mb: float) -> PlanOutcome:
     return plan_clustering(snapshot(files), config_of({}), NOW, max_bytes_per_run=int(budget_mb * MB))
 
