@@ -21,16 +21,9 @@ from service.table.properties import TableConfig, TableServiceKind
 SERVED_TABLE_VERSIONS = (6, 8, 9)
 # `HoodieTableVersion` -> the timeline layout version its tables must carry (`TimelineLayoutVersion`).
 _LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
-# What a version's tables are served for so far; the rest is refused with `_NOT_YET`'s reason.
-_WRITES_SERVED = {
-    6: frozenset(TableServiceKind),
-    8: frozenset(TableServiceKind),
-    9: frozenset(TableServiceKind),
-}
-_NOT_YET = (
-    "{service} of table version {version} (Hudi 1.x) is not served yet; `status` reads the table. "
-    "Run Hudi's own {service} on it meanwhile, or keep its writers at table version 6 "
-    "(hoodie.write.auto.upgrade=false, or hoodie.write.table.version=6) before their first write"
+_NOT_SERVED = (
+    "{service} of table version {version} is not served; `status` reads the table (the service serves "
+    "table versions 6, 8 and 9)"
 )
 
 
@@ -87,7 +80,7 @@ class TableFormat:
         return cls(
             table_version=version,
             layout=layout,
-            services=_WRITES_SERVED[version],
+            services=frozenset(TableServiceKind),
             lists_through_mdt=v6,
             mdt=MDT_FORMATS[version],
             rollback_deletes_log_files=not v6,
@@ -109,7 +102,7 @@ class TableFormat:
         """TableServicesRefusedError (a refusal with its way out, not a failure) when not served."""
         where = f"table {config.name!r} at {base_uri}"
         if not self.serves(service):
-            reason = _NOT_YET.format(service=service.value, version=self.table_version)
+            reason = _NOT_SERVED.format(service=service.value, version=self.table_version)
             raise TableServicesRefusedError(f"{where}: {reason}")
         try:
             config.check_supported(base_uri, self.accepted_mdt_partitions(config))
