@@ -22,7 +22,18 @@ from service.errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-BUNDLE_JAR_NAME = "hudi-spark3.5-bundle_2.12-0.15.0.jar"
+# The demo's writer: Hudi 0.15.0 (table version 6) by default, or Hudi 1.1.1 (`--hudi 1.1`: it creates
+# a version-9 table). `./run setup` fetches both bundles.
+HUDI_BUNDLES = {"0.15": "0.15.0", "1.1": "1.1.1"}
+DEFAULT_HUDI = "0.15"
+BUNDLE_JAR_NAME = f"hudi-spark3.5-bundle_2.12-{HUDI_BUNDLES[DEFAULT_HUDI]}.jar"
+# Hudi 1.x's record index (the index upsert-heavy tables pick): built in the metadata table and used
+# by the writer to locate records (1.0's switch and 1.1's).
+RECORD_INDEX_OPTIONS = {
+    "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.global.record.level.index.enable": "true",
+    "hoodie.index.type": "RECORD_INDEX",
+}
 ZK_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 CITIES = ("amsterdam", "lisbon", "oslo")
 _JAVA17_OPENS = (
@@ -38,15 +49,17 @@ def hts_home() -> Path:
     return Path(os.environ.get("HTS_HOME", Path.home() / ".cache" / "hudi-table-service"))
 
 
-def bundle_jar() -> Path:
-    jar = hts_home() / "jars" / BUNDLE_JAR_NAME
+def bundle_jar(hudi: str = DEFAULT_HUDI) -> Path:
+    """The Spark bundle of Hudi `hudi` (a key of `HUDI_BUNDLES`)."""
+    jar = hts_home() / "jars" / f"hudi-spark3.5-bundle_2.12-{HUDI_BUNDLES[hudi]}.jar"
     if not jar.exists():
         raise ConfigError(f"Hudi bundle {jar} is missing; run ./run setup")
     return jar
 
 
-def demo_spark() -> SparkSession:
-    """A local SparkSession with Hudi's extensions (joins the process's session if one runs)."""
+def demo_spark(hudi: str = DEFAULT_HUDI) -> SparkSession:
+    """A local SparkSession with Hudi `hudi`'s bundle and extensions (joins the process's session if
+    one runs)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -55,7 +68,7 @@ def demo_spark() -> SparkSession:
     conf = {
         "spark.master": "local[2]",
         "spark.app.name": "hudi-table-service-demo-writer",
-        "spark.jars": str(bundle_jar()),
+        "spark.jars": str(bundle_jar(hudi)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
@@ -81,11 +94,13 @@ def demo_writer_options(
     zk_connect: str | None = None,
     lock_base_path: str = "/hudi/locks",
     table_type: str = "COPY_ON_WRITE",
+    record_index: bool = False,
 ) -> dict[str, str]:
     """Hudi writer options of the demo table (partitioned by `city`, keyed by `order_id`).
 
     MERGE_ON_READ: updates land in log files; the writer neither compacts nor schedules compaction
-    (the daemon's clustering rewrites the slices, logs merged)."""
+    (the daemon's services rewrite the slices, logs merged). `record_index`: the writer keeps and uses
+    the record index (Hudi 1.x)."""
     opts = {
         "hoodie.table.name": table_name,
         "hoodie.datasource.write.table.type": table_type,
@@ -109,6 +124,8 @@ def demo_writer_options(
                 "hoodie.datasource.compaction.async.enable": "false",
             }
         )
+    if record_index:
+        opts.update(RECORD_INDEX_OPTIONS)
     if zk_connect:
         opts.update(
             {

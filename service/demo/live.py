@@ -8,10 +8,12 @@ the same znode, schedules and executes clustering and cleaning as the triggers f
 page up. With `--table-type MERGE_ON_READ` the writer's updates land in log files, which every
 clustering merges (the daemon's compaction is off here): each is printed with the log files it merged
 and the updated records they held. The writer keeps Hudi's default metadata table (`files` partition),
-which the daemon updates with every instant it completes. At the end the table is read back through
-Hudi twice, listing files through the metadata table and through storage: every order exactly once with
-its latest value, the same rows from the same files both ways; the last line counts the rows written
-and the updates among them. Each run writes a fresh table under the work directory.
+which the daemon updates with every instant it completes. `--hudi 1.1` runs Hudi 1.1.1's writer
+instead: a version-9 table with 1.1's defaults (`column_stats` and `partition_stats` too) and the
+record index, which the daemon's clusterings keep pointing at the moved records. At the end the table
+is read back through Hudi twice, listing files through the metadata table and through storage: every
+order exactly once with its latest value, the same rows from the same files both ways; the last line
+counts the rows written and the updates among them. Each run writes a fresh table under the work directory.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from service.config.daemon import load_daemon_config
 from service.config.hoodie_keys import HEARTBEAT_INTERVAL_MS
 from service.daemon import Daemon
 from service.demo.hudi_writer import (
+    DEFAULT_HUDI,
+    HUDI_BUNDLES,
     demo_batch,
     demo_latest,
     demo_spark,
@@ -58,6 +62,13 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-interval", type=float, default=3.0, help="seconds between writer batches")
     parser.add_argument("--rows-per-batch", type=int, default=400)
     parser.add_argument("--metrics-port", type=int, default=9464)
+    parser.add_argument(
+        "--hudi",
+        choices=tuple(HUDI_BUNDLES),
+        default=DEFAULT_HUDI,
+        help="the writer's Hudi: 0.15 (table version 6) or 1.1 (Hudi 1.1.1: a version-9 table with its "
+        "defaults and the record index)",
+    )
     parser.add_argument(
         "--table-type",
         choices=("COPY_ON_WRITE", "MERGE_ON_READ"),
@@ -113,8 +124,10 @@ def demo_config(base_path: str, zk: str, metrics_port: int) -> dict[str, object]
     }
 
 
-def _write_batch(spark: SparkSession, base: str, batch: int, rows: int, zk: str, table_type: str) -> None:
-    opts = demo_writer_options("demo", zk, LOCK_BASE_PATH, table_type)
+def _write_batch(
+    spark: SparkSession, base: str, batch: int, rows: int, zk: str, table_type: str, hudi: str
+) -> None:
+    opts = demo_writer_options("demo", zk, LOCK_BASE_PATH, table_type, record_index=hudi != DEFAULT_HUDI)
     opts["hoodie.table.timeline.timezone"] = "UTC"
     # An attempt Hudi rejects (an update to a file group under pending clustering, SparkRejectUpdateStrategy)
     # stays pending until a clean rolls it back once its heartbeat expired (LAZY failed writes), and
@@ -152,7 +165,7 @@ def _failure_reason(exc: Exception) -> str:
 
 
 def _writer(
-    spark: SparkSession, base: str, rows: int, interval: float, zk: str, table_type: str,
+    spark: SparkSession, base: str, rows: int, interval: float, zk: str, table_type: str, hudi: str,
     stop: threading.Event, written: list[int],
 ) -> None:  # fmt: skip
     """Commit batch after batch until `stop`. A failed attempt is retried with the same rows until the
@@ -165,7 +178,7 @@ def _writer(
         while not stop.is_set():
             before = _last_writer_commit(table)
             try:
-                _write_batch(spark, base, batch, rows, zk, table_type)
+                _write_batch(spark, base, batch, rows, zk, table_type, hudi)
             except Exception as exc:  # Hudi rejects updates to file groups being clustered: retry
                 reason = _failure_reason(exc)
                 if _last_writer_commit(table) == before:
@@ -275,24 +288,27 @@ def run_demo(args: argparse.Namespace) -> int:
         )
     base = str(Path(args.work_dir) / time.strftime("live-%Y%m%d-%H%M%S"))
     Path(base).parent.mkdir(parents=True, exist_ok=True)
-    spark = demo_spark()
+    spark = demo_spark(args.hudi)
+    indexes = "" if args.hudi == DEFAULT_HUDI else ", record index on (table version 9)"
     with LoopbackZookeeper() as zookeeper:
         zk = zookeeper.connect_string
         print(
-            f"demo table {base} ({args.table_type}; Hudi's defaults: metadata table on); ZooKeeper on {zk}; "
-            "Hudi's writer and the daemon share its lock",
+            f"demo table {base} ({args.table_type}, Hudi {HUDI_BUNDLES[args.hudi]}'s writer with its "
+            f"defaults: metadata table on{indexes}); ZooKeeper on {zk}; Hudi's writer and the daemon "
+            "share its lock",
             flush=True,
         )
-        _write_batch(spark, base, 0, args.rows_per_batch, zk, args.table_type)
+        _write_batch(spark, base, 0, args.rows_per_batch, zk, args.table_type, args.hudi)
         written = [0]
         print(f"  writer: committed batch 0 ({_batch_summary(0, args.rows_per_batch)})", flush=True)
         config_path = Path(base + "-daemon.yaml")
         config_path.write_text(yaml.safe_dump(demo_config(base, zk, args.metrics_port), sort_keys=False))
         daemon = Daemon(load_daemon_config(config_path), executor=SparkExecutor(session=spark))
         stop = threading.Event()
+        writer_args = (spark, base, args.rows_per_batch, args.batch_interval, zk, args.table_type, args.hudi)
         writer = threading.Thread(
             target=_writer,
-            args=(spark, base, args.rows_per_batch, args.batch_interval, zk, args.table_type, stop, written),
+            args=(*writer_args, stop, written),
             name="demo-writer",
             daemon=True,
         )

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,7 @@ from service.demo.live import add_demo_arguments, run_demo
 from service.table.instant import Action
 from service.table.mdt.timeline import load_mdt_timeline
 from service.table.table import HudiTable
+from tests.support.paths import REPO_ROOT
 from tests.support.ports import free_port
 
 # Each run: the demo's duration below, Hudi's writer and the daemon starting, the final reads.
@@ -81,3 +85,25 @@ def test_live_demo_clusters_cleans_and_keeps_every_order(
     # Every instant the daemon completed was mirrored into the MDT as a deltacommit of the same time.
     mdt_done = {i.timestamp for i in load_mdt_timeline(table.storage).completed()}
     assert {i.timestamp for i in ours} <= mdt_done
+
+
+def test_live_demo_with_hudi_1_1s_writer_keeps_every_order_on_a_version_9_table(tmp_path: Path) -> None:
+    """`./run demo --hudi 1.1`: Hudi 1.1.1's writer (its own process: one bundle per JVM) creates a
+    version-9 table with its defaults and the record index, which it uses to locate the orders it
+    updates; the daemon clusters and cleans beside it and every order is read once, at its latest."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    argv = [sys.executable, "-m", "service.cli", "--log-level", "WARNING", "demo", "--hudi", "1.1",
+            "--work-dir", str(tmp_path), "--duration", "70", "--batch-interval", "2", "--rows-per-batch",
+            "200", "--metrics-port", str(free_port())]  # fmt: skip
+    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, timeout=900, check=False)
+    out = done.stdout.decode()
+    assert done.returncode == 0, out[-3000:] + done.stderr.decode()[-3000:]
+    assert "Hudi 1.1.1's writer" in out and "MISMATCH" not in out
+    assert "daemon: clustering committed at" in out and "daemon: clean completed at" in out
+    assert re.search(r"verify: \d+ rows written in \d+ batches.*every order holds its latest value", out)
+    [table_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    table = HudiTable.open(str(table_dir))
+    assert table.config.version == 9
+    assert {"files", "column_stats", "partition_stats", "record_index"} <= set(
+        table.config.metadata_partitions
+    )
