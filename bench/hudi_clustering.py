@@ -58,6 +58,7 @@ from bench.common import (
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
 from service.clustering.orchestrator import read_clustering_plan
 from service.config.hoodie import HoodieConfig
+from service.demo.hudi_writer import DEFAULT_HUDI
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
@@ -307,9 +308,11 @@ def start_session(
     extra_jars: Sequence[Path] = (),
     master: str = "local[2]",
     executor_memory: str | None = None,
+    hudi: str = DEFAULT_HUDI,
 ) -> SparkSession:
-    """local[2] (or `master`) with the Hudi bundle, the same session for both contenders (the
-    clustering benchmark's configuration plus what Hudi's SQL procedures need)."""
+    """local[2] (or `master`) with Hudi `hudi`'s bundle (0.15, or 1.1 for version-9 tables), the same
+    session for both contenders (the clustering benchmark's configuration plus what Hudi's SQL
+    procedures need)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -323,7 +326,7 @@ def start_session(
         "spark.master": master,
         "spark.app.name": "hudi-table-service-bench-hudi-clustering",
         "spark.driver.memory": driver_memory,
-        "spark.jars": ",".join(str(j) for j in (bundle_jar(), *extra_jars)),
+        "spark.jars": ",".join(str(j) for j in (bundle_jar(hudi), *extra_jars)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",

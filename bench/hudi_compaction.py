@@ -10,6 +10,10 @@ group has a base file and a log file per round. Per contender the table is copie
 compact every file slice (`hoodie.compact.inline.max.delta.commits=1`, Hudi's default strategy).
 Hudi's snapshot reads of both copies must hold the same rows (asserted); wall seconds of each and
 the ratio are recorded. An untimed warm-up on a tiny table takes JIT and first-use costs out.
+
+`--hudi 1.1` runs the same with Hudi 1.1.1 (bundle, writer, procedure and reader): the table is of
+version 9, with Hudi 1.1's metadata-table defaults (`column_stats`, `partition_stats`) and the record
+index, which both compactions keep; results go to `hudi-compaction-v9.json`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from bench.common import (
 from service.compaction.executor import execute_compaction
 from service.compaction.scheduler import schedule_compaction
 from service.config.hoodie import HoodieConfig
+from service.demo.hudi_writer import DEFAULT_HUDI, HUDI_BUNDLES, RECORD_INDEX_OPTIONS
 from service.executor import SparkExecutor
 from service.lock.in_process import InProcessTableLock
 from service.table.table import HudiTable
@@ -44,6 +49,9 @@ if TYPE_CHECKING:
 NAME = "hudi-compaction"
 TABLE = "bench_mor"
 EVERY_DELTACOMMIT = {"hoodie.compact.inline.max.delta.commits": "1"}
+# What a Hudi 1.1 table gets besides the 0.15 writer's options: the record index (kept by every Hudi
+# writer and procedure that is told so; one that is not drops it) and instants in UTC.
+HUDI_1_OPTIONS = {**RECORD_INDEX_OPTIONS, "hoodie.table.timeline.timezone": "UTC"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,15 @@ class Options:
     work_dir: Path | None = None
     results_dir: Path | None = None
     driver_memory: str = "6g"
+    hudi: str = DEFAULT_HUDI  # the Hudi of the writer, the contender and the reads: 0.15 or 1.1
+
+    @property
+    def hudi_options(self) -> dict[str, str]:
+        return {} if self.hudi == DEFAULT_HUDI else dict(HUDI_1_OPTIONS)
+
+    @property
+    def results_name(self) -> str:
+        return NAME if self.hudi == DEFAULT_HUDI else f"{NAME}-v9"
 
 
 @dataclass(frozen=True)
@@ -92,8 +109,10 @@ class Run:
     rows: int
 
 
-def build_table(spark: SparkSession, base: Path, shape: TableShape) -> None:
-    """The merge-on-read input, written by Hudi (see the module docstring)."""
+def build_table(
+    spark: SparkSession, base: Path, shape: TableShape, extra: Mapping[str, str] | None = None
+) -> None:
+    """The merge-on-read input, written by Hudi (see the module docstring); `extra` writer options."""
     from pyspark.sql import functions as F
 
     from tests.support import hudi_tables as ht
@@ -101,6 +120,7 @@ def build_table(spark: SparkSession, base: Path, shape: TableShape) -> None:
 
     options = ht.writer_options(TABLE, ht.RECORD_KEY, ht.PRECOMBINE, (ht.PARTITION_FIELD,))
     options.update(mor_options({"hoodie.parquet.small.file.limit": "0"}))
+    options.update(extra or {})
 
     def rows(start: int, end: int, batch: int) -> DataFrame:
         return ht.rows_for_ids(spark.range(start, end), batch)
@@ -125,8 +145,8 @@ def _input_files(base: Path) -> tuple[int, int, int]:
     return len(data), sum(p.stat().st_size for p in data), sum(1 for p in data if ".log." in p.name)
 
 
-def run_hudi(spark: SparkSession, base: Path) -> Contender:
-    options = ",".join(f"{k}={v}" for k, v in EVERY_DELTACOMMIT.items())
+def run_hudi(spark: SparkSession, base: Path, extra: Mapping[str, str] | None = None) -> Contender:
+    options = ",".join(f"{k}={v}" for k, v in {**EVERY_DELTACOMMIT, **(extra or {})}.items())
     call = f"CALL run_compaction(op => 'run', path => '{base}', options => '{options}')"
     with stopwatch() as sw:
         spark.sql(call).collect()
@@ -150,10 +170,11 @@ def run_ours(spark: SparkSession, base: Path) -> Contender:
 def _contender(name: str, base: Path, seconds: float, schedule_seconds: float | None) -> Contender:
     """The figures of the one compaction commit on `base`, from its commit metadata."""
     from service.table import codecs
+    from service.table.instant import Action
 
-    [commit] = list((base / ".hoodie").glob("*.commit"))
-    metadata = codecs.decode(codecs.CommitMetadata, commit.read_bytes(), str(commit))
-    stats = metadata.write_stats
+    table = HudiTable.open(str(base))
+    [commit] = [i for i in table.load_timeline().completed() if i.action is Action.COMMIT]
+    stats = table.facts_reader.metadata(commit, codecs.CommitMetadata).write_stats
     return Contender(name, seconds, schedule_seconds, len(stats), sum(s.file_size_in_bytes for s in stats))
 
 
@@ -165,12 +186,12 @@ def same_rows(spark: SparkSession, left: Path, right: Path) -> tuple[bool, int]:
     return same and frames[1].exceptAll(frames[0]).isEmpty(), count
 
 
-def run_once(spark: SparkSession, source: Path, work: Path) -> Run:
+def run_once(spark: SparkSession, source: Path, work: Path, extra: Mapping[str, str] | None = None) -> Run:
     files, size, logs = _input_files(source)
     copies = {name: work / f"{name}-copy" for name in ("hudi", "ours")}
     for copy in copies.values():
         shutil.copytree(source, copy)
-    hudi = run_hudi(spark, copies["hudi"])
+    hudi = run_hudi(spark, copies["hudi"], extra)
     ours = run_ours(spark, copies["ours"])
     same, rows = same_rows(spark, copies["hudi"], copies["ours"])
     for copy in copies.values():
@@ -186,17 +207,18 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         if session is None:
             from bench.hudi_clustering import start_session
 
-            session = start_session(work, options.driver_memory)
+            session = start_session(work, options.driver_memory, hudi=options.hudi)
+        extra = options.hudi_options
         with stopwatch() as built:
-            build_table(session, work / "table", options.shape)
+            build_table(session, work / "table", options.shape, extra)
         print(f"built {options.shape.rows:,} rows ({built.seconds:.1f}s)", flush=True)
         if options.shape != TINY:  # untimed warm-up
-            build_table(session, work / "warm-up", TINY)
-            run_once(session, work / "warm-up", work / "warm-up-copies")
-        result = run_once(session, work / "table", work)
+            build_table(session, work / "warm-up", TINY, extra)
+            run_once(session, work / "warm-up", work / "warm-up-copies", extra)
+        result = run_once(session, work / "table", work, extra)
         payload = _payload(options, result, command)
         _print(payload)
-        path = write_results(NAME, payload, options.results_dir)
+        path = write_results(options.results_name, payload, options.results_dir)
         print(f"\nwrote {path}", flush=True)
         payload["results_path"] = str(path)
         if not result.same_rows:
@@ -213,7 +235,8 @@ def _payload(options: Options, result: Run, command: str | None) -> dict[str, An
     return {
         "command": command or f"bench.hudi_compaction.run({options})",
         "shape": asdict(options.shape) | {"updated_rows": options.shape.updated_rows},
-        "settings": dict(EVERY_DELTACOMMIT),
+        "hudi": options.hudi,
+        "settings": {**EVERY_DELTACOMMIT, **options.hudi_options},
         "run": asdict(result) | {"ours_over_hudi_seconds": round(ratio, 3) if ratio else None},
     }
 
@@ -239,11 +262,17 @@ def _print(payload: Mapping[str, Any]) -> None:
 def main(argv: Sequence[str]) -> int:
     parser = bench_parser(NAME, __doc__, f"{QUICK.rows:,} rows instead of {FULL.rows:,}")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
+    parser.add_argument(
+        "--hudi", choices=tuple(HUDI_BUNDLES), default=DEFAULT_HUDI, help="1.1: a version-9 table, Hudi 1.1.1"
+    )
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
         return status
     options = Options(
-        shape=QUICK if args.quick else FULL, work_dir=args.work_dir, results_dir=args.results_dir
+        shape=QUICK if args.quick else FULL,
+        work_dir=args.work_dir,
+        results_dir=args.results_dir,
+        hudi=args.hudi,
     )
     run(options, command=command_line(NAME, argv))
     return 0
