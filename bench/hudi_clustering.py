@@ -43,7 +43,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.clustering import SORT_COLUMNS, InputTable, build_input_table, cluster_ours, fresh_copy
+from bench.clustering import (
+    SORT_COLUMNS,
+    TABLE_NAME,
+    InputTable,
+    build_input_table,
+    cluster_ours,
+    fresh_copy,
+)
 from bench.common import (
     RESULTS_DIR,
     add_input_size_options,
@@ -58,7 +65,7 @@ from bench.common import (
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
 from service.clustering.orchestrator import read_clustering_plan
 from service.config.hoodie import HoodieConfig
-from service.demo.hudi_writer import DEFAULT_HUDI
+from service.demo.hudi_writer import DEFAULT_HUDI, HUDI_BUNDLES
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
@@ -84,6 +91,17 @@ HUDI_ONLY_SETTINGS = {
     "hoodie.clean.automatic": "false",
     "hoodie.archive.automatic": "false",
 }
+# `--hudi 1.1`: the input upgraded to version 9 by Hudi 1.1.1's writer, with its metadata-table defaults
+# (`files`, `column_stats`, `partition_stats`) and the record index, which both clusterings keep in
+# sync: Hudi's with the metadata table on and the record-index options (a procedure without them
+# drops the partition).
+HUDI_1_ONLY_SETTINGS = {
+    "hoodie.metadata.enable": "true",
+    "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.global.record.level.index.enable": "true",
+    "hoodie.clean.automatic": "false",
+    "hoodie.archive.automatic": "false",
+}
 
 
 @dataclass(frozen=True)
@@ -106,6 +124,15 @@ class Options:
     # in their own directories, as when the work outgrows one process (issue 12 §4).
     standalone: bool = False
     executor_memory: str = "8g"
+    hudi: str = DEFAULT_HUDI  # 1.1: Hudi 1.1.1 on the input upgraded to table version 9
+
+    @property
+    def hudi_only_settings(self) -> dict[str, str]:
+        return dict(HUDI_ONLY_SETTINGS if self.hudi == DEFAULT_HUDI else HUDI_1_ONLY_SETTINGS)
+
+    @property
+    def results_name(self) -> str:
+        return NAME if self.hudi == DEFAULT_HUDI else f"{NAME}-v9"
 
     @classmethod
     def quick(cls) -> Options:
@@ -159,7 +186,9 @@ def plan_settings(options: Options, layout: str, method: str) -> dict[str, str]:
     }
 
 
-def run_clustering_call(base: Path | str, settings: Mapping[str, str]) -> str:
+def run_clustering_call(
+    base: Path | str, settings: Mapping[str, str], hudi_only: Mapping[str, str] = HUDI_ONLY_SETTINGS
+) -> str:
     """`CALL run_clustering` for `settings`. `RunClusteringProcedure` splits `options` on ',' and '=',
     so the sort columns (a comma list) go through its `order` argument and the layout through
     `order_strategy`; every other key through `options`."""
@@ -168,7 +197,7 @@ def run_clustering_call(base: Path | str, settings: Mapping[str, str]) -> str:
     for key, value in rest.items():
         if "," in value or "=" in value:
             raise ValueError(f"run_clustering options cannot carry {key}={value!r}")
-    options = ",".join(f"{k}={v}" for k, v in {**rest, **HUDI_ONLY_SETTINGS}.items())
+    options = ",".join(f"{k}={v}" for k, v in {**rest, **hudi_only}.items())
     return (
         f"CALL run_clustering(path => '{base}', order => '{settings[sort_key]}', "
         f"order_strategy => '{settings[layout_key]}', op => 'scheduleAndExecute', options => '{options}')"
@@ -192,7 +221,9 @@ def _outcome(
     """What one contender left: its plan's groups, its output files, and Hudi's reading of the table."""
     hudi = HudiTable.open(str(table.base))
     instant = _completed_clustering(hudi)
-    plan = read_clustering_plan(hudi, Instant(instant.timestamp, Action.REPLACE_COMMIT, State.REQUESTED))
+    plan = read_clustering_plan(
+        hudi, Instant(instant.timestamp, hudi.layout.clustering_action, State.REQUESTED)
+    )
     groups = [sorted(s.file_id for s in g.slices) for g in plan.groups]
     planned = [g.num_output_file_groups for g in plan.groups]
     outputs = new_base_files(table.base, instant.timestamp)
@@ -215,10 +246,48 @@ def new_base_files(base: Path, instant_time: str) -> list[Path]:
     return sorted(out)
 
 
-def run_hudi(spark: SparkSession, table: InputTable, settings: Mapping[str, str]) -> float:
+def run_hudi(
+    spark: SparkSession,
+    table: InputTable,
+    settings: Mapping[str, str],
+    hudi_only: Mapping[str, str] = HUDI_ONLY_SETTINGS,
+) -> float:
     with stopwatch() as sw:
-        spark.sql(run_clustering_call(table.base, settings)).collect()
+        spark.sql(run_clustering_call(table.base, settings, hudi_only)).collect()
     return sw.seconds
+
+
+def upgrade_to_version_9(spark: SparkSession, table: InputTable) -> InputTable:
+    """Hudi 1.1.1's writer upserts a few rows of the input twice (their own values): its first write
+    upgrades the table to version 9 and builds the metadata table, the second the record index."""
+    from service.table.properties import load_table_config
+    from service.table.storage import Storage
+
+    meta = [c for c in spark.read.format("hudi").load(str(table.base)).columns if c.startswith("_hoodie")]
+    options = {
+        "hoodie.table.name": TABLE_NAME,
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "hoodie.datasource.write.operation": "upsert",
+        "hoodie.table.timeline.timezone": "UTC",
+        "hoodie.compact.inline": "false",
+        "hoodie.clustering.inline": "false",
+        **HUDI_1_ONLY_SETTINGS,
+    }
+    for _ in range(2):
+        rows = spark.read.format("hudi").load(str(table.base)).where("id < 8").drop(*meta)
+        rows.write.format("hudi").options(**options).mode("append").save(str(table.base))
+    config = load_table_config(Storage.for_base_uri(str(table.base)))
+    if config.version != 9 or "record_index" not in config.metadata_partitions:
+        raise RuntimeError(
+            f"{table.base}: Hudi 1.1.1 left table version {config.version} with metadata partitions "
+            f"{config.metadata_partitions}, not version 9 with the record index"
+        )
+    files = [p for p in table.base.glob("*.parquet")]
+    return InputTable(
+        table.base, table.files, table.rows, sum(p.stat().st_size for p in files), table.commits
+    )
 
 
 def run_ours(spark: SparkSession, table: InputTable, settings: Mapping[str, str]) -> float:
@@ -379,6 +448,7 @@ def _run(
                 options.driver_memory,
                 master=master,
                 executor_memory=options.executor_memory if options.standalone else None,
+                hudi=options.hudi,
             )
         )
         with stopwatch() as built:
@@ -389,6 +459,8 @@ def _run(
         read_back = session.read.format("hudi").load(str(source.base)).count()
         if read_back != source.rows:
             raise RuntimeError(f"Hudi reads {read_back} rows of the input's {source.rows}")
+        if options.hudi != DEFAULT_HUDI:
+            source = upgrade_to_version_9(session, source)
         print(
             f"input: {len(source.files)} files, {source.rows:,} rows, {source.bytes / MB:.1f} MB "
             f"(built in {built.seconds:.1f}s; Hudi reads all rows)",
@@ -401,7 +473,10 @@ def _run(
             settings = plan_settings(options, layout, method)
             for name in CONTENDERS:
                 copy = fresh_copy(source, work / f"{name}-{layout}-{method}")
-                seconds = (run_hudi if name == "hudi" else run_ours)(session, copy, settings)
+                if name == "hudi":
+                    seconds = run_hudi(session, copy, settings, options.hudi_only_settings)
+                else:
+                    seconds = run_ours(session, copy, settings)
                 runs.append(_outcome(session, name, layout, method, copy, seconds))
                 bases[len(runs) - 1] = copy.base
                 print(f"  {name} {layout} {method}: {seconds:.1f}s, {runs[-1].mb_per_s:.2f} MB/s", flush=True)
@@ -410,7 +485,7 @@ def _run(
         payload = _payload(options, source, runs, floor, command)
         payload["spark_master"] = "standalone" if master.startswith("spark://") else master
         _print(payload)
-        path = write_results(NAME, payload, options.results_dir)
+        path = write_results(options.results_name, payload, options.results_dir)
         payload["results_path"] = str(path)
         from bench.hudi_clustering_chart import draw
 
@@ -426,8 +501,10 @@ def _run(
 def _warm_up(spark: SparkSession, work: Path, options: Options) -> None:
     """One untimed run of each contender on a tiny table, so neither timed run pays for JIT start-up."""
     tiny = build_input_table(work / "input", 4, 4_000, options.seed, options.codec)
+    if options.hudi != DEFAULT_HUDI:
+        tiny = upgrade_to_version_9(spark, tiny)
     settings = plan_settings(options, "HILBERT", "DIRECT")
-    run_hudi(spark, fresh_copy(tiny, work / "hudi"), settings)
+    run_hudi(spark, fresh_copy(tiny, work / "hudi"), settings, options.hudi_only_settings)
     run_ours(spark, fresh_copy(tiny, work / "ours"), settings)
     shutil.rmtree(work, ignore_errors=True)
 
@@ -500,7 +577,8 @@ def _payload(
             if k != "results_dir"
         },
         "input": {"files": len(source.files), "rows": source.rows, "mb": round(source.bytes / MB, 3)},
-        "hudi_only_settings": HUDI_ONLY_SETTINGS,
+        "hudi": options.hudi,
+        "hudi_only_settings": options.hudi_only_settings,
         "predicates": {p.key: p.label for p in PREDICATES},
         "runs": figures,
         "comparisons": comparisons,
@@ -568,6 +646,12 @@ def main(argv: Sequence[str]) -> int:
         action="store_true",
         help="run both contenders on a standalone Spark cluster (master + worker on loopback)",
     )
+    parser.add_argument(
+        "--hudi",
+        choices=tuple(HUDI_BUNDLES),
+        default=DEFAULT_HUDI,
+        help="1.1: Hudi 1.1.1 on the input upgraded to table version 9 with the record index",
+    )
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
         return status
@@ -579,6 +663,7 @@ def main(argv: Sequence[str]) -> int:
         work_dir=args.work_dir,
         results_dir=args.results_dir,
         standalone=args.standalone,
+        hudi=args.hudi,
     )
     run(options, command=command_line(NAME, argv))
     return 0
