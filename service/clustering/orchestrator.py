@@ -11,7 +11,6 @@ file groups; the failed attempt is rolled back by markers.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -46,14 +45,11 @@ from service.table.listing_check import check_mdt_listing, verified_storage_view
 from service.table.log_format.merge import InstantFilter, MergeConfig
 from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
-from service.table.mdt.commit import commit_records, sync_files_partition
-from service.table.mdt.index_sync import commit_index_records
-from service.table.mdt.mdt_format import PARTITION_STATS_PARTITION
-from service.table.mdt.partition_stats import PartitionFiles, file_names_of
 from service.table.properties import TableType
+from service.table.service_commit import complete_table_service
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema
-from service.table.timeline import Timeline, complete_instant, create_instant_file, next_instant_time
+from service.table.timeline import Timeline, create_instant_file, next_instant_time
 from strategies.clustering.size_based import plan_clustering
 from strategies.clustering.small_files import SmallFiles, small_files
 from strategies.clustering.trigger import (
@@ -299,49 +295,11 @@ def commit_clustering(
         lock.check_held()
         if heartbeat is not None:
             heartbeat.check_owned()  # finalizing may have taken a while
-        records = commit_records(metadata, table.storage.qualify(instant_time))
-        timeline = table.load_timeline()
-        indexes = functools.partial(
-            commit_index_records,
-            table.storage,
-            metadata=metadata,
-            instant_time=instant_time,
-            relocated_in=zone,
-            partition_files=_partition_files(table, timeline, instant_time, results),
-        )
-        sync_files_partition(
-            table.storage, timeline, instant_time, records, indexes, expected=table.format, now=now, tz=zone
-        )  # MDT first
-        # Layout 1: `T.replacecommit` (JSON); layout 2: `T_<completion>.replacecommit` (Avro), the
-        # completion time drawn under the lock.
         pending = Instant(instant_time, table.layout.clustering_action, State.INFLIGHT)
-        content = codecs.encode_commit(metadata, avro=table.layout.version >= 2)
-        complete_instant(table.storage, table.layout, timeline, pending, content, now, zone)
+        complete_table_service(
+            table, table.load_timeline(), pending, metadata, now=now, zone=zone, relocated_in=zone
+        )
     delete_marker_dir(table.storage, instant_time)
-
-
-def _partition_files(
-    table: HudiTable,
-    timeline: Timeline,
-    instant_time: str,
-    results: Sequence[BaseFileWriteResult],
-) -> PartitionFiles | None:
-    """The files of the clustered partitions for a 1.x `partition_stats` recompute: the new files and
-    every file group's latest slice, the groups this clustering replaces included: they are not
-    replaced until it completes, and Hudi 1.0.2's and 1.1.1's clustering counts them (their ranges
-    equal the new files', their counts and sizes add up twice; seen against Hudi's clustering of a
-    copy in tests/interop/test_hudi1_clustering.py). None where no such index is kept."""
-    if table.layout.version < 2 or PARTITION_STATS_PARTITION not in table.config.metadata_partitions:
-        return None
-    partitions = sorted({r.partition_path for r in results})
-    view = table.load_view(timeline, partitions)
-    out: dict[str, frozenset[str]] = {}
-    for partition in partitions:
-        names = {r.path.rsplit("/", 1)[-1] for r in results if r.partition_path == partition}
-        for group in view.file_groups_in(partition):
-            names.update(file_names_of(group, instant_time))
-        out[partition] = frozenset(names)
-    return out
 
 
 def _check_still_owned(

@@ -25,10 +25,9 @@ execution (ours or Java's) rolls it back by its markers and re-executes the plan
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
@@ -45,13 +44,10 @@ from service.table.instant import Action, Instant, State
 from service.table.log_format.merge import MergeConfig
 from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
-from service.table.mdt.commit import commit_records, sync_files_partition
-from service.table.mdt.index_sync import commit_index_records
-from service.table.mdt.mdt_format import PARTITION_STATS_PARTITION
-from service.table.mdt.partition_stats import PartitionFiles, partition_files
+from service.table.service_commit import complete_table_service
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema
-from service.table.timeline import Timeline, complete_instant, create_instant_file
+from service.table.timeline import Timeline, create_instant_file
 
 log = logging.getLogger(__name__)
 
@@ -254,17 +250,6 @@ def _job(
     )
 
 
-def _partition_files(
-    table: HudiTable, timeline: Timeline, instant_time: str, partitions: Iterable[str]
-) -> PartitionFiles | None:
-    """The files of the compacted partitions once C completes, for a 1.x `partition_stats` recompute
-    (None where no such index is kept: nothing to list)."""
-    if table.layout.version < 2 or PARTITION_STATS_PARTITION not in table.config.metadata_partitions:
-        return None
-    partitions = list(partitions)
-    return partition_files(table.load_view(timeline, partitions), partitions, instant_time)
-
-
 def _commit(
     table: HudiTable,
     instant_time: str,
@@ -275,8 +260,7 @@ def _commit(
     now: datetime,
     zone: tzinfo,
 ) -> None:
-    """Under the lock: this attempt's stray files go, the MDT deltacommit C is written, then `C.commit`
-    (JSON on layout 1; on layout 2 Avro, named with a completion time drawn under the lock)."""
+    """Under the lock: this attempt's stray files go, then C completes (`complete_table_service`)."""
     by_partition: dict[str, list[codecs.WriteStat]] = {}
     for stat in stats:
         by_partition.setdefault(stat.partition_path or "", []).append(stat)
@@ -299,17 +283,5 @@ def _commit(
             if marker.data_file_path not in keep:
                 table.storage.delete_file(marker.data_file_path)
         lock.check_held()
-        records = commit_records(metadata, table.storage.qualify(instant_time))
-        indexes = functools.partial(
-            commit_index_records,
-            table.storage,
-            metadata=metadata,
-            instant_time=instant_time,
-            partition_files=_partition_files(table, timeline, instant_time, by_partition),
-        )
-        sync_files_partition(
-            table.storage, timeline, instant_time, records, indexes, expected=table.format, now=now, tz=zone
-        )  # MDT first
-        content = codecs.encode_commit(metadata, avro=table.layout.version >= 2)
-        complete_instant(table.storage, table.layout, timeline, current, content, now, zone)
+        complete_table_service(table, timeline, current, metadata, now=now, zone=zone)
     delete_marker_dir(table.storage, instant_time)

@@ -31,17 +31,25 @@ import pytest
 
 from service.table import codecs
 from service.table.instant import Action
-from service.table.mdt.index_keys import PARTITION_STATS_PARTITION, RECORD_INDEX_PARTITION
-from service.table.mdt.index_records import ColumnStats, RecordIndexInfo
+from service.table.mdt.index_keys import RECORD_INDEX_PARTITION
+from service.table.mdt.index_records import RecordIndexInfo
 from service.table.table import HudiTable
-from tests.support.crash_at import run_killed_at
+from tests.support.crash_at import (
+    HEARTBEAT_1S,
+    check_only_the_commits_files_left,
+    layout_2_kill_points,
+    run_killed_at,
+)
 from tests.support.hudi1_histories import (
     PARTITIONS,
+    RLI_OPTIONS,
     SCHEMA,
+    check_mdt_files_agree,
     hudi_rows,
     hudi_rs_rows,
-    mdt_views,
+    partition_stats_written,
     rows,
+    snapshot_reads,
     writer_options,
 )
 from tests.support.hudi_jvm import HudiJvm
@@ -51,10 +59,6 @@ from tests.support.paths import REPO_ROOT
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 TABLE_TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
-RLI = {
-    "hoodie.metadata.record.index.enable": "true",  # 1.0
-    "hoodie.metadata.global.record.level.index.enable": "true",  # 1.1
-}
 SMALL_FILES = "hoodie.clustering.plan.strategy.small.file.limit=100000000"
 _names = iter(range(1_000_000))
 
@@ -62,7 +66,7 @@ _names = iter(range(1_000_000))
 def _options(table_type: str, operation: str, **extra: str) -> dict[str, str]:
     return {
         **writer_options("template", table_type, True),
-        **RLI,
+        **RLI_OPTIONS,
         "hoodie.datasource.write.operation": operation,
         **extra,
     }
@@ -104,7 +108,7 @@ def _hudi_clustering(jvm: HudiJvm, base: Path, op: str, instant: str | None = No
     name = f"c{next(_names)}"
     jvm.sql(f"create table {name} using hudi location '{base}'")
     at = f", instants => '{instant}'" if instant else ""
-    options = ",".join([SMALL_FILES, *(f"{k}={v}" for k, v in RLI.items())])
+    options = ",".join([SMALL_FILES, *(f"{k}={v}" for k, v in RLI_OPTIONS.items())])
     jvm.sql(f"call run_clustering(op => '{op}', table => '{name}'{at}, options => '{options}')")
 
 
@@ -117,33 +121,6 @@ def _replacecommit(base: Path, instant: str) -> codecs.ReplaceCommitMetadata:
 
 def _timeline_names(base: Path) -> set[str]:
     return {p.name for p in (base / ".hoodie" / "timeline").iterdir()}
-
-
-def _reads(jvm: HudiJvm, base: Path) -> dict[str, Any]:
-    return {
-        "mdt": hudi_rows(jvm, base, metadata=True),
-        "no_mdt": hudi_rows(jvm, base, metadata=False),
-        "hudi_rs": hudi_rs_rows(base),
-    }
-
-
-def _check_mdt_agrees(jvm: HudiJvm, base: Path) -> None:
-    """Hudi's `validate_metadata_table_files`: every file on storage listed with its size."""
-    checked = [dict(row) for row in mdt_views(jvm, base)["validation"]]
-    assert checked and all(
-        r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
-        for r in checked
-    ), checked
-
-
-def _partition_stats(base: Path, instant: str) -> dict[str, tuple[Any, ...]]:
-    out = {}
-    for key, (record, _) in mdt_index_records(base, PARTITION_STATS_PARTITION, instant).items():
-        s = record.payload
-        assert isinstance(s, ColumnStats)
-        out[key] = (s.file_name, s.column_name, s.min_value, s.max_value, s.null_count, s.value_count,
-                    s.is_tight_bound, s.value_type)  # fmt: skip
-    return out
 
 
 def _completed_clustering(base: Path) -> str:
@@ -163,7 +140,7 @@ def test_our_clustering_reads_the_same_and_hudi_writes_on_with_the_record_index(
         _copy(templates[table_type], tmp_path, "ours"),
         _copy(templates[table_type], tmp_path, "hudi"),
     )
-    before = _reads(hudi1, ours)
+    before = snapshot_reads(hudi1, ours)
     reply = _cluster(ours, "scheduleAndExecute")
     assert reply["result"]["committed"], reply
     instant = _completed_clustering(ours)
@@ -173,8 +150,8 @@ def test_our_clustering_reads_the_same_and_hudi_writes_on_with_the_record_index(
     assert metadata.operation_type is codecs.WriteOperationType.CLUSTER
     replaced = {(p, f) for p, ids in metadata.partition_to_replace_file_ids.items() for f in ids}
     assert len(replaced) >= 6  # every small file group of both partitions
-    assert _reads(hudi1, ours) == before
-    _check_mdt_agrees(hudi1, ours)
+    assert snapshot_reads(hudi1, ours) == before
+    check_mdt_files_agree(hudi1, ours)
     skipping = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true"}
     filtered = hudi1.read(ours, skipping, where="id >= 10")
     assert sorted((r["id"], r["region"], r["ts"], r["value"]) for r in filtered) == [
@@ -195,7 +172,9 @@ def test_our_clustering_reads_the_same_and_hudi_writes_on_with_the_record_index(
 
     # Hudi clusters the identical copy: the same partitions' stats, bound for bound, count for count.
     _hudi_clustering(hudi1, theirs, "scheduleAndExecute")
-    assert _partition_stats(ours, instant) == _partition_stats(theirs, _completed_clustering(theirs))
+    assert partition_stats_written(ours, instant) == partition_stats_written(
+        theirs, _completed_clustering(theirs)
+    )
 
     # Hudi's writer goes on with the record index: updates land once, inserts land.
     index = {"hoodie.index.type": "RECORD_INDEX"}
@@ -224,13 +203,13 @@ def test_hudi_executes_our_plan(
     hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
 ) -> None:
     base = _copy(templates[table_type], tmp_path, "ours_plan")
-    before = _reads(hudi1, base)
+    before = snapshot_reads(hudi1, base)
     reply = _cluster(base, "schedule")
     [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
     assert reply["plan"] is not None
     _hudi_clustering(hudi1, base, "execute", instant)
     assert _completed_clustering(base) == instant
-    assert _reads(hudi1, base) == before
+    assert snapshot_reads(hudi1, base) == before
 
 
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
@@ -238,25 +217,17 @@ def test_we_execute_hudis_plan(
     hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
 ) -> None:
     base = _copy(templates[table_type], tmp_path, "hudi_plan")
-    before = _reads(hudi1, base)
+    before = snapshot_reads(hudi1, base)
     _hudi_clustering(hudi1, base, "schedule")
     [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
     reply = _cluster(base, "execute", "--instant-time", instant)
     assert reply["result"]["committed"], reply
     assert _completed_clustering(base) == instant
-    assert _reads(hudi1, base) == before
-    _check_mdt_agrees(hudi1, base)
+    assert snapshot_reads(hudi1, base) == before
+    check_mdt_files_agree(hudi1, base)
 
 
-# Heartbeats of 1 s x 2 misses: the restarted run takes over the dead one's attempt after 2 s.
-HEARTBEAT = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]
-# (kill just before the file rather than after it, the path the kill is placed at)
-KILL_POINTS = {
-    "claimed": (False, r"^\.hoodie/timeline/\d{17}\.clustering\.inflight$"),
-    "after_mdt": (False, r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$"),
-    "files_written": (True, r"^\.hoodie/timeline/\d{17}_\d{17}\.replacecommit$"),
-    "committed": (False, r"^\.hoodie/timeline/\d{17}_\d{17}\.replacecommit$"),
-}
+KILL_POINTS = layout_2_kill_points("clustering", "replacecommit")
 
 
 @pytest.mark.parametrize("step", list(KILL_POINTS))
@@ -267,29 +238,23 @@ def test_clustering_killed_is_never_half_visible_and_the_next_run_completes_it(
     readers see the table as before, and the next run rolls the attempt back (the metadata table's
     deltacommit of it too) and completes, leaving only the commit's files of the instant."""
     base = _copy(templates["MERGE_ON_READ"], tmp_path, f"killed_{step}")
-    before = _reads(hudi1, base)
+    before = snapshot_reads(hudi1, base)
     _cluster(base, "schedule")
     [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
     before_file, pattern = KILL_POINTS[step]
     args = ["cluster", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
-            "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT]  # fmt: skip
+            "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT_1S]  # fmt: skip
     run_killed_at(pattern, args, tmp_path / "killed.log", before=before_file, timeout=600)
     committed = any(re.fullmatch(rf"{instant}_\d{{17}}\.replacecommit", n) for n in _timeline_names(base))
     assert committed == (step == "committed")
     if step == "files_written":
         assert list(base.rglob(f"*_{instant}.parquet")), "the attempt wrote its base files"
-    assert _reads(hudi1, base) == before
+    assert snapshot_reads(hudi1, base) == before
 
     time.sleep(2.5)
     if not committed:
-        assert _cluster(base, "execute", "--instant-time", instant, *HEARTBEAT)["result"]["committed"]
+        assert _cluster(base, "execute", "--instant-time", instant, *HEARTBEAT_1S)["result"]["committed"]
     metadata = _replacecommit(base, instant)
-    stats = {str(base / s.path) for s in metadata.write_stats if s.path}
-    assert {str(p) for p in base.rglob(f"*_{instant}.parquet")} == stats
-    assert _reads(hudi1, base) == before
-    _check_mdt_agrees(hudi1, base)
-    mdt_timeline = base / ".hoodie" / "metadata" / ".hoodie" / "timeline"
-    completed = [
-        p for p in mdt_timeline.iterdir() if re.fullmatch(rf"{instant}_\d{{17}}\.deltacommit", p.name)
-    ]
-    assert len(completed) == 1
+    check_only_the_commits_files_left(base, instant, [s.path for s in metadata.write_stats if s.path])
+    assert snapshot_reads(hudi1, base) == before
+    check_mdt_files_agree(hudi1, base)

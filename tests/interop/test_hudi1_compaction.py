@@ -26,30 +26,38 @@ from service.cli import main
 from service.table import codecs
 from service.table.codecs.commit import WriteOperationType
 from service.table.instant import Action
-from service.table.mdt.index_keys import PARTITION_STATS_PARTITION
-from service.table.mdt.index_records import ColumnStats
 from service.table.table import HudiTable
-from tests.support.crash_at import run_killed_at
-from tests.support.hudi1_histories import SCHEMA, hudi_rows, hudi_rs_rows, mdt_views, rows, writer_options
+from tests.support.crash_at import (
+    HEARTBEAT_1S,
+    check_only_the_commits_files_left,
+    layout_2_kill_points,
+    run_killed_at,
+)
+from tests.support.hudi1_histories import (
+    RLI_OPTIONS,
+    SCHEMA,
+    check_mdt_files_agree,
+    hudi_rows,
+    hudi_rs_rows,
+    partition_stats_written,
+    rows,
+    snapshot_reads,
+    writer_options,
+)
 from tests.support.hudi_jvm import HudiJvm
-from tests.support.mdt_records import mdt_index_records
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
-RLI = {
-    "hoodie.metadata.record.index.enable": "true",  # 1.0
-    "hoodie.metadata.global.record.level.index.enable": "true",  # 1.1
-}
 _names = iter(range(1_000_000))
 
 
 def _options(name: str, operation: str, **extra: str) -> dict[str, str]:
     return {
         **writer_options(name, "MERGE_ON_READ", True),
-        **RLI,
+        **RLI_OPTIONS,
         "hoodie.datasource.write.operation": operation,
         **extra,
     }
@@ -93,7 +101,9 @@ def _hudi_compaction(jvm: HudiJvm, base: Path, op: str, instant: str | None = No
     name = f"c{next(_names)}"
     jvm.sql(f"create table {name} using hudi location '{base}'")
     at = f", timestamp => {instant}" if instant else ""
-    options = ",".join(f"{k}={v}" for k, v in {**RLI, "hoodie.compact.inline.max.delta.commits": "1"}.items())
+    options = ",".join(
+        f"{k}={v}" for k, v in {**RLI_OPTIONS, "hoodie.compact.inline.max.delta.commits": "1"}.items()
+    )
     jvm.sql(f"call run_compaction(op => '{op}', table => '{name}'{at}, options => '{options}')")
 
 
@@ -113,45 +123,16 @@ def _pending_compaction(base: Path) -> str:
     return pending
 
 
-def _reads(jvm: HudiJvm, base: Path) -> dict[str, Any]:
-    return {
-        "mdt": hudi_rows(jvm, base, metadata=True),
-        "no_mdt": hudi_rows(jvm, base, metadata=False),
-        "hudi_rs": hudi_rs_rows(base),
-    }
-
-
 def _read_optimized(jvm: HudiJvm, base: Path) -> list[tuple[Any, ...]]:
     got = jvm.read(base, {"hoodie.datasource.query.type": "read_optimized"})
     return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in got)
-
-
-def _check_mdt_agrees(jvm: HudiJvm, base: Path) -> None:
-    """Hudi's `validate_metadata_table_files`: every file on storage listed with its size."""
-    views = mdt_views(jvm, base)
-    rows_ = [dict(row) for row in views["validation"]]
-    assert rows_ and all(
-        r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
-        for r in rows_
-    ), rows_
-
-
-def _partition_stats(base: Path, instant: str) -> dict[str, tuple[Any, ...]]:
-    """The partition_stats records the MDT deltacommit `instant` wrote: bounds and counts by key."""
-    out = {}
-    for key, (record, _) in mdt_index_records(base, PARTITION_STATS_PARTITION, instant).items():
-        s = record.payload
-        assert isinstance(s, ColumnStats)
-        out[key] = (s.file_name, s.column_name, s.min_value, s.max_value, s.null_count, s.value_count,
-                    s.is_tight_bound, s.value_type)  # fmt: skip
-    return out
 
 
 def test_our_compaction_reads_the_same_and_hudi_writes_on(
     hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ours, theirs = _copy(template, tmp_path, "ours"), _copy(template, tmp_path, "hudi")
-    before = _reads(hudi1, ours)
+    before = snapshot_reads(hudi1, ours)
     reply = _compact(ours, "scheduleAndExecute", capsys)
     instant = reply["instant_time"]
     assert reply["result"]["committed"], reply
@@ -164,9 +145,9 @@ def test_our_compaction_reads_the_same_and_hudi_writes_on(
         "plan",
     )
     assert plan.missing_schedule_partitions == ()  # every slice with logs was taken
-    assert _reads(hudi1, ours) == before
+    assert snapshot_reads(hudi1, ours) == before
     assert _read_optimized(hudi1, ours) == before["mdt"]
-    _check_mdt_agrees(hudi1, ours)
+    check_mdt_files_agree(hudi1, ours)
     skipping = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true"}
     filtered = hudi1.read(ours, skipping, where="ts >= 2")
     assert sorted((r["id"], r["region"], r["ts"], r["value"]) for r in filtered) == [
@@ -177,7 +158,8 @@ def test_our_compaction_reads_the_same_and_hudi_writes_on(
     _hudi_compaction(hudi1, theirs, "scheduleAndExecute")
     [hudi_instant] = [i.timestamp for i in HudiTable.open(str(theirs)).load_timeline().completed()
                       if i.action is Action.COMMIT]  # fmt: skip
-    ours_stats, hudi_stats = _partition_stats(ours, instant), _partition_stats(theirs, hudi_instant)
+    ours_stats = partition_stats_written(ours, instant)
+    hudi_stats = partition_stats_written(theirs, hudi_instant)
     assert len(ours_stats) == 2 * 7  # two partitions, seven indexed columns (meta fields and data)
     assert ours_stats == hudi_stats
 
@@ -196,13 +178,13 @@ def test_hudi_executes_our_plan(
     hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = _copy(template, tmp_path, "ours_plan")
-    before = _reads(hudi1, base)
+    before = snapshot_reads(hudi1, base)
     instant = _compact(base, "schedule", capsys)["instant_time"]
     assert instant == _pending_compaction(base)
     _hudi_compaction(hudi1, base, "run", instant)
     metadata = _commit(base, instant)
     assert metadata.compacted and len(metadata.write_stats) == 2
-    assert _reads(hudi1, base) == before
+    assert snapshot_reads(hudi1, base) == before
     assert _read_optimized(hudi1, base) == before["mdt"]
 
 
@@ -210,15 +192,15 @@ def test_we_execute_hudis_plan(
     hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = _copy(template, tmp_path, "hudi_plan")
-    before = _reads(hudi1, base)
+    before = snapshot_reads(hudi1, base)
     _hudi_compaction(hudi1, base, "schedule")
     instant = _pending_compaction(base)
     reply = _compact(base, "execute", capsys)
     assert reply["instant_time"] == instant and reply["result"]["committed"]
     assert _commit(base, instant).compacted
-    assert _reads(hudi1, base) == before
+    assert snapshot_reads(hudi1, base) == before
     assert _read_optimized(hudi1, base) == before["mdt"]
-    _check_mdt_agrees(hudi1, base)
+    check_mdt_files_agree(hudi1, base)
 
 
 def test_a_log_completed_after_the_instant_stays_for_the_next_slice(
@@ -232,7 +214,7 @@ def test_a_log_completed_after_the_instant_stays_for_the_next_slice(
     done = re.compile(r"^(\d{17})_(\d{17})\.deltacommit$")
     [late] = sorted(p for p in timeline.iterdir() if done.match(p.name))[-1:]
     requested, completed = done.match(late.name).groups()  # type: ignore[union-attr]
-    before = _reads(hudi1, base)
+    before = snapshot_reads(hudi1, base)
     # A compaction instant between the last deltacommit's requested and completion times.
     instant = str(int(requested) + 1)
     assert requested < instant < completed
@@ -244,18 +226,10 @@ def test_a_log_completed_after_the_instant_stays_for_the_next_slice(
     assert logs and not any(f"_{requested}.log." in name for name in logs)
     reply = _compact(base, "execute", capsys)
     assert reply["result"]["committed"]
-    assert _reads(hudi1, base) == before
+    assert snapshot_reads(hudi1, base) == before
 
 
-# Heartbeats of 1 s x 2 misses: the restarted run takes over the dead one's attempt after 2 s.
-HEARTBEAT = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]
-# (kill just before the file rather than after it, the path the kill is placed at)
-KILL_POINTS = {
-    "claimed": (False, r"^\.hoodie/timeline/\d{17}\.compaction\.inflight$"),
-    "after_mdt": (False, r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$"),
-    "files_written": (True, r"^\.hoodie/timeline/\d{17}_\d{17}\.commit$"),
-    "committed": (False, r"^\.hoodie/timeline/\d{17}_\d{17}\.commit$"),
-}
+KILL_POINTS = layout_2_kill_points("compaction", "commit")
 
 
 @pytest.mark.parametrize("step", list(KILL_POINTS))
@@ -266,30 +240,23 @@ def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
     table as before (or, once committed, compacted: the same rows), and the next run rolls the attempt
     back (the metadata table's deltacommit of it too) and completes, leaving only the commit's files."""
     base = _copy(template, tmp_path, f"killed_{step}")
-    before = _reads(hudi1, base)
+    before = snapshot_reads(hudi1, base)
     instant = _compact(base, "schedule", capsys)["instant_time"]
     before_file, pattern = KILL_POINTS[step]
     compact = ["compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
-               "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT]  # fmt: skip
+               "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT_1S]  # fmt: skip
     run_killed_at(pattern, compact, tmp_path / "killed.log", before=before_file, timeout=600)
     timeline = base / ".hoodie" / "timeline"
     committed = any(re.fullmatch(rf"{instant}_\d{{17}}\.commit", p.name) for p in timeline.iterdir())
     assert committed == (step == "committed")
     if step == "files_written":
         assert list(base.rglob(f"*_{instant}.parquet")), "the attempt wrote its base files"
-    assert _reads(hudi1, base) == before
+    assert snapshot_reads(hudi1, base) == before
 
     time.sleep(2.5)
-    _compact(base, "execute", capsys, *HEARTBEAT)
+    _compact(base, "execute", capsys, *HEARTBEAT_1S)
     metadata = _commit(base, instant)
-    stats = {str(base / s.path) for s in metadata.write_stats if s.path}
-    assert {str(p) for p in base.rglob(f"*_{instant}.parquet")} == stats
-    assert _reads(hudi1, base) == before
+    check_only_the_commits_files_left(base, instant, [s.path for s in metadata.write_stats if s.path])
+    assert snapshot_reads(hudi1, base) == before
     assert _read_optimized(hudi1, base) == before["mdt"]
-    _check_mdt_agrees(hudi1, base)
-    # One MDT deltacommit of C completed, the attempt's (rolled back) gone.
-    mdt_timeline = base / ".hoodie" / "metadata" / ".hoodie" / "timeline"
-    assert (
-        len([p for p in mdt_timeline.iterdir() if re.fullmatch(rf"{instant}_\d{{17}}\.deltacommit", p.name)])
-        == 1
-    )
+    check_mdt_files_agree(hudi1, base)

@@ -31,7 +31,7 @@ from service.table.mdt.partition_stats import partition_files, partition_stats_r
 from service.table.properties import load_table_config
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from tests.support.hudi1_histories import writer_options
+from tests.support.hudi1_histories import RLI_OPTIONS, writer_options
 from tests.support.hudi_jvm import HudiJvm
 from tests.support.mdt_records import mdt_index_records
 
@@ -185,12 +185,6 @@ def test_partition_stats_of_a_compaction_equal_hudi_1xs(hudi1: HudiJvm, compacte
             and r.payload.file_name in files[partition]
         }
         assert theirs_files and theirs_files == ours_files
-
-
-RLI_OPTIONS = {
-    "hoodie.metadata.record.index.enable": "true",  # 1.0
-    "hoodie.metadata.global.record.level.index.enable": "true",  # 1.1
-}
 
 
 @pytest.fixture(scope="module")

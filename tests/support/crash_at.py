@@ -59,3 +59,30 @@ if __name__ == "__main__":
         args = args[1:]
     _install(re.compile(args[0]), before)
     sys.exit(main(args[1:]))
+
+
+# Heartbeats of 1 s x 2 misses: a restarted run takes over the killed one's attempt after 2 s.
+HEARTBEAT_1S = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]
+
+
+def layout_2_kill_points(pending_action: str, completed_action: str) -> dict[str, tuple[bool, str]]:
+    """Where a table service's execution on a layout-2 table is killed: step -> (kill just before the
+    file rather than after it, its path pattern). After claiming the plan (`T.<pending>.inflight`),
+    after the metadata table's deltacommit T completed, with every file written (just before
+    `T_<completion>.<completed>`), and after it."""
+    completed = rf"^\.hoodie/timeline/\d{{17}}_\d{{17}}\.{completed_action}$"
+    return {
+        "claimed": (False, rf"^\.hoodie/timeline/\d{{17}}\.{pending_action}\.inflight$"),
+        "after_mdt": (False, r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$"),
+        "files_written": (True, completed),
+        "committed": (False, completed),
+    }
+
+
+def check_only_the_commits_files_left(base: Path, instant: str, written: Sequence[str]) -> None:
+    """After recovery: the base files of `instant` on storage are exactly the commit's (`written`,
+    base-relative), and the metadata table holds one completed deltacommit of it."""
+    assert {str(p) for p in base.rglob(f"*_{instant}.parquet")} == {str(base / p) for p in written}
+    mdt_timeline = base / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    done = [p for p in mdt_timeline.iterdir() if re.fullmatch(rf"{instant}_\d{{17}}\.deltacommit", p.name)]
+    assert len(done) == 1, done

@@ -18,11 +18,20 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from service.table.mdt.index_keys import PARTITION_STATS_PARTITION
+from service.table.mdt.index_records import ColumnStats
 from service.table.table import HudiTable
 from tests.support.hudi_jvm import HudiJvm
 from tests.support.hudi_tables import hudi_rs_snapshot
+from tests.support.mdt_records import mdt_index_records
 
 SCHEMA = "id long, region string, ts long, value string"
+# The record index, kept by every Hudi 1.x writer and procedure given these (one without them drops the
+# partition): 1.0's switch and 1.1's.
+RLI_OPTIONS = {
+    "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.global.record.level.index.enable": "true",
+}
 PARTITIONS = ("americas", "asia")
 
 
@@ -261,3 +270,33 @@ def mdt_views(jvm: HudiJvm, base: Path) -> dict[str, Any]:
     validation = jvm.sql(f"call validate_metadata_table_files(table => '{name}', verbose => true)")
     views["validation"] = sorted(tuple(sorted(r.items())) for r in validation)
     return views
+
+
+def snapshot_reads(jvm: HudiJvm, base: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Hudi's snapshot read with the metadata table on and off, and hudi-rs's."""
+    return {
+        "mdt": hudi_rows(jvm, base, metadata=True),
+        "no_mdt": hudi_rows(jvm, base, metadata=False),
+        "hudi_rs": hudi_rs_rows(base),
+    }
+
+
+def check_mdt_files_agree(jvm: HudiJvm, base: Path) -> None:
+    """Hudi's `validate_metadata_table_files`: every file on storage listed, with its size."""
+    checked = [dict(row) for row in mdt_views(jvm, base)["validation"]]
+    assert checked and all(
+        r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
+        for r in checked
+    ), checked
+
+
+def partition_stats_written(base: Path, instant: str) -> dict[str, tuple[Any, ...]]:
+    """The `partition_stats` records MDT deltacommit `instant` wrote, by key: bounds, counts, flags
+    (not the sizes, which follow each writer's files)."""
+    out = {}
+    for key, (record, _) in mdt_index_records(base, PARTITION_STATS_PARTITION, instant).items():
+        s = record.payload
+        assert isinstance(s, ColumnStats)
+        out[key] = (s.file_name, s.column_name, s.min_value, s.max_value, s.null_count, s.value_count,
+                    s.is_tight_bound, s.value_type)  # fmt: skip
+    return out
