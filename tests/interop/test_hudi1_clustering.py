@@ -258,3 +258,51 @@ def test_clustering_killed_is_never_half_visible_and_the_next_run_completes_it(
     check_only_the_commits_files_left(base, instant, [s.path for s in metadata.write_stats if s.path])
     assert snapshot_reads(hudi1, base) == before
     check_mdt_files_agree(hudi1, base)
+
+
+def test_clustering_keeps_the_secondary_index_valid(
+    hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path
+) -> None:
+    """A secondary index (`CREATE INDEX`, needing the record index) maps secondary keys to record keys,
+    whose locations the record index holds: our clustering writes nothing into it (as Hudi's leaves
+    it), and Hudi's lookups through it and through the record index find the rows they found before."""
+    base = _copy(templates["COPY_ON_WRITE"], tmp_path, "secondary")
+    name = f"secondary{hudi1.table_version}_{next(_names)}"
+    hudi1.sql(f"create table {name} using hudi location '{base}'")
+    hudi1.sql("set hoodie.write.lock.provider=org.apache.hudi.client.transaction.lock.InProcessLockProvider")
+    hudi1.sql(f"create index idx_value on {name} (value)")
+    assert "secondary_index_idx_value" in HudiTable.open(str(base)).config.metadata_partitions
+    reader = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true"}
+    lookups = {where: sorted(r["id"] for r in hudi1.read(base, reader, where=where)) for where in
+               ("id = 4", "value = 'v3'", "value = 'v1'")}  # fmt: skip
+    assert all(lookups.values())
+    assert _cluster(base, "scheduleAndExecute")["result"]["committed"]
+    instant = _completed_clustering(base)
+    secondary = base / ".hoodie" / "metadata" / "secondary_index_idx_value"
+    assert not [p for p in secondary.iterdir() if f"_{instant}.log." in p.name]
+    for where, found in lookups.items():
+        assert sorted(r["id"] for r in hudi1.read(base, reader, where=where)) == found, where
+    check_mdt_files_agree(hudi1, base)
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_our_clustering_without_the_metadata_table(hudi1: HudiJvm, tmp_path: Path, table_type: str) -> None:
+    """A version-8/9 table written with the metadata table off: our clustering writes none, and Hudi
+    and hudi-rs read the snapshot from before; Hudi's writer goes on."""
+    base = tmp_path / "no_mdt"
+    no_mdt = {**_options(table_type, "insert"), "hoodie.metadata.enable": "false"}
+    for batch, ids in enumerate((range(0, 8), range(8, 16))):
+        hudi1.write(base, rows(ids, batch), SCHEMA, no_mdt)
+    hudi1.write(
+        base, rows(range(2, 14, 3), 2), SCHEMA, {**no_mdt, "hoodie.datasource.write.operation": "upsert"}
+    )
+    assert not (base / ".hoodie" / "metadata").exists()
+    before = snapshot_reads(hudi1, base)
+    assert _cluster(base, "scheduleAndExecute")["result"]["committed"]
+    _completed_clustering(base)
+    assert snapshot_reads(hudi1, base) == before
+    assert not (base / ".hoodie" / "metadata").exists()
+    hudi1.write(base, rows([0, 5, 50], 3), SCHEMA, {**no_mdt, "hoodie.datasource.write.operation": "upsert"})
+    expected = {r[0]: r for r in before["no_mdt"]}
+    expected.update({i: (i, PARTITIONS[i % 2], 3, "v3") for i in (0, 5, 50)})
+    assert hudi_rows(hudi1, base, metadata=False) == sorted(expected.values()) == hudi_rs_rows(base)

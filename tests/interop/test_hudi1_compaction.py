@@ -163,8 +163,17 @@ def test_our_compaction_reads_the_same_and_hudi_writes_on(
     assert len(ours_stats) == 2 * 7  # two partitions, seven indexed columns (meta fields and data)
     assert ours_stats == hudi_stats
 
-    # Hudi's writer goes on with the record index: updates land once, inserts land.
-    hudi1.write(ours, rows([*range(0, 20, 3), 60], 5), SCHEMA, _options("template", "upsert"))
+    # Hudi's writer goes on with the record index: updates land once, inserts land; told to compact
+    # its metadata table at once, it does so over our deltacommit.
+    mdt_timeline = ours / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    mdt_compacted = re.compile(r"^(\d{17})_\d{17}\.commit$")
+    compactions = {p.name for p in mdt_timeline.iterdir() if mdt_compacted.match(p.name)}
+    index = {"hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.compact.max.delta.commits": "1"}
+    hudi1.write(ours, rows([*range(0, 20, 3), 60], 5), SCHEMA, _options("template", "upsert", **index))
+    new = [
+        n for n in (p.name for p in mdt_timeline.iterdir()) if mdt_compacted.match(n) and n not in compactions
+    ]
+    assert new and all(n[:17] > instant for n in new), "Hudi's writer compacted its metadata table"
     expected = {r[0]: r for r in before["mdt"]}
     expected.update({i: (i, ("americas", "asia")[i % 2], 5, "v5") for i in [*range(0, 20, 3), 60]})
     after = hudi_rows(hudi1, ours, metadata=True)
@@ -172,6 +181,28 @@ def test_our_compaction_reads_the_same_and_hudi_writes_on(
     assert hudi_rows(hudi1, ours, metadata=False) == after == hudi_rs_rows(ours)
     _hudi_compaction(hudi1, ours, "scheduleAndExecute")
     assert hudi_rows(hudi1, ours, metadata=True) == after
+    check_mdt_files_agree(hudi1, ours)
+
+
+def test_our_compaction_without_the_metadata_table(
+    hudi1: HudiJvm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A version-8/9 table written with the metadata table off: our compaction writes none; Hudi's
+    snapshot and read-optimized reads and hudi-rs hold the snapshot from before."""
+    base = tmp_path / "no_mdt"
+    no_mdt = {**_options("template", "insert"), "hoodie.metadata.enable": "false"}
+    hudi1.write(base, rows(range(0, 12), 0), SCHEMA, no_mdt)
+    hudi1.write(
+        base, rows(range(0, 12, 2), 1), SCHEMA, {**no_mdt, "hoodie.datasource.write.operation": "upsert"}
+    )
+    assert not (base / ".hoodie" / "metadata").exists()
+    before = snapshot_reads(hudi1, base)
+    reply = _compact(base, "scheduleAndExecute", capsys)
+    assert reply["result"]["committed"], reply
+    assert _commit(base, reply["instant_time"]).compacted
+    assert snapshot_reads(hudi1, base) == before
+    assert _read_optimized(hudi1, base) == before["mdt"]
+    assert not (base / ".hoodie" / "metadata").exists()
 
 
 def test_hudi_executes_our_plan(

@@ -127,21 +127,17 @@ class IndexRecord:
     payload: ColumnStats | BloomFilterMetadata | RecordIndexInfo
 
 
-def record_index_record(
-    record_key: str, partition_path: str, file_id: str, instant_millis: int
-) -> IndexRecord:
-    """The record-index entry of a key a commit wrote into file group `file_id`
-    (`HoodieMetadataPayload.createRecordIndexUpdate`): keyed by the record key itself."""
+def record_location(partition_path: str, file_id: str, instant_millis: int) -> RecordIndexInfo:
+    """Where a commit put the keys of file group `file_id`: the same for every key of one file, so a
+    writer builds it (and its Avro value, which does not hold the key) once per file."""
     found = _UUID_FILE_ID.match(file_id)
-    if found is not None:
-        value = uuid.UUID(found[1]).int
-        high, low = value >> 64, value & ((1 << 64) - 1)
-        info = RecordIndexInfo(
-            partition_path, _signed64(high), _signed64(low), int(found[2]), "", instant_millis, 0
-        )
-    else:
-        info = RecordIndexInfo(partition_path, None, None, None, file_id, instant_millis, 1)
-    return IndexRecord(record_key, RECORD_TYPE_RECORD_INDEX, info)
+    if found is None:
+        return RecordIndexInfo(partition_path, None, None, None, file_id, instant_millis, 1)
+    value = uuid.UUID(found[1]).int
+    high, low = value >> 64, value & ((1 << 64) - 1)
+    return RecordIndexInfo(
+        partition_path, _signed64(high), _signed64(low), int(found[2]), "", instant_millis, 0
+    )
 
 
 def _signed64(value: int) -> int:

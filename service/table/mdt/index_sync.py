@@ -46,15 +46,17 @@ from service.table.mdt.index_keys import (
 )
 from service.table.mdt.index_reader import MdtReader
 from service.table.mdt.index_records import (
+    RECORD_TYPE_RECORD_INDEX,
     ColumnStats,
     IndexRecord,
+    RecordIndexInfo,
     bloom_filter_deletion,
     bloom_filter_record,
     column_stats_deletions,
     column_stats_record,
     encode_index_record,
     is_base_file,
-    record_index_record,
+    record_location,
 )
 from service.table.mdt.log_writer import LogAppend, write_log
 from service.table.mdt.mdt_format import MdtFormat
@@ -241,7 +243,8 @@ def record_index_records(
                 continue
             with storage.open_input(stat.path) as f:
                 keys = pq.read_table(f, columns=[RECORD_KEY_FIELD]).column(RECORD_KEY_FIELD).to_pylist()
-            out.extend(record_index_record(str(k), partition, stat.file_id, millis) for k in keys)
+            location = record_location(partition, stat.file_id, millis)
+            out.extend(IndexRecord(str(k), RECORD_TYPE_RECORD_INDEX, location) for k in keys)
     return out
 
 
@@ -299,13 +302,20 @@ def write_index_partitions(
         groups = slices[partition]
         by_group: dict[int, dict[str, bytes]] = {}
         deleted: dict[int, set[str]] = {}
+        # A value does not hold its key: the record-index entries of every key a clustering moved into
+        # one file share one encoding. (Not column stats: 0.0 == -0.0 would share a value.)
+        locations: dict[RecordIndexInfo, bytes] = {}
         for record in in_partition:
             index = file_group_index(record.key, len(groups))
             if isinstance(record, IndexDeletion):
                 deleted.setdefault(index, set()).add(record.key)
                 continue
             cells = by_group.setdefault(index, {})
-            value = encode_index_record(record, schema_name)
+            if isinstance(record.payload, RecordIndexInfo):
+                value = locations.get(record.payload) or encode_index_record(record, schema_name)
+                locations[record.payload] = value
+            else:
+                value = encode_index_record(record, schema_name)
             if cells.get(record.key, value) != value:
                 raise UnsupportedTableError(
                     f"{storage.qualify(instant_time)}: two different {partition} records for key "
