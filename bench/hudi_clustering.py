@@ -456,11 +456,11 @@ def _run(
                 work / "input", options.files, options.rows, options.seed, options.codec
             )
         # Hudi's reader must accept the input before anything is timed (partition metafile, commits).
+        if options.hudi != DEFAULT_HUDI:
+            source = upgrade_to_version_9(session, source)
         read_back = session.read.format("hudi").load(str(source.base)).count()
         if read_back != source.rows:
             raise RuntimeError(f"Hudi reads {read_back} rows of the input's {source.rows}")
-        if options.hudi != DEFAULT_HUDI:
-            source = upgrade_to_version_9(session, source)
         print(
             f"input: {len(source.files)} files, {source.rows:,} rows, {source.bytes / MB:.1f} MB "
             f"(built in {built.seconds:.1f}s; Hudi reads all rows)",

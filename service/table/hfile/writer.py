@@ -31,11 +31,14 @@ both.
 
 from __future__ import annotations
 
-import itertools
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from service.errors import CorruptTableError
 from service.table.hfile.checksum import CHECKSUM_CRC32C, chunk_checksums
@@ -67,6 +70,7 @@ CREATE_TIME_TS = b"hfile.CREATE_TIME_TS"
 MAX_MEMSTORE_TS_KEY = b"MAX_MEMSTORE_TS_KEY"
 
 _I32 = struct.Struct(">i")
+_KEY_OVERHEAD = 2 + 1 + 8 + 1  # `cell_key` beyond the row: int16 row length, family length, timestamp, type
 _I64 = struct.Struct(">q")
 _GZIP_HEADER = bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF])  # ReusableGzipOutputStream.GZIP_HEADER
 
@@ -93,34 +97,71 @@ def write_hfile(
 ) -> bytes:
     """The HFile bytes of `cells` (sorted by row, as `HoodieHBaseKVComparator` orders them) with the
     caller's file-info entries (Hudi adds `schema`) beside HBase's own. `source` names it in errors."""
-    if not cells:
+    rows = pa.array([c.row for c in cells], pa.binary())
+    values = pa.array([c.value for c in cells], pa.binary())
+    return write_hfile_columns(rows, values, file_info, source=source, create_time_ms=create_time_ms)
+
+
+def write_hfile_columns(
+    rows: pa.Array,
+    values: pa.Array,
+    file_info: Mapping[bytes, bytes],
+    *,
+    source: str,
+    create_time_ms: int | None = None,
+) -> bytes:
+    """`write_hfile` of cells given as two binary columns (row keys sorted, their values): the cells
+    are laid out by Arrow, not one by one (an MDT block of a clustering's record index holds a cell
+    per record key)."""
+    n = len(rows)
+    if n == 0:
         raise CorruptTableError(f"{source}: an HFile data block needs at least one cell")
-    for before, after in itertools.pairwise(cells):
-        if after.row < before.row:
-            raise CorruptTableError(f"{source}: cell {after.row!r} sorts before {before.row!r}")
-    for cell in cells:
-        if len(cell.row) > 0x7FFF:  # KeyValue's int16 row length
-            raise CorruptTableError(f"{source}: row key of {len(cell.row)} bytes is too long")
-    out = bytearray()
-    payloads: list[bytearray] = []
+    if n > 1:
+        descending = pc.less(rows.slice(1), rows.slice(0, n - 1))
+        if pc.any(descending).as_py():
+            i = int(pc.index(descending, True).as_py())
+            raise CorruptTableError(
+                f"{source}: cell {rows[i + 1].as_py()!r} sorts before {rows[i].as_py()!r}"
+            )
+    row_lengths = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype(np.int64)
+    if int(row_lengths.max()) > 0x7FFF:  # KeyValue's int16 row length
+        raise CorruptTableError(f"{source}: row key of {int(row_lengths.max())} bytes is too long")
+    value_lengths = pc.binary_length(values).to_numpy(zero_copy_only=False).astype(np.int64)
+    key_lengths = row_lengths + _KEY_OVERHEAD
+    # Each cell: int32 key length, int32 value length, the key (`cell_key`: int16 row length, row,
+    # family length 0, timestamp, type), the value, and WritableUtils.writeVLong(memstoreTS = 0).
+    lengths = np.empty(n, dtype=[("k", ">i4"), ("v", ">i4"), ("r", ">i2")])
+    lengths["k"], lengths["v"], lengths["r"] = key_lengths, value_lengths, row_lengths
+    prefix = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(10), n, [None, pa.py_buffer(lengths.tobytes())]
+    ).cast(pa.binary())
+    middle = pa.scalar(b"\x00" + _I64.pack(LATEST_TIMESTAMP) + bytes([KEY_TYPE_PUT]), pa.binary())
+    memstore_ts = pa.scalar(b"\x00", pa.binary())
+    laid_out = pc.binary_join_element_wise(
+        prefix, rows, middle, values, memstore_ts, pa.scalar(b"", pa.binary())
+    )
+    data = memoryview(laid_out.buffers()[2]) if laid_out.buffers()[2] is not None else memoryview(b"")
+    offsets = np.frombuffer(laid_out.buffers()[1], dtype=np.int32)[laid_out.offset : laid_out.offset + n + 1]
+    # A data block takes cells until it holds at least BLOCK_SIZE bytes (the cell crossing it included).
+    payloads: list[bytes] = []
     first_keys: list[bytes] = []
-    key_bytes = value_bytes = 0
-    for cell in cells:
-        key = cell_key(cell.row)
-        if not payloads or len(payloads[-1]) >= BLOCK_SIZE:
-            payloads.append(bytearray())
-            first_keys.append(key)
-        payloads[-1] += _I32.pack(len(key)) + _I32.pack(len(cell.value)) + key + cell.value
-        payloads[-1] += b"\x00"  # WritableUtils.writeVLong(memstoreTS = 0)
-        key_bytes += len(key)
-        value_bytes += len(cell.value)
+    start = 0
+    while start < n:
+        end = int(np.searchsorted(offsets, offsets[start] + BLOCK_SIZE, side="left"))
+        end = min(max(end, start + 1), n)
+        payloads.append(bytes(data[offsets[start] : offsets[end]]))
+        first_keys.append(cell_key(rows[start].as_py()))
+        start = end
+    key_bytes, value_bytes = int(key_lengths.sum()), int(value_lengths.sum())
+    last_row = rows[n - 1].as_py()
+    out = bytearray()
     total_uncompressed = 0
     root_index = b""
     data_offsets: list[int] = []
     for payload, first_key in zip(payloads, first_keys, strict=True):
         offset = len(out)
         # prevBlockOffset links data blocks to each other (HFileBlock.Writer.prevOffsetByType).
-        data_block = _block(DATA_MAGIC, bytes(payload), prev_offset=data_offsets[-1] if data_offsets else -1)
+        data_block = _block(DATA_MAGIC, payload, prev_offset=data_offsets[-1] if data_offsets else -1)
         data_offsets.append(offset)
         out += data_block
         total_uncompressed += BLOCK_HEADER_SIZE + len(payload)
@@ -141,9 +182,9 @@ def write_hfile(
     info: dict[bytes, bytes] = dict(file_info)
     info.update(
         {
-            LAST_KEY: cell_key(cells[-1].row),
-            AVG_KEY_LEN: _I32.pack(key_bytes // len(cells)),
-            AVG_VALUE_LEN: _I32.pack(value_bytes // len(cells)),
+            LAST_KEY: cell_key(last_row),
+            AVG_KEY_LEN: _I32.pack(key_bytes // n),
+            AVG_VALUE_LEN: _I32.pack(value_bytes // n),
             CREATE_TIME_TS: _I64.pack(created),
             MAX_MEMSTORE_TS_KEY: _I64.pack(0),
             KEY_VALUE_VERSION: _I32.pack(1),  # KEY_VALUE_VER_WITH_MEMSTORE
@@ -160,7 +201,7 @@ def write_hfile(
         load_on_open_offset=root_offset,
         uncompressed_data_index_size=len(root_index),
         total_uncompressed_bytes=total_uncompressed,
-        entry_count=len(cells),
+        entry_count=n,
         data_block_offsets=data_offsets,
     )
     tail = TRAILER_MAGIC + _delimited(trailer)

@@ -25,7 +25,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from service.errors import CorruptTableError
 from service.table.mdt.files_listing import parse_log_file_name
@@ -182,6 +186,30 @@ def file_group_index(key: str, file_group_count: int) -> int:
     # Math.abs(MIN_VALUE) % n is negative or zero, and the outer abs gives |MIN_VALUE| mod n; for every
     # other hash both abs calls are plain. So the result is |hash| mod n throughout.
     return abs(_java_string_hash(key)) % file_group_count
+
+
+def file_group_indexes(keys: Sequence[str], file_group_count: int) -> list[int]:
+    """`file_group_index` of every key, ASCII keys computed column-wise (a clustering's record-index
+    entries hash millions of them): Java's hash, one column of code units at a time, in uint32
+    arithmetic that wraps as Java's int does."""
+    if file_group_count <= 0:
+        raise ValueError(f"file group count must be positive, not {file_group_count}")
+    array = pa.array(keys, pa.string())
+    if len(array) == 0 or not pc.all(pc.string_is_ascii(array)).as_py():
+        return [file_group_index(k, file_group_count) for k in keys]
+    lengths = pc.binary_length(array).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array)]
+    data = np.frombuffer(array.buffers()[2], dtype=np.uint8) if array.buffers()[2] is not None else None
+    hashes = np.zeros(len(array), dtype=np.uint32)
+    for length in np.unique(lengths):
+        rows = np.nonzero(lengths == length)[0]
+        h = np.zeros(len(rows), dtype=np.uint32)
+        for j in range(int(length)):
+            assert data is not None
+            h = h * np.uint32(31) + data[offsets[rows] + j].astype(np.uint32)
+        hashes[rows] = h
+    signed = hashes.view(np.int32).astype(np.int64)
+    return (np.abs(signed) % file_group_count).tolist()
 
 
 def file_id(mdt_partition: str, index: int) -> str:

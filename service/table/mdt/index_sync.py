@@ -42,7 +42,7 @@ from service.table.mdt.index_keys import (
     PARTITION_STATS_PARTITION,
     RECORD_INDEX_PARTITION,
     column_stats_key,
-    file_group_index,
+    file_group_indexes,
 )
 from service.table.mdt.index_reader import MdtReader
 from service.table.mdt.index_records import (
@@ -305,8 +305,8 @@ def write_index_partitions(
         # A value does not hold its key: the record-index entries of every key a clustering moved into
         # one file share one encoding. (Not column stats: 0.0 == -0.0 would share a value.)
         locations: dict[RecordIndexInfo, bytes] = {}
-        for record in in_partition:
-            index = file_group_index(record.key, len(groups))
+        indexes = file_group_indexes([record.key for record in in_partition], len(groups))
+        for record, index in zip(in_partition, indexes, strict=True):
             if isinstance(record, IndexDeletion):
                 deleted.setdefault(index, set()).add(record.key)
                 continue

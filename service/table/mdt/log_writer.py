@@ -12,12 +12,14 @@ create-if-absent write, and a crashed attempt is removed by deleting that one fi
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from service.errors import CorruptTableError
-from service.table.hfile.writer import HFileCell, write_hfile
+from service.table.hfile.writer import write_hfile_columns
 from service.table.log_format.blocks import DeleteRecord, HeaderKey, LogBlockType, encode_log_block
 from service.table.log_format.content import encode_deletes
 from service.table.mdt.files_listing import FILES_PARTITION, FilesSlice, parse_log_file_name
@@ -74,16 +76,20 @@ def hfile_data_block(
 ) -> tuple[bytes, int]:
     """The HFILE_DATA_BLOCK of already-encoded (key, value) cells in HBase row order (UTF-8 bytes),
     for any MDT partition; refuses a key twice (0.14.1's `HoodieHFileDataBlock` does too)."""
-    ordered = sorted(cells, key=lambda c: c[0].encode("utf-8"))
-    for (a, _), (b, _) in itertools.pairwise(ordered):
-        if a == b:
-            raise CorruptTableError(f"{source}: MDT key {a!r} twice in one block of instant {instant_time}")
+    rows = pa.array([k for k, _ in cells], pa.string()).cast(pa.binary())
+    values = pa.array([v for _, v in cells], pa.binary())
+    order = pc.sort_indices(rows)  # bytewise, HBase's row order
+    rows, values = rows.take(order), values.take(order)
+    if len(rows) > 1:
+        repeated = pc.equal(rows.slice(1), rows.slice(0, len(rows) - 1))
+        if pc.any(repeated).as_py():
+            key = rows[int(pc.index(repeated, True).as_py())].as_py().decode("utf-8")
+            raise CorruptTableError(f"{source}: MDT key {key!r} twice in one block of instant {instant_time}")
     schema = log_block_schema_text(schema_name)
-    hfile_cells = [HFileCell(k.encode("utf-8"), v) for k, v in ordered]
-    content = write_hfile(hfile_cells, {b"schema": schema.encode("utf-8")}, source=source)
+    content = write_hfile_columns(rows, values, {b"schema": schema.encode("utf-8")}, source=source)
     # Header order as Java's HashMap iterates it (SCHEMA, then INSTANT_TIME), seen in Hudi's blocks.
     header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: instant_time}
-    return encode_log_block(LogBlockType.HFILE_DATA_BLOCK, header, content), len(ordered)
+    return encode_log_block(LogBlockType.HFILE_DATA_BLOCK, header, content), len(rows)
 
 
 def next_log_version(storage: Storage, file_slice: FilesSlice) -> int:
