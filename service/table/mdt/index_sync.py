@@ -304,7 +304,7 @@ def write_index_partitions(
         deleted: dict[int, set[str]] = {}
         # A value does not hold its key: the record-index entries of every key a clustering moved into
         # one file share one encoding. (Not column stats: 0.0 == -0.0 would share a value.)
-        locations: dict[RecordIndexInfo, bytes] = {}
+        locations: dict[int, bytes] = {}  # by the payload object's id: one per file, shared
         indexes = file_group_indexes([record.key for record in in_partition], len(groups))
         for record, index in zip(in_partition, indexes, strict=True):
             if isinstance(record, IndexDeletion):
@@ -312,8 +312,8 @@ def write_index_partitions(
                 continue
             cells = by_group.setdefault(index, {})
             if isinstance(record.payload, RecordIndexInfo):
-                value = locations.get(record.payload) or encode_index_record(record, schema_name)
-                locations[record.payload] = value
+                value = locations.get(id(record.payload)) or encode_index_record(record, schema_name)
+                locations[id(record.payload)] = value
             else:
                 value = encode_index_record(record, schema_name)
             if cells.get(record.key, value) != value:
