@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,8 +28,35 @@ LEAK_GRACE_SECONDS = 5.0
 SLOW_TEST_TIMEOUT_S = 900
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `slow` or `spark` get `SLOW_TEST_TIMEOUT_S` unless they set their own timeout."""
+# Long variants (`@pytest.mark.long`) run only with HTS_LONG_TESTS=1; CI runs one representative of
+# each check within its time budget, the variants beside it (another Hudi version, another kill
+# point) are deselected, never skipped.
+LONG_TESTS = os.environ.get("HTS_LONG_TESTS", "") == "1"
+
+
+def _is_long(item: pytest.Item) -> bool:
+    """`@pytest.mark.long` marks every variant; `@pytest.mark.long(hudi1="1.0.2", step=(...))` those whose
+    parameters all take one of the given values; several such marks: any of them."""
+    params = getattr(item, "callspec", None)
+    values = params.params if params is not None else {}
+
+    def matches(marker: pytest.Mark) -> bool:
+        return all(
+            values.get(name) in (wanted if isinstance(wanted, tuple) else (wanted,))
+            for name, wanted in marker.kwargs.items()
+        )
+
+    return any(matches(marker) for marker in item.iter_markers("long"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `slow` or `spark` get `SLOW_TEST_TIMEOUT_S` unless they set their own timeout;
+    long variants are deselected unless HTS_LONG_TESTS=1."""
+    if not LONG_TESTS:
+        long_items = [item for item in items if _is_long(item)]
+        if long_items:
+            config.hook.pytest_deselected(items=long_items)
+            items[:] = [item for item in items if not _is_long(item)]
     for item in items:
         if item.get_closest_marker("timeout") is None and (
             item.get_closest_marker("slow") is not None or item.get_closest_marker("spark") is not None

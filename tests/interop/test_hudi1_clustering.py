@@ -24,11 +24,16 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from service.clustering import execute_clustering, schedule_clustering
+from service.config.hoodie import HoodieConfig
+from service.executor import SparkExecutor
+from service.lock.in_process import InProcessTableLock
 from service.table import codecs
 from service.table.instant import Action
 from service.table.mdt.index_keys import RECORD_INDEX_PARTITION
@@ -55,6 +60,9 @@ from tests.support.hudi1_histories import (
 from tests.support.hudi_jvm import HudiJvm
 from tests.support.mdt_records import mdt_index_records
 from tests.support.paths import REPO_ROOT
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -104,6 +112,30 @@ def _cluster(base: Path, mode: str, *extra: str) -> dict[str, Any]:
     return reply
 
 
+def _config(table: HudiTable, **extra: str) -> HoodieConfig:
+    key, value = SMALL_FILES.split("=")
+    return HoodieConfig.from_mapping({key: value, **extra}, table.name)
+
+
+def _schedule(base: Path) -> str:
+    """Our clustering plan, scheduled in this process; its instant."""
+    table = HudiTable.open(str(base))
+    lock = InProcessTableLock(table.name, key=str(base))
+    outcome = schedule_clustering(table, _config(table), lock, now=datetime.now(UTC), zone=UTC)
+    assert outcome.instant_time is not None, outcome.reason
+    return outcome.instant_time
+
+
+def _execute(spark: SparkSession, base: Path, instant: str, **extra: str) -> bool:
+    """Our execution of pending clustering `instant`, in this process's Spark session; committed?"""
+    table = HudiTable.open(str(base))
+    lock = InProcessTableLock(table.name, key=str(base))
+    executor = SparkExecutor(session=spark)
+    return execute_clustering(
+        table, instant, _config(table, **extra), executor.run_group, lock, zone=UTC
+    ).committed
+
+
 def _hudi_clustering(jvm: HudiJvm, base: Path, op: str, instant: str | None = None) -> None:
     name = f"c{next(_names)}"
     jvm.sql(f"create table {name} using hudi location '{base}'")
@@ -132,6 +164,7 @@ def _completed_clustering(base: Path) -> str:
     return instant
 
 
+@pytest.mark.long(hudi1="1.0.2", table_type="COPY_ON_WRITE")
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
 def test_our_clustering_reads_the_same_and_hudi_writes_on_with_the_record_index(
     hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
@@ -141,7 +174,7 @@ def test_our_clustering_reads_the_same_and_hudi_writes_on_with_the_record_index(
         _copy(templates[table_type], tmp_path, "hudi"),
     )
     before = snapshot_reads(hudi1, ours)
-    reply = _cluster(ours, "scheduleAndExecute")
+    reply = _cluster(ours, "scheduleAndExecute")  # the command, once: the rest run in this process
     assert reply["result"]["committed"], reply
     instant = _completed_clustering(ours)
     assert f"{instant}.clustering.requested" in _timeline_names(ours)
@@ -198,30 +231,30 @@ def _file_id(info: RecordIndexInfo) -> str:
     return f"{uuid.UUID(int=value)}-{info.file_index}"
 
 
+@pytest.mark.long(hudi1="1.0.2")
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
 def test_hudi_executes_our_plan(
     hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
 ) -> None:
     base = _copy(templates[table_type], tmp_path, "ours_plan")
     before = snapshot_reads(hudi1, base)
-    reply = _cluster(base, "schedule")
-    [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
-    assert reply["plan"] is not None
+    instant = _schedule(base)
+    assert f"{instant}.clustering.requested" in _timeline_names(base)
     _hudi_clustering(hudi1, base, "execute", instant)
     assert _completed_clustering(base) == instant
     assert snapshot_reads(hudi1, base) == before
 
 
+@pytest.mark.long(hudi1="1.0.2")
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
 def test_we_execute_hudis_plan(
-    hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
+    spark: SparkSession, hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
 ) -> None:
     base = _copy(templates[table_type], tmp_path, "hudi_plan")
     before = snapshot_reads(hudi1, base)
     _hudi_clustering(hudi1, base, "schedule")
     [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
-    reply = _cluster(base, "execute", "--instant-time", instant)
-    assert reply["result"]["committed"], reply
+    assert _execute(spark, base, instant)
     assert _completed_clustering(base) == instant
     assert snapshot_reads(hudi1, base) == before
     check_mdt_files_agree(hudi1, base)
@@ -230,17 +263,18 @@ def test_we_execute_hudis_plan(
 KILL_POINTS = layout_2_kill_points("clustering", "replacecommit")
 
 
+@pytest.mark.long(hudi1="1.0.2")
+@pytest.mark.long(step=("claimed", "committed"))
 @pytest.mark.parametrize("step", list(KILL_POINTS))
 def test_clustering_killed_is_never_half_visible_and_the_next_run_completes_it(
-    hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, step: str
+    spark: SparkSession, hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, step: str
 ) -> None:
     """SIGKILL at each step of executing our plan on a merge-on-read table with the record index:
     readers see the table as before, and the next run rolls the attempt back (the metadata table's
     deltacommit of it too) and completes, leaving only the commit's files of the instant."""
     base = _copy(templates["MERGE_ON_READ"], tmp_path, f"killed_{step}")
     before = snapshot_reads(hudi1, base)
-    _cluster(base, "schedule")
-    [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
+    instant = _schedule(base)
     before_file, pattern = KILL_POINTS[step]
     args = ["cluster", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
             "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT_1S]  # fmt: skip
@@ -253,15 +287,16 @@ def test_clustering_killed_is_never_half_visible_and_the_next_run_completes_it(
 
     time.sleep(2.5)
     if not committed:
-        assert _cluster(base, "execute", "--instant-time", instant, *HEARTBEAT_1S)["result"]["committed"]
+        assert _execute(spark, base, instant, **{"hoodie.client.heartbeat.interval_in_ms": "1000"})
     metadata = _replacecommit(base, instant)
     check_only_the_commits_files_left(base, instant, [s.path for s in metadata.write_stats if s.path])
     assert snapshot_reads(hudi1, base) == before
     check_mdt_files_agree(hudi1, base)
 
 
+@pytest.mark.long(hudi1="1.0.2")
 def test_clustering_keeps_the_secondary_index_valid(
-    hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path
+    spark: SparkSession, hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path
 ) -> None:
     """A secondary index (`CREATE INDEX`, needing the record index) maps secondary keys to record keys,
     whose locations the record index holds: our clustering writes nothing into it (as Hudi's leaves
@@ -276,7 +311,7 @@ def test_clustering_keeps_the_secondary_index_valid(
     lookups = {where: sorted(r["id"] for r in hudi1.read(base, reader, where=where)) for where in
                ("id = 4", "value = 'v3'", "value = 'v1'")}  # fmt: skip
     assert all(lookups.values())
-    assert _cluster(base, "scheduleAndExecute")["result"]["committed"]
+    assert _execute(spark, base, _schedule(base))
     instant = _completed_clustering(base)
     secondary = base / ".hoodie" / "metadata" / "secondary_index_idx_value"
     assert not [p for p in secondary.iterdir() if f"_{instant}.log." in p.name]
@@ -285,8 +320,11 @@ def test_clustering_keeps_the_secondary_index_valid(
     check_mdt_files_agree(hudi1, base)
 
 
+@pytest.mark.long(table_type="COPY_ON_WRITE")
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
-def test_our_clustering_without_the_metadata_table(hudi1: HudiJvm, tmp_path: Path, table_type: str) -> None:
+def test_our_clustering_without_the_metadata_table(
+    spark: SparkSession, hudi1: HudiJvm, tmp_path: Path, table_type: str
+) -> None:
     """A version-8/9 table written with the metadata table off: our clustering writes none, and Hudi
     and hudi-rs read the snapshot from before; Hudi's writer goes on."""
     base = tmp_path / "no_mdt"
@@ -298,7 +336,7 @@ def test_our_clustering_without_the_metadata_table(hudi1: HudiJvm, tmp_path: Pat
     )
     assert not (base / ".hoodie" / "metadata").exists()
     before = snapshot_reads(hudi1, base)
-    assert _cluster(base, "scheduleAndExecute")["result"]["committed"]
+    assert _execute(spark, base, _schedule(base))
     _completed_clustering(base)
     assert snapshot_reads(hudi1, base) == before
     assert not (base / ".hoodie" / "metadata").exists()

@@ -184,6 +184,7 @@ def test_our_compaction_reads_the_same_and_hudi_writes_on(
     check_mdt_files_agree(hudi1, ours)
 
 
+@pytest.mark.long(hudi1="1.0.2")
 def test_our_compaction_without_the_metadata_table(
     hudi1: HudiJvm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -205,6 +206,7 @@ def test_our_compaction_without_the_metadata_table(
     assert not (base / ".hoodie" / "metadata").exists()
 
 
+@pytest.mark.long(hudi1="1.0.2")
 def test_hudi_executes_our_plan(
     hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -219,6 +221,7 @@ def test_hudi_executes_our_plan(
     assert _read_optimized(hudi1, base) == before["mdt"]
 
 
+@pytest.mark.long(hudi1="1.0.2")
 def test_we_execute_hudis_plan(
     hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -234,6 +237,7 @@ def test_we_execute_hudis_plan(
     check_mdt_files_agree(hudi1, base)
 
 
+@pytest.mark.long(hudi1="1.0.2")
 def test_a_log_completed_after_the_instant_stays_for_the_next_slice(
     hudi1: HudiJvm, template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -263,6 +267,8 @@ def test_a_log_completed_after_the_instant_stays_for_the_next_slice(
 KILL_POINTS = layout_2_kill_points("compaction", "commit")
 
 
+@pytest.mark.long(hudi1="1.0.2")
+@pytest.mark.long(step=("files_written", "committed"))
 @pytest.mark.parametrize("step", list(KILL_POINTS))
 def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
     hudi1: HudiJvm, template: Path, tmp_path: Path, step: str, capsys: pytest.CaptureFixture[str]
