@@ -42,12 +42,12 @@ def partition_files(
     for partition in partitions:
         names: set[str] = set()
         for group in view.file_groups_in(partition):
-            names.update(file_names_of(group, instant_time))
+            names.update(_file_names_of(group, instant_time))
         out[partition] = frozenset(names)
     return out
 
 
-def file_names_of(group: FileGroup, instant_time: str) -> Iterable[str]:
+def _file_names_of(group: FileGroup, instant_time: str) -> Iterable[str]:
     """The files one group contributes to a recompute at `instant_time` (`partition_files`)."""
     if group.is_replaced or not group.slices:
         return ()
