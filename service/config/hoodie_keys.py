@@ -97,6 +97,9 @@ HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 COMPACTION_STRATEGY = "hoodie.compaction.strategy"
 INDEX_TYPE = "hoodie.index.type"
+# The record index in the metadata table: 0.14-1.0's switch, which Hudi 1.1 reads as the alternative
+# of its `hoodie.metadata.global.record.level.index.enable` (HoodieMetadataConfig).
+RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
 
 _CLUSTERING_PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _CLUSTERING_RUN = "org.apache.hudi.client.clustering.run.strategy."
@@ -854,6 +857,15 @@ _KEYS: tuple[HoodieKey, ...] = (
             "RECORD_INDEX",
         ),
         case_sensitive=False,
+    ),
+    HoodieKey(
+        RECORD_INDEX_ENABLE,
+        KeyType.BOOL,
+        "false",
+        "The metadata table's record index (the demo's Hudi 1.1 writer sets it; 1.1 reads it as the "
+        "alternative of hoodie.metadata.global.record.level.index.enable).",
+        _W,
+        used=False,
     ),
     HoodieKey(
         "hoodie.write.concurrency.mode",

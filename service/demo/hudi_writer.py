@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from service.config.hoodie_keys import INDEX_TYPE, RECORD_INDEX_ENABLE
 from service.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -28,12 +29,8 @@ HUDI_BUNDLES = {"0.15": "0.15.0", "1.1": "1.1.1"}
 DEFAULT_HUDI = "0.15"
 BUNDLE_JAR_NAME = f"hudi-spark3.5-bundle_2.12-{HUDI_BUNDLES[DEFAULT_HUDI]}.jar"
 # Hudi 1.x's record index (the index upsert-heavy tables pick): built in the metadata table and used
-# by the writer to locate records (1.0's switch and 1.1's).
-RECORD_INDEX_OPTIONS = {
-    "hoodie.metadata.record.index.enable": "true",
-    "hoodie.metadata.global.record.level.index.enable": "true",
-    "hoodie.index.type": "RECORD_INDEX",
-}
+# by the writer to locate records (1.1 reads 1.0's switch as the alternative of its own).
+RECORD_INDEX_OPTIONS = {RECORD_INDEX_ENABLE: "true", INDEX_TYPE: "RECORD_INDEX"}
 ZK_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 CITIES = ("amsterdam", "lisbon", "oslo")
 _JAVA17_OPENS = (

@@ -27,6 +27,7 @@ HUDI_CONFIG_CLASSES = [
     "org.apache.hudi.common.config.HoodieStorageConfig",
     "org.apache.hudi.config.HoodieIndexConfig",
     "org.apache.hudi.common.table.HoodieTableConfig",
+    "org.apache.hudi.common.config.HoodieMetadataConfig",
 ]
 
 PLAN = "org.apache.hudi.client.clustering.plan.strategy."
