@@ -101,11 +101,10 @@ def _copy(template: Path, tmp_path: Path, name: str) -> Path:
     return base
 
 
-def _cluster(base: Path, mode: str, *extra: str) -> dict[str, Any]:
+def _cluster(base: Path, mode: str) -> dict[str, Any]:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     argv = [sys.executable, "-m", "service.cli", "cluster", "--base-path", str(base), "--timezone", "UTC",
-            "--mode", mode, "--spark-master", "local[2]", "--json", "--hoodie-conf", SMALL_FILES,
-            *extra]  # fmt: skip
+            "--mode", mode, "--spark-master", "local[2]", "--json", "--hoodie-conf", SMALL_FILES]  # fmt: skip
     done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr.decode()[-4000:]
     reply: dict[str, Any] = json.loads(done.stdout)

@@ -20,7 +20,8 @@ only; the index partitions the service writes there need no read.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 from service.errors import CorruptTableError, UnsupportedTableError
 from service.table.fs_view import FileSlice, FileSystemView, TimelineFacts
@@ -49,15 +50,10 @@ class MdtReader:
     data_layout: TimelineLayout
     mdt_layout: TimelineLayout
     mdt_timeline: Timeline
-    _valid: list[frozenset[str]] = field(default_factory=list, init=False, repr=False, compare=False)
 
-    @property
+    @cached_property
     def valid_instants(self) -> frozenset[str]:
-        if not self._valid:
-            self._valid.append(
-                valid_instant_times(self.storage, self.data_timeline, self.mdt_timeline, self.data_layout)
-            )
-        return self._valid[0]
+        return valid_instant_times(self.storage, self.data_timeline, self.mdt_timeline, self.data_layout)
 
     def latest_slices(self, mdt_partition: str) -> list[FileSlice]:
         """The latest committed file slice of every file group of `mdt_partition`."""
