@@ -24,16 +24,11 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from service.clustering import execute_clustering, schedule_clustering
-from service.config.hoodie import HoodieConfig
-from service.executor import SparkExecutor
-from service.lock.in_process import InProcessTableLock
 from service.table import codecs
 from service.table.instant import Action
 from service.table.mdt.index_keys import RECORD_INDEX_PARTITION
@@ -60,6 +55,7 @@ from tests.support.hudi1_histories import (
 from tests.support.hudi_jvm import HudiJvm
 from tests.support.mdt_records import mdt_index_records
 from tests.support.paths import REPO_ROOT
+from tests.support.service_runs import SMALL_FILES, execute_our_clustering, schedule_our_clustering
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,7 +63,6 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 TABLE_TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
-SMALL_FILES = "hoodie.clustering.plan.strategy.small.file.limit=100000000"
 _names = iter(range(1_000_000))
 
 
@@ -109,30 +104,6 @@ def _cluster(base: Path, mode: str) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr.decode()[-4000:]
     reply: dict[str, Any] = json.loads(done.stdout)
     return reply
-
-
-def _config(table: HudiTable, **extra: str) -> HoodieConfig:
-    key, value = SMALL_FILES.split("=")
-    return HoodieConfig.from_mapping({key: value, **extra}, table.name)
-
-
-def _schedule(base: Path) -> str:
-    """Our clustering plan, scheduled in this process; its instant."""
-    table = HudiTable.open(str(base))
-    lock = InProcessTableLock(table.name, key=str(base))
-    outcome = schedule_clustering(table, _config(table), lock, now=datetime.now(UTC), zone=UTC)
-    assert outcome.instant_time is not None, outcome.reason
-    return outcome.instant_time
-
-
-def _execute(spark: SparkSession, base: Path, instant: str, **extra: str) -> bool:
-    """Our execution of pending clustering `instant`, in this process's Spark session; committed?"""
-    table = HudiTable.open(str(base))
-    lock = InProcessTableLock(table.name, key=str(base))
-    executor = SparkExecutor(session=spark)
-    return execute_clustering(
-        table, instant, _config(table, **extra), executor.run_group, lock, zone=UTC
-    ).committed
 
 
 def _hudi_clustering(jvm: HudiJvm, base: Path, op: str, instant: str | None = None) -> None:
@@ -237,7 +208,7 @@ def test_hudi_executes_our_plan(
 ) -> None:
     base = _copy(templates[table_type], tmp_path, "ours_plan")
     before = snapshot_reads(hudi1, base)
-    instant = _schedule(base)
+    instant = schedule_our_clustering(base)
     assert f"{instant}.clustering.requested" in _timeline_names(base)
     _hudi_clustering(hudi1, base, "execute", instant)
     assert _completed_clustering(base) == instant
@@ -253,7 +224,7 @@ def test_we_execute_hudis_plan(
     before = snapshot_reads(hudi1, base)
     _hudi_clustering(hudi1, base, "schedule")
     [instant] = [n[:17] for n in _timeline_names(base) if n.endswith(".clustering.requested")]
-    assert _execute(spark, base, instant)
+    assert execute_our_clustering(spark, base, instant)
     assert _completed_clustering(base) == instant
     assert snapshot_reads(hudi1, base) == before
     check_mdt_files_agree(hudi1, base)
@@ -273,7 +244,7 @@ def test_clustering_killed_is_never_half_visible_and_the_next_run_completes_it(
     deltacommit of it too) and completes, leaving only the commit's files of the instant."""
     base = _copy(templates["MERGE_ON_READ"], tmp_path, f"killed_{step}")
     before = snapshot_reads(hudi1, base)
-    instant = _schedule(base)
+    instant = schedule_our_clustering(base)
     before_file, pattern = KILL_POINTS[step]
     args = ["cluster", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
             "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT_1S]  # fmt: skip
@@ -286,7 +257,8 @@ def test_clustering_killed_is_never_half_visible_and_the_next_run_completes_it(
 
     time.sleep(2.5)
     if not committed:
-        assert _execute(spark, base, instant, **{"hoodie.client.heartbeat.interval_in_ms": "1000"})
+        heartbeat = {"hoodie.client.heartbeat.interval_in_ms": "1000"}
+        assert execute_our_clustering(spark, base, instant, **heartbeat)
     metadata = _replacecommit(base, instant)
     check_only_the_commits_files_left(base, instant, [s.path for s in metadata.write_stats if s.path])
     assert snapshot_reads(hudi1, base) == before
@@ -310,7 +282,7 @@ def test_clustering_keeps_the_secondary_index_valid(
     lookups = {where: sorted(r["id"] for r in hudi1.read(base, reader, where=where)) for where in
                ("id = 4", "value = 'v3'", "value = 'v1'")}  # fmt: skip
     assert all(lookups.values())
-    assert _execute(spark, base, _schedule(base))
+    assert execute_our_clustering(spark, base, schedule_our_clustering(base))
     instant = _completed_clustering(base)
     secondary = base / ".hoodie" / "metadata" / "secondary_index_idx_value"
     assert not [p for p in secondary.iterdir() if f"_{instant}.log." in p.name]
@@ -335,7 +307,7 @@ def test_our_clustering_without_the_metadata_table(
     )
     assert not (base / ".hoodie" / "metadata").exists()
     before = snapshot_reads(hudi1, base)
-    assert _execute(spark, base, _schedule(base))
+    assert execute_our_clustering(spark, base, schedule_our_clustering(base))
     _completed_clustering(base)
     assert snapshot_reads(hudi1, base) == before
     assert not (base / ".hoodie" / "metadata").exists()

@@ -13,7 +13,6 @@ the record index, against Hudi 1.x's own compaction of an identical copy.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import time
@@ -22,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from service.cli import main
 from service.table import codecs
 from service.table.codecs.commit import WriteOperationType
 from service.table.instant import Action
@@ -45,6 +43,7 @@ from tests.support.hudi1_histories import (
     writer_options,
 )
 from tests.support.hudi_jvm import HudiJvm
+from tests.support.service_runs import compact_with_cli
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,16 +86,6 @@ def _copy(template: Path, tmp_path: Path, name: str) -> Path:
     return base
 
 
-def _compact(base: Path, mode: str, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
-    capsys.readouterr()
-    args = ["compact", "--base-path", str(base), "--mode", mode, "--timezone", "UTC", "--json"]
-    code = main([*args, "--hoodie-conf", "hoodie.compact.inline.max.delta.commits=1", *extra])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    reply: dict[str, Any] = json.loads(out)
-    return reply
-
-
 def _hudi_compaction(jvm: HudiJvm, base: Path, op: str, instant: str | None = None) -> None:
     name = f"c{next(_names)}"
     jvm.sql(f"create table {name} using hudi location '{base}'")
@@ -133,7 +122,7 @@ def test_our_compaction_reads_the_same_and_hudi_writes_on(
 ) -> None:
     ours, theirs = _copy(template, tmp_path, "ours"), _copy(template, tmp_path, "hudi")
     before = snapshot_reads(hudi1, ours)
-    reply = _compact(ours, "scheduleAndExecute", capsys)
+    reply = compact_with_cli(ours, "scheduleAndExecute", capsys)
     instant = reply["instant_time"]
     assert reply["result"]["committed"], reply
     metadata = _commit(ours, instant)
@@ -198,7 +187,7 @@ def test_our_compaction_without_the_metadata_table(
     )
     assert not (base / ".hoodie" / "metadata").exists()
     before = snapshot_reads(hudi1, base)
-    reply = _compact(base, "scheduleAndExecute", capsys)
+    reply = compact_with_cli(base, "scheduleAndExecute", capsys)
     assert reply["result"]["committed"], reply
     assert _commit(base, reply["instant_time"]).compacted
     assert snapshot_reads(hudi1, base) == before
@@ -212,7 +201,7 @@ def test_hudi_executes_our_plan(
 ) -> None:
     base = _copy(template, tmp_path, "ours_plan")
     before = snapshot_reads(hudi1, base)
-    instant = _compact(base, "schedule", capsys)["instant_time"]
+    instant = compact_with_cli(base, "schedule", capsys)["instant_time"]
     assert instant == _pending_compaction(base)
     _hudi_compaction(hudi1, base, "run", instant)
     metadata = _commit(base, instant)
@@ -229,7 +218,7 @@ def test_we_execute_hudis_plan(
     before = snapshot_reads(hudi1, base)
     _hudi_compaction(hudi1, base, "schedule")
     instant = _pending_compaction(base)
-    reply = _compact(base, "execute", capsys)
+    reply = compact_with_cli(base, "execute", capsys)
     assert reply["instant_time"] == instant and reply["result"]["committed"]
     assert _commit(base, instant).compacted
     assert snapshot_reads(hudi1, base) == before
@@ -253,13 +242,13 @@ def test_a_log_completed_after_the_instant_stays_for_the_next_slice(
     # A compaction instant between the last deltacommit's requested and completion times.
     instant = str(int(requested) + 1)
     assert requested < instant < completed
-    _compact(base, "schedule", capsys, "--instant-time", instant)
+    compact_with_cli(base, "schedule", capsys, "--instant-time", instant)
     plan = codecs.decode(
         codecs.CompactionPlan, (timeline / f"{instant}.compaction.requested").read_bytes(), "p"
     )
     logs = [name for op in plan.operations or () for name in op.delta_file_paths or ()]
     assert logs and not any(f"_{requested}.log." in name for name in logs)
-    reply = _compact(base, "execute", capsys)
+    reply = compact_with_cli(base, "execute", capsys)
     assert reply["result"]["committed"]
     assert snapshot_reads(hudi1, base) == before
 
@@ -278,7 +267,7 @@ def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
     back (the metadata table's deltacommit of it too) and completes, leaving only the commit's files."""
     base = _copy(template, tmp_path, f"killed_{step}")
     before = snapshot_reads(hudi1, base)
-    instant = _compact(base, "schedule", capsys)["instant_time"]
+    instant = compact_with_cli(base, "schedule", capsys)["instant_time"]
     before_file, pattern = KILL_POINTS[step]
     compact = ["compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
                "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT_1S]  # fmt: skip
@@ -291,7 +280,7 @@ def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
     assert snapshot_reads(hudi1, base) == before
 
     time.sleep(2.5)
-    _compact(base, "execute", capsys, *HEARTBEAT_1S)
+    compact_with_cli(base, "execute", capsys, *HEARTBEAT_1S)
     metadata = _commit(base, instant)
     check_only_the_commits_files_left(base, instant, [s.path for s in metadata.write_stats if s.path])
     assert snapshot_reads(hudi1, base) == before

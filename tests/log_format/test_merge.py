@@ -157,12 +157,65 @@ def test_merge_config_reads_hudi_1x_merge_modes() -> None:
         MergeConfig.from_table_properties({"hoodie.table.ordering.fields": "ts,seq"}, "t")
 
 
-def test_merge_refuses_partial_update_blocks_by_name() -> None:
-    partial = avro_block("002", [row("1", 1, "a")], extra_header={HeaderKey.IS_PARTIAL: "true"})
-    with pytest.raises(UnsupportedMergeError, match=r"\.f1-0_001\.log\.1_0-1-0.*partial update"):
-        valid_blocks([_log(1, partial)], InstantFilter.of(["002"]))
-    whole = avro_block("002", [row("1", 1, "a")], extra_header={HeaderKey.IS_PARTIAL: "false"})
-    assert len(valid_blocks([_log(1, whole)], InstantFilter.of(["002"]))) == 1
+EVENT = MergeConfig(PayloadClass.DEFAULT, "ts", MergeMode.EVENT_TIME_ORDERING)
+COMMIT = MergeConfig(PayloadClass.OVERWRITE_WITH_LATEST, "ts", MergeMode.COMMIT_TIME_ORDERING)
+PARTIAL = {HeaderKey.IS_PARTIAL: "true"}
+
+
+def _partial_block(instant: str, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> bytes:
+    """A partial update holding the meta fields and `columns`, as Spark SQL's MERGE INTO writes it."""
+    keep = {
+        f"_hoodie_{m}" for m in ("commit_time", "commit_seqno", "record_key", "partition_path", "file_name")
+    }
+    schema = {**SCHEMA, "fields": [f for f in SCHEMA["fields"] if f["name"] in keep | set(columns)]}
+    names = [f["name"] for f in schema["fields"]]
+    return avro_block(instant, [{n: r[n] for n in names} for r in rows], schema, extra_header=PARTIAL)
+
+
+def test_partial_updates_lay_their_columns_over_the_older_record() -> None:
+    base = [row("1", 10, "a"), row("2", 10, "b")]
+    logs = [
+        _log(1, _partial_block("002", [row("1", 20), row("2", 5)], ["ts"])),  # name left out
+        _log(2, _partial_block("003", [row("1", 15, "c")], ["name", "ts"])),  # older than the log's
+    ]
+    # Event time: the older partial update still fills the column the newer one leaves out (Hudi 1.x's
+    # log records merge among themselves first); one older than the base record is lost.
+    assert _merge(logs, ["001", "002", "003"], base, EVENT) == {"1": ("c", 20), "2": ("b", 10)}
+    assert _merge(logs, ["001", "002", "003"], base, COMMIT) == {"1": ("c", 15), "2": ("b", 5)}
+    whole_after = [*logs, _log(3, avro_block("004", [row("1", 30, "d")]))]
+    assert _merge(whole_after, ["001", "002", "003", "004"], base, EVENT)["1"] == ("d", 30)
+    commit_delete = [*logs, _log(3, delete_block("004", [("2", None)]))]
+    assert _merge(commit_delete, ["001", "002", "003", "004"], base, EVENT) == {"1": ("c", 20)}
+
+
+def test_partial_updates_are_refused_where_hudi_would_fill_columns_from_nothing() -> None:
+    partial = _log(2, _partial_block("003", [row("1", 20)], ["ts"]))
+    with pytest.raises(UnsupportedMergeError, match=r"record '1' with no whole version"):
+        _merge([partial], ["002", "003"], None, COMMIT)
+    deleted = [_log(1, delete_block("002", [("1", None)])), partial]
+    with pytest.raises(UnsupportedMergeError, match=r"\.log\.2_0-1-0.*record '1' follows its delete"):
+        _merge(deleted, ["001", "002", "003"], [row("1", 10, "a")], COMMIT)
+    by_ordering = [_log(1, delete_block("002", [("2", ("LongWrapper", 5))])), partial]
+    with pytest.raises(UnsupportedMergeError, match=r"delete of record '2' by ordering value"):
+        _merge(by_ordering, ["001", "002", "003"], [row("1", 10, "a"), row("2", 10, "b")], EVENT)
+    no_ordering = _log(2, _partial_block("003", [row("1", 20, "x")], ["name"]))
+    with pytest.raises(UnsupportedMergeError, match=r"without the ordering field 'ts'"):
+        _merge([no_ordering], ["001", "003"], [row("1", 10, "a")], EVENT)
+    # Hudi 0.x payload merges take whole records: a partial update would null out the others.
+    with pytest.raises(UnsupportedMergeError, match=r"\.log\.2_0-1-0.*partial update \(IS_PARTIAL\)"):
+        _merge([partial], ["001", "003"], [row("1", 10, "a")], DEFAULT)
+    whole = avro_block("003", [row("1", 20, "b")], extra_header={HeaderKey.IS_PARTIAL: "false"})
+    assert _merge([_log(1, whole)], ["001", "003"], [row("1", 10, "a")], DEFAULT) == {"1": ("b", 20)}
+
+
+def test_merge_config_refuses_legacy_payload_merges_it_does_not_reproduce() -> None:
+    v9 = {"hoodie.record.merge.mode": "EVENT_TIME_ORDERING", "hoodie.table.ordering.fields": "ts"}
+    assert MergeConfig.from_table_properties({**v9, "hoodie.table.partial.update.mode": "NONE"}, "t")
+    with pytest.raises(UnsupportedMergeError, match=r"'t'.*partial.update.mode=IGNORE_DEFAULTS"):
+        MergeConfig.from_table_properties({**v9, "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}, "t")
+    markers = {**v9, "hoodie.table.merge.properties": "hoodie.payload.delete.field=Op"}
+    with pytest.raises(UnsupportedMergeError, match=r"merge.properties='hoodie.payload.delete.field=Op'"):
+        MergeConfig.from_table_properties(markers, "t")
 
 
 def test_merge_refuses_blocks_of_several_task_attempts_of_one_instant() -> None:

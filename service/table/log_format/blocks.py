@@ -94,6 +94,12 @@ class DataBlock:
     def instant_time(self) -> str:
         return self.header[HeaderKey.INSTANT_TIME]
 
+    @property
+    def is_partial(self) -> bool:
+        """A partial update (`HoodieLogBlock.isPartial`): its records hold only the columns of its SCHEMA,
+        the others keep the older record's values."""
+        return self.header.get(HeaderKey.IS_PARTIAL, "").strip().lower() == "true"
+
 
 @dataclass(frozen=True)
 class DeleteRecord:

@@ -44,6 +44,7 @@ from service.table.log_format.blocks import (
     CorruptBlock,
     DataBlock,
     DeleteBlock,
+    DeleteRecord,
     HeaderKey,
     LogBlock,
 )
@@ -109,6 +110,7 @@ class MergeConfig:
         Hudi 0.x (no merge mode): `hoodie.compaction.payload.class` (default
         `OverwriteWithLatestAvroPayload`, as `HoodieTableConfig.PAYLOAD_CLASS_NAME`) and the default
         record-merger strategy."""
+        _refuse_merge_properties(raw, table)
         fields = TableConfig(raw).ordering_fields
         if len(fields) > 1:
             raise UnsupportedMergeError(
@@ -151,6 +153,25 @@ class MergeConfig:
                 "(hoodie.compaction.record.merger.strategy) is not Hudi's default Avro merger"
             )
         return cls(payload, field)
+
+
+def _refuse_merge_properties(raw: Mapping[str, str], table: str) -> None:
+    """Hudi 1.1 moves the merges of its legacy payloads (`PartialUpdateAvroPayload`, the Debezium and
+    DMS payloads, ...) into a table-wide partial-update mode and merge properties such as a delete
+    marker field (`HoodieTableConfig.PARTIAL_UPDATE_MODE`, `MERGE_PROPERTIES`); neither is reproduced,
+    and merging without them would keep values those tables replace or drop."""
+    mode = (raw.get("hoodie.table.partial.update.mode") or "").strip()
+    if mode and mode.upper() != "NONE":
+        raise UnsupportedMergeError(
+            f"table {table!r}: hoodie.table.partial.update.mode={mode} (a legacy payload's partial-update "
+            "merge) is not reproduced by the service"
+        )
+    properties = (raw.get("hoodie.table.merge.properties") or "").strip()
+    if properties:
+        raise UnsupportedMergeError(
+            f"table {table!r}: hoodie.table.merge.properties={properties!r} (a legacy payload's merge "
+            "settings) are not reproduced by the service"
+        )
 
 
 @dataclass(frozen=True)
@@ -196,13 +217,6 @@ def valid_blocks(
         for block in blocks:
             if not isinstance(block, CorruptBlock) and instants.is_after_read(block.instant_time):
                 return [b for b in queued if not isinstance(b, CorruptBlock)]
-            if isinstance(block, DataBlock) and block.header.get(HeaderKey.IS_PARTIAL, "").lower() == "true":
-                # Hudi 1.x lays a partial update's columns over the older record; merged as a whole
-                # record it would null out every column the block left out.
-                raise UnsupportedMergeError(
-                    f"log file {log_file.path!r}: block of instant {block.instant_time} is a partial update "
-                    "(IS_PARTIAL), which the service does not merge"
-                )
             if isinstance(block, CommandBlock):
                 target = block.target_instant_time
                 queued = [b for b in queued if not isinstance(b, CorruptBlock) and b.instant_time != target]
@@ -241,6 +255,17 @@ class _Entry:
 
 
 @dataclass(frozen=True)
+class _RowRange:
+    """A data block's rows in the concatenated log rows; for a partial update, the block's own
+    columns (the others were filled with nulls by `_conform` and are not its values)."""
+
+    start: int
+    stop: int
+    columns: frozenset[str] | None
+    where: str
+
+
+@dataclass(frozen=True)
 class _LogRows:
     """The rows of every data block, conformed to the slice schema and concatenated in block order,
     with the block walk as events: a delete block, or a data block's range of rows."""
@@ -248,8 +273,11 @@ class _LogRows:
     table: pa.Table
     keys: pa.Array
     orderings: pa.Array | None  # None without an ordering field (every ordering value is 0)
-    events: tuple[DeleteBlock | tuple[int, int], ...]
+    events: tuple[DeleteBlock | _RowRange, ...]
     delete_keys: frozenset[str]
+
+    def first_partial(self) -> _RowRange | None:
+        return next((e for e in self.events if isinstance(e, _RowRange) and e.columns is not None), None)
 
 
 def merge_file_slice(
@@ -278,6 +306,14 @@ def merge_file_slice(
     )
     field = config.ordering_field if ordering_type is not None else None
     log = _collect_log_rows(blocks, schema, field)
+    partial = log.first_partial()
+    if partial is not None:
+        # Hudi 1.x writes partial updates; 0.x's payload merge of whole records would null out every
+        # column the block left out.
+        raise UnsupportedMergeError(
+            f"{partial.where}: a partial update (IS_PARTIAL) on a table merged by payload class "
+            f"{config.payload_class.value}, which the service merges only as whole records"
+        )
     base_keys: pa.Array | None = None
     base_orderings: pa.Array | None = None
     if base is not None:
@@ -345,19 +381,21 @@ def _merge_in_order(
       delete and always replaces; one with a value competes like a record. A row with
       `_hoodie_is_deleted = true` competes with its ordering value and, when it wins, deletes.
 
-    A current value set by a commit-time delete is replaced by any later record. Output as
-    `HoodieMergeHandle` writes it: the base rows in order (kept, replaced or dropped), then the
-    inserts in log order."""
+    A current value set by a commit-time delete is replaced by any later record. Keys with partial
+    updates merge as `_PartialMerge` says. Output as `HoodieMergeHandle` writes it: the base rows in
+    order (kept, replaced or dropped), then the inserts in log order."""
     field = config.ordering_field if config.ordering_field in schema.names else None
     event_time = config.mode is MergeMode.EVENT_TIME_ORDERING and field is not None
     log = _collect_log_rows(blocks, schema, field if event_time else None)
     is_deleted = _is_deleted_mask(log.table)
     log_keys = log.keys.to_pylist()
     log_orderings = log.orderings.to_pylist() if log.orderings is not None else None
+    partial = _PartialMerge.of(log, log_keys, is_deleted, event_time)
     n_base = 0
     # key -> (ordering or None for a commit-time delete, row: base row i, log row n_base + j, or _DELETED)
     state: dict[str, tuple[Any, int]] = {}
     base_keys: list[str] = []
+    base_orderings: list[Any] = []
     if base is not None:
         base = _conform(base, schema, f"{where} base file")
         base_keys = _combined(base.column(RECORD_KEY_FIELD)).to_pylist()
@@ -371,42 +409,175 @@ def _merge_in_order(
     def wins(key: str, ordering: Any) -> bool:
         if not event_time or key not in state:
             return True
-        current = state[key][0]
-        if current is None or ordering is None:
-            return True  # after (or as) a commit-time delete
-        try:
-            return bool(ordering >= current)
-        except TypeError:
-            raise UnsupportedMergeError(
-                f"{where}: record {key!r}: ordering values {current!r} and {ordering!r} do not compare"
-            ) from None
+        return _newer_wins(state[key][0], ordering, key, where)
 
     for event in log.events:
         if isinstance(event, DeleteBlock):
             for rec in event.records:
                 if rec.record_key is None:
                     continue
-                commit_time = rec.ordering_value is None or (
-                    rec.ordering_type == "IntWrapper" and rec.ordering_value == 0
-                )
+                commit_time = _is_commit_time_delete(rec)
                 ordering = None if commit_time else rec.ordering_value
-                if commit_time or wins(rec.record_key, ordering):
+                if rec.record_key in partial.keys:
+                    partial.delete(rec.record_key)
+                elif commit_time or wins(rec.record_key, ordering):
                     state[rec.record_key] = (ordering, _DELETED)
             continue
-        start, stop = event
-        for j in range(start, stop):
+        for j in range(event.start, event.stop):
             key = log_keys[j]
             ordering = log_orderings[j] if log_orderings is not None else None
-            if wins(key, ordering):
+            if key in partial.keys:
+                partial.update(key, ordering, n_base + j, event, bool(is_deleted[j]), where)
+            elif wins(key, ordering):
                 state[key] = (ordering, _DELETED if is_deleted[j] else n_base + j)
-    rows = [state[k][1] for k in base_keys]
+    # key -> the rows its value is laid from, a whole record first, then partial updates (row, their
+    # columns) in order; only keys whose value partial updates changed.
+    layers: dict[str, list[tuple[int, frozenset[str] | None]]] = {}
+    base_index = {k: i for i, k in enumerate(base_keys)} if partial.keys else {}
+    for key in partial.keys:
+        i = base_index.get(key)
+        stack = partial.final(key, None if i is None else (base_orderings[i], i), where)
+        state[key] = (None, _DELETED if stack is None else stack[-1][0])
+        if stack is not None and len(stack) > 1:
+            layers[key] = stack
+    chosen_keys = [k for k in base_keys if state[k][1] >= 0]
     in_base = set(base_keys)
-    inserts = sorted(row for key, (_, row) in state.items() if key not in in_base and row >= 0)
-    chosen = [r for r in rows if r >= 0] + inserts
-    if not chosen:
+    chosen_keys += sorted(
+        (key for key, (_, row) in state.items() if key not in in_base and row >= 0), key=lambda k: state[k][1]
+    )
+    if not chosen_keys:
         return schema.empty_table()
+    chosen = np.array([state[k][1] for k in chosen_keys], np.int64)
     both = pa.concat_tables([base, log.table]) if base is not None else log.table
-    return both.take(pa.array(chosen, pa.int64()))
+    laid = [(position, layers[k]) for position, k in enumerate(chosen_keys) if k in layers]
+    if not laid:
+        return both.take(pa.array(chosen))
+    columns = []
+    for name in schema.names:
+        rows = chosen.copy()
+        for position, stack in laid:
+            rows[position] = next(row for row, cols in reversed(stack) if cols is None or name in cols)
+        columns.append(both.column(name).take(pa.array(rows)))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _newer_wins(current: Any, ordering: Any, key: str, where: str) -> bool:
+    """EVENT_TIME_ORDERING: a newer value replaces the current one when its ordering value is at
+    least the current one's; a commit-time delete (None) on either side lets the newer one through."""
+    if current is None or ordering is None:
+        return True
+    try:
+        return bool(ordering >= current)
+    except TypeError:
+        raise UnsupportedMergeError(
+            f"{where}: record {key!r}: ordering values {current!r} and {ordering!r} do not compare"
+        ) from None
+
+
+_Layers = list[tuple[int, frozenset[str] | None]]
+
+
+@dataclass
+class _PartialMerge:
+    """The keys partial updates (IS_PARTIAL blocks) touch, merged as Hudi 1.x's file group reader does
+    once a slice holds partial updates (`PartialUpdateBufferedRecordMerger`,
+    `SparkRecordMergingUtils.mergePartialRecords`; both 1.0.2 and 1.1.1, checked against their reads):
+
+    - the log records of a key merge among themselves first, in order: the winner (by ordering value
+      under EVENT_TIME_ORDERING, the newer one under COMMIT_TIME_ORDERING) is laid over the loser, its
+      columns over the loser's, so a losing partial update still fills the columns a winning partial
+      one leaves out; a whole winner replaces everything;
+    - then that value meets the base record the same way (ties to the log value): a winning partial
+      value is laid over the base record, a losing one leaves the base record whole.
+
+    Refused: a partial update following its record's delete, a partial value with no whole record
+    under it (no base record), and on EVENT_TIME_ORDERING any delete that competes by ordering value
+    in such a slice (Hudi's partial merger drops those without comparing)."""
+
+    keys: frozenset[str]
+    event_time: bool
+    # key -> (ordering, layers), or None once deleted
+    values: dict[str, tuple[Any, _Layers] | None]
+
+    @classmethod
+    def of(
+        cls, log: _LogRows, log_keys: list[str], is_deleted: np.ndarray, event_time: bool
+    ) -> _PartialMerge:
+        keys: set[str] = set()
+        for event in log.events:
+            if isinstance(event, _RowRange) and event.columns is not None:
+                keys.update(log_keys[event.start : event.stop])
+        if keys and event_time:
+            for event in log.events:
+                if isinstance(event, DeleteBlock):
+                    competing = [r.record_key for r in event.records if not _is_commit_time_delete(r)]
+                else:
+                    rows = np.flatnonzero(is_deleted[event.start : event.stop]) + event.start
+                    competing = [log_keys[j] for j in rows]
+                if competing:
+                    where = event.location.describe() if isinstance(event, DeleteBlock) else event.where
+                    raise UnsupportedMergeError(
+                        f"{where}: delete of record {competing[0]!r} by ordering value in a file slice "
+                        "with partial updates (IS_PARTIAL), which Hudi 1.x merges without comparing them"
+                    )
+        return cls(frozenset(keys), event_time, {})
+
+    def delete(self, key: str) -> None:
+        self.values[key] = None
+
+    def update(self, key: str, ordering: Any, row: int, event: _RowRange, deleted: bool, where: str) -> None:
+        """Row `row` of `event`; `deleted`: its `_hoodie_is_deleted` (only on COMMIT_TIME_ORDERING, where
+        it wins like any newer record)."""
+        if deleted:
+            self.delete(key)
+            return
+        layer = (row, event.columns)
+        if key not in self.values:
+            self.values[key] = (ordering, [layer])
+            return
+        current = self.values[key]
+        if current is None:
+            if event.columns is not None:
+                raise UnsupportedMergeError(
+                    f"{event.where}: partial update of record {key!r} follows its delete; Hudi 1.x would lay "
+                    "it over the deleted record's older values"
+                )
+            self.values[key] = (ordering, [layer])
+            return
+        current_ordering, stack = current
+        if not self.event_time or _newer_wins(current_ordering, ordering, key, where):
+            self.values[key] = (ordering, _whole_from([*stack, layer]))
+        else:
+            self.values[key] = (current_ordering, _whole_from([layer, *stack]))
+
+    def final(self, key: str, base: tuple[Any, int] | None, where: str) -> _Layers | None:
+        """The rows `key`'s merged value is laid from, or None for a delete; `base` its base record's
+        (ordering, row)."""
+        value = self.values.get(key)
+        if value is None:
+            return None if key in self.values or base is None else [(base[1], None)]
+        ordering, stack = value
+        if base is not None:
+            if self.event_time and not _newer_wins(base[0], ordering, key, where):
+                return [(base[1], None)]
+            return _whole_from([(base[1], None), *stack])
+        if stack[0][1] is not None:
+            raise UnsupportedMergeError(
+                f"{where}: partial update of record {key!r} with no whole version of it in the file slice"
+            )
+        return stack
+
+
+def _whole_from(stack: _Layers) -> _Layers:
+    """`stack` from its last whole record up: the layers under a whole record are hidden."""
+    whole = [i for i, (_, columns) in enumerate(stack) if columns is None]
+    return stack[whole[-1] :] if whole else stack
+
+
+def _is_commit_time_delete(rec: DeleteRecord) -> bool:
+    """A delete without an ordering value or with the default Integer 0 (`DeleteRecord` from SQL
+    DELETE): it always wins (`BufferedRecord.isCommitTimeOrderingDelete`)."""
+    return rec.ordering_value is None or (rec.ordering_type == "IntWrapper" and rec.ordering_value == 0)
 
 
 def _collect_log_rows(
@@ -414,7 +585,7 @@ def _collect_log_rows(
 ) -> _LogRows:
     tables: list[pa.Table] = []
     orderings: list[pa.Array] = []
-    events: list[DeleteBlock | tuple[int, int]] = []
+    events: list[DeleteBlock | _RowRange] = []
     delete_keys: set[str] = set()
     offset = 0
     for block in blocks:
@@ -423,6 +594,13 @@ def _collect_log_rows(
             delete_keys.update(r.record_key for r in block.records if r.record_key is not None)
             continue
         where = block.location.describe()
+        columns = None
+        if block.is_partial:
+            columns = frozenset(block.records.column_names) & frozenset(schema.names)
+            if field is not None and field not in columns:
+                raise UnsupportedMergeError(
+                    f"{where}: a partial update (IS_PARTIAL) without the ordering field {field!r}"
+                )
         table = _conform(block.records, schema, where)
         keys = table.column(RECORD_KEY_FIELD)
         if keys.null_count:
@@ -432,7 +610,7 @@ def _collect_log_rows(
         if ordering is not None:
             orderings.append(ordering)
         tables.append(table)
-        events.append((offset, offset + table.num_rows))
+        events.append(_RowRange(offset, offset + table.num_rows, columns, where))
         offset += table.num_rows
     logs = pa.concat_tables(tables) if tables else schema.empty_table()
     if field is None:
@@ -477,8 +655,7 @@ def _fold(log: _LogRows, rows: np.ndarray, ordering_class: str | None) -> dict[s
                 )
                 entries[rec.record_key] = _Entry(rec.ordering_value, wrapper_class, None)
             continue
-        start, stop = event
-        for i in range(int(np.searchsorted(rows, start)), int(np.searchsorted(rows, stop))):
+        for i in range(int(np.searchsorted(rows, event.start)), int(np.searchsorted(rows, event.stop))):
             key = keys[i]
             stored = entries.get(key)
             new = _Entry(orderings[i], ordering_class, int(rows[i]))

@@ -70,7 +70,8 @@ def read_file_slice(
 
 
 def _latest_block_schema(blocks: list[DataBlock | DeleteBlock], where: str) -> pa.Schema:
-    data = [b for b in blocks if isinstance(b, DataBlock)]
+    # A partial update's SCHEMA holds only the columns it updates.
+    data = [b for b in blocks if isinstance(b, DataBlock) and not b.is_partial]
     if not data:
         raise CorruptTableError(f"{where}: no base file and no committed data block to take a schema from")
     return avro_record_to_arrow_schema(json.loads(data[-1].header[HeaderKey.SCHEMA]))
