@@ -2,8 +2,8 @@
 
 One run builds one input table (the clustering benchmark's many-small-files copy-on-write table, see
 `bench.clustering.build_input_table`), checks that Hudi reads it, and then for every layout (LINEAR,
-ZORDER and HILBERT, DIRECT and SAMPLE curves) rewrites a fresh copy of it twice, in one local
-SparkSession that carries the Hudi bundle:
+ZORDER and HILBERT, DIRECT and SAMPLE curves) rewrites a fresh copy of it with each contender, once
+per round, in one local SparkSession that carries the Hudi bundle:
 
 * Hudi: `CALL run_clustering(path, order, order_strategy, options)` (`RunClusteringProcedure`, which
   schedules with `SparkSizeBasedClusteringPlanStrategy` and executes with
@@ -15,12 +15,13 @@ size, small-file limit, group size and count, compression codec). Hudi alone als
 `hoodie.metadata.enable=false` (the service refuses metadata-table tables, and building one would be
 work ours never does) and no automatic clean or archive after its commit.
 
-Recorded per layout and contender: wall seconds, input MB/s, the ratio ours/Hudi, the plan's groups
-(file ids per group; the two plans follow the same strategy, so they should match), output files and
-their size spread, rows Hudi's reader reads back, and the rows a reader scans for each pruning
-predicate of `bench.pruning_count` (footer min/max pruning over the output files). The floor is
-pyarrow reading, sorting and encoding the same rows on every core (one process per core, each a
-share of the files), in the same run.
+Recorded per layout and contender: wall seconds (the median of `--rounds` rounds, default 3, each on a
+fresh copy with the contenders alternating; every round's seconds are kept), input MB/s, the ratio
+ours/Hudi, the plan's groups (file ids per group; the two plans follow the same strategy, so they
+should match), output files and their size spread, rows Hudi's reader reads back, and the rows a
+reader scans for each pruning predicate of `bench.pruning_count` (footer min/max pruning over the
+output files). The floor is pyarrow reading, sorting and encoding the same rows on every core (one
+process per core, each a share of the files), in the same run.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import contextlib
 import multiprocessing
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -125,6 +127,7 @@ class Options:
     standalone: bool = False
     executor_memory: str = "8g"
     hudi: str = DEFAULT_HUDI  # 1.1: Hudi 1.1.1 on the input upgraded to table version 9
+    rounds: int = 1  # per layout, each contender on a fresh copy; `seconds` is the median
 
     @property
     def hudi_only_settings(self) -> dict[str, str]:
@@ -163,6 +166,7 @@ class Contender:
     output_sizes: list[int]
     rows_read_by_hudi: int
     rows_scanned: dict[str, float] = field(default_factory=dict)  # predicate -> mean rows scanned
+    round_seconds: list[float] = field(default_factory=list)  # every round's, in order; `seconds` the median
 
     @property
     def mb_per_s(self) -> float:
@@ -471,15 +475,23 @@ def _run(
         bases: dict[int, Path] = {}
         for layout, method in options.layouts:
             settings = plan_settings(options, layout, method)
-            for name in CONTENDERS:
-                copy = fresh_copy(source, work / f"{name}-{layout}-{method}")
-                if name == "hudi":
-                    seconds = run_hudi(session, copy, settings, options.hudi_only_settings)
-                else:
-                    seconds = run_ours(session, copy, settings)
-                runs.append(_outcome(session, name, layout, method, copy, seconds))
-                bases[len(runs) - 1] = copy.base
-                print(f"  {name} {layout} {method}: {seconds:.1f}s, {runs[-1].mb_per_s:.2f} MB/s", flush=True)
+            timed: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+            # Rounds alternate the contenders, so a slow spell of the machine falls on both.
+            for round_ in range(options.rounds):
+                last = round_ == options.rounds - 1
+                for name in CONTENDERS:
+                    copy = fresh_copy(source, work / f"{name}-{layout}-{method}")
+                    if name == "hudi":
+                        seconds = run_hudi(session, copy, settings, options.hudi_only_settings)
+                    else:
+                        seconds = run_ours(session, copy, settings)
+                    timed[name].append(seconds)
+                    print(f"  {name} {layout} {method} round {round_ + 1}: {seconds:.1f}s", flush=True)
+                    if last:  # the outputs of every round are alike: the last one's are measured
+                        median = statistics.median(timed[name])
+                        runs.append(_outcome(session, name, layout, method, copy, median))
+                        runs[-1].round_seconds = timed[name]
+                        bases[len(runs) - 1] = copy.base
         measure_pruning(runs, bases, options.placements, options.seed)
         floor = machine_floor(source, work / "floor", options.codec)
         payload = _payload(options, source, runs, floor, command)
@@ -536,6 +548,7 @@ def _payload(
                 "layout": run.layout,
                 "method": run.method,
                 "seconds": round(run.seconds, 3),
+                "round_seconds": [round(s, 3) for s in run.round_seconds],
                 "input_mb_per_s": round(run.mb_per_s, 3),
                 "instant_time": run.instant_time,
                 "plan_groups": len(run.plan_groups),
@@ -652,6 +665,9 @@ def main(argv: Sequence[str]) -> int:
         default=DEFAULT_HUDI,
         help="1.1: Hudi 1.1.1 on the input upgraded to table version 9 with the record index",
     )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds per layout and contender (medians reported)"
+    )
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
         return status
@@ -664,6 +680,7 @@ def main(argv: Sequence[str]) -> int:
         results_dir=args.results_dir,
         standalone=args.standalone,
         hudi=args.hudi,
+        rounds=args.rounds,
     )
     run(options, command=command_line(NAME, argv))
     return 0

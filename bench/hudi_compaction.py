@@ -9,7 +9,8 @@ group has a base file and a log file per round. Per contender the table is copie
 (the operations as Spark tasks through `SparkExecutor`, in the same session) the other. Both
 compact every file slice (`hoodie.compact.inline.max.delta.commits=1`, Hudi's default strategy).
 Hudi's snapshot reads of both copies must hold the same rows (asserted); wall seconds of each and
-the ratio are recorded. An untimed warm-up on a tiny table takes JIT and first-use costs out.
+the ratio are recorded, as the medians of `--rounds` rounds (default 3, each on fresh copies; every
+round's seconds are kept). An untimed warm-up on a tiny table takes JIT and first-use costs out.
 
 `--hudi 1.1` runs the same with Hudi 1.1.1 (bundle, writer, procedure and reader): the table is of
 version 9, with Hudi 1.1's metadata-table defaults (`column_stats`, `partition_stats`) and the record
@@ -19,9 +20,10 @@ index, which both compactions keep; results go to `hudi-compaction-v9.json`.
 from __future__ import annotations
 
 import shutil
+import statistics
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +81,7 @@ class Options:
     results_dir: Path | None = None
     driver_memory: str = "6g"
     hudi: str = DEFAULT_HUDI  # the Hudi of the writer, the contender and the reads: 0.15 or 1.1
+    rounds: int = 1
 
     @property
     def hudi_options(self) -> dict[str, str]:
@@ -215,13 +218,19 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         if options.shape != TINY:  # untimed warm-up
             build_table(session, work / "warm-up", TINY, extra)
             run_once(session, work / "warm-up", work / "warm-up-copies", extra)
-        result = run_once(session, work / "table", work, extra)
-        payload = _payload(options, result, command)
+        rounds: list[Run] = []
+        for number in range(options.rounds):
+            rounds.append(run_once(session, work / "table", work, extra))
+            r = rounds[-1]
+            print(f"round {number + 1}: Hudi {r.hudi.seconds:.1f}s, ours {r.ours.seconds:.1f}s", flush=True)
+            if not r.same_rows:
+                break  # reported below; more rounds would not mend it
+        payload = _payload(options, rounds, command)
         _print(payload)
         path = write_results(options.results_name, payload, options.results_dir)
         print(f"\nwrote {path}", flush=True)
         payload["results_path"] = str(path)
-        if not result.same_rows:
+        if not payload["run"]["same_rows"]:
             raise RuntimeError(f"Hudi's compaction and ours left different rows: {payload['run']}")
         return payload
     finally:
@@ -230,13 +239,37 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _payload(options: Options, result: Run, command: str | None) -> dict[str, Any]:
+def _median(contenders: Sequence[Contender]) -> Contender:
+    """The contender's figures with the median seconds of its rounds (outputs are alike in each)."""
+    schedule = [c.schedule_seconds for c in contenders if c.schedule_seconds is not None]
+    return replace(
+        contenders[-1],
+        seconds=statistics.median(c.seconds for c in contenders),
+        schedule_seconds=statistics.median(schedule) if schedule else None,
+    )
+
+
+def _payload(options: Options, rounds: Sequence[Run], command: str | None) -> dict[str, Any]:
+    result = replace(
+        rounds[-1],
+        hudi=_median([r.hudi for r in rounds]),
+        ours=_median([r.ours for r in rounds]),
+        same_rows=all(r.same_rows for r in rounds),
+    )
     ratio = result.ours.seconds / result.hudi.seconds if result.hudi.seconds else None
     return {
         "command": command or f"bench.hudi_compaction.run({options})",
         "shape": asdict(options.shape) | {"updated_rows": options.shape.updated_rows},
         "hudi": options.hudi,
         "settings": {**EVERY_DELTACOMMIT, **options.hudi_options},
+        "rounds": [
+            {
+                "hudi_seconds": round(r.hudi.seconds, 3),
+                "ours_seconds": round(r.ours.seconds, 3),
+                "same_rows": r.same_rows,
+            }
+            for r in rounds
+        ],
         "run": asdict(result) | {"ours_over_hudi_seconds": round(ratio, 3) if ratio else None},
     }
 
@@ -265,6 +298,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--hudi", choices=tuple(HUDI_BUNDLES), default=DEFAULT_HUDI, help="1.1: a version-9 table, Hudi 1.1.1"
     )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (medians reported)")
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
         return status
@@ -273,6 +307,7 @@ def main(argv: Sequence[str]) -> int:
         work_dir=args.work_dir,
         results_dir=args.results_dir,
         hudi=args.hudi,
+        rounds=args.rounds,
     )
     run(options, command=command_line(NAME, argv))
     return 0
