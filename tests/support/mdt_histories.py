@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
 from tests.support import hudi_tables as ht
 from tests.support.histories import BATCH_ROWS, HudiHistory, _Builder
 
@@ -88,3 +90,15 @@ def build_mdt_indexes_history(spark: SparkSession, base_path: Path) -> HudiHisto
     b.write("insert", _batch(1), batch=2)
     b.write("upsert", list(range(60, 90, 2)), batch=3)
     return b.finish()
+
+
+@pytest.fixture(scope="session")
+def mdt_indexes_built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> HudiHistory:
+    """A Hudi history with the `column_stats` and `bloom_filters` MDT partitions (read-only: copy it)."""
+    return build_mdt_indexes_history(spark, tmp_path_factory.mktemp("mdt-indexes") / "mdt_indexes")
+
+
+@pytest.fixture(scope="session")
+def mdt_history_built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> MdtHistory:
+    """Hudi's default MDT (`files` only) across its own compaction (read-only: copy it)."""
+    return build_mdt_history(spark, tmp_path_factory.mktemp("mdt-history") / "mdt_files")
