@@ -24,6 +24,11 @@ class CorruptTableError(HudiTableServiceError):
     """A file under `.hoodie` (or a data file name) cannot be parsed; the message names the file."""
 
 
+class StoredFileReadError(HudiTableServiceError):
+    """A stored file could not be read: content that does not decode (a decompression or thrift error
+    is an OSError to pyarrow) or a storage failure, which cannot be told apart; the message names it."""
+
+
 class InstantExistsError(HudiTableServiceError):
     """Create-if-absent of a timeline file found it already there (another process won the race)."""
 

@@ -203,7 +203,21 @@ class TableConfig:
         raw = java_properties.loads(text)
         if "hoodie.table.name" not in raw:
             raise CorruptTableError(f"{source}: missing required key hoodie.table.name")
-        return cls(raw)
+        config = cls(raw)
+        # The typed keys are parsed here, where the file is known, not at first use.
+        for key, parse in (
+            ("hoodie.table.version", lambda c: c.version),
+            ("hoodie.timeline.layout.version", lambda c: c.timeline_layout_version),
+            ("hoodie.table.type", lambda c: c.table_type),
+            ("hoodie.table.timeline.timezone", lambda c: c.timeline_timezone),
+        ):
+            try:
+                parse(config)
+            except ValueError:
+                raise CorruptTableError(
+                    f"{source}: {key}={raw.get(key)!r} is not a value Hudi writes"
+                ) from None
+        return config
 
     def to_text(self, now: datetime | None = None) -> str:
         props = dict(self.raw)
@@ -224,8 +238,9 @@ class TableConfig:
         `TableFormat.for_table`'s to check)."""
         if self.table_format != NATIVE_TABLE_FORMAT:
             raise UnsupportedTableError(
-                f"table {self.name!r} at {base_uri} has hoodie.table.format={self.table_format}: "
-                f"only Hudi's own format ({NATIVE_TABLE_FORMAT}) is read, not a pluggable table format"
+                f"table {self.name!r} at {base_uri}: {PROPERTIES_FILE} has hoodie.table.format="
+                f"{self.table_format}: only Hudi's own format ({NATIVE_TABLE_FORMAT}) is read, not a "
+                "pluggable table format"
             )
         mode = self.raw.get("hoodie.record.merge.mode")
         if mode is not None and mode.strip().upper() not in _MERGE_MODES:
@@ -235,7 +250,7 @@ class TableConfig:
             )
         if self.base_file_format not in _SERVED_BASE_FILE_FORMATS:
             raise UnsupportedTableError(
-                f"table {self.name!r} at {base_uri} has hoodie.table.base.file.format="
+                f"table {self.name!r} at {base_uri}: {PROPERTIES_FILE} has hoodie.table.base.file.format="
                 f"{self.base_file_format}; the service reads "
                 f"{', '.join(_SERVED_BASE_FILE_FORMATS)} base files only"
             )
@@ -249,16 +264,18 @@ class TableConfig:
             parts = ",".join(self.metadata_partitions_inflight)
             raise UnsupportedTableError(
                 f"table {self.name!r} at {base_uri} has metadata table partitions still initialising "
-                f"(hoodie.table.metadata.partitions.inflight={parts}): an async indexer or a writer is "
-                "building them. Retry once a Hudi writer has finished them (the key is empty again)."
+                f"({PROPERTIES_FILE}: hoodie.table.metadata.partitions.inflight={parts}): an async "
+                "indexer or a writer is building them. Retry once a Hudi writer has finished them (the "
+                "key is empty again)."
             )
         # Other partitions need records the service does not produce (service/table/mdt/commit.py).
         others = [p for p in self.metadata_partitions if p not in synced_partitions]
         if others:
+            listed = ",".join(self.metadata_partitions)
             raise UnsupportedTableError(
                 f"table {self.name!r} at {base_uri} has the metadata table partition(s) {','.join(others)} "
-                f"(hoodie.table.metadata.partitions={','.join(self.metadata_partitions)}); this service "
-                f"keeps only {', '.join(synced_partitions)} in sync, so its clustering or clean would "
+                f"({PROPERTIES_FILE}: hoodie.table.metadata.partitions={listed}); this service keeps "
+                f"only {', '.join(synced_partitions)} in sync, so its clustering or clean would "
                 f"leave {','.join(others)} stale. Drop them: `DROP INDEX` for an expression index, or run "
                 "a Hudi writer once with that index disabled (HoodieTable.deleteMetadataIndexIfNecessary "
                 "deletes a disabled index's partition), or disable the metadata table with "

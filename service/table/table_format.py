@@ -16,7 +16,7 @@ from service.table.codecs.compaction import COMPACTION_PLAN_SCHEMA_0_15
 from service.table.codecs.replace import REQUESTED_REPLACE_SCHEMA_0_15
 from service.table.layout import TimelineLayout
 from service.table.mdt.mdt_format import MDT_FORMAT_V6, MDT_FORMATS, MdtFormat
-from service.table.properties import TableConfig, TableServiceKind
+from service.table.properties import PROPERTIES_FILE, TableConfig, TableServiceKind
 
 SERVED_TABLE_VERSIONS = (6, 8, 9)
 # `HoodieTableVersion` -> the timeline layout version its tables must carry (`TimelineLayoutVersion`).
@@ -121,7 +121,7 @@ def _layout(config: TableConfig, layout_version: int) -> TimelineLayout:
 
 
 def _unsupported(config: TableConfig, base_uri: str, expected_layout: int | None) -> str:
-    where = f"table {config.name!r} at {base_uri}"
+    where = f"table {config.name!r} at {base_uri}: {PROPERTIES_FILE}"
     if expected_layout is None:
         served = ", ".join(str(v) for v in SERVED_TABLE_VERSIONS)
         return (

@@ -11,7 +11,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from service.errors import CorruptTableError
+from service.errors import CorruptTableError, StoredFileReadError
 from service.table.data_files import LogFile
 from service.table.fs_view import FileSlice
 from service.table.instant import Action
@@ -60,8 +60,17 @@ def read_file_slice(
     where = f"file slice {file_slice.partition_path!r}/{file_slice.file_id} @ {file_slice.base_instant_time}"
     base = None
     if file_slice.base_file is not None:
-        with storage.filesystem.open_input_file(storage.fs_path(file_slice.base_file.path)) as source:
-            base = pq.read_table(source)
+        path = file_slice.base_file.path
+        try:
+            with storage.filesystem.open_input_file(storage.fs_path(path)) as source:
+                base = pq.read_table(source)
+            _ = base.column_names  # decoded now: a corrupt column name fails here, naming the file
+        # A footer, schema or key-value metadata that is not Parquet's (ArrowInvalid and
+        # UnicodeDecodeError are ValueErrors).
+        except ValueError as exc:
+            raise CorruptTableError(f"{where}: base file {path} cannot be read: {exc}") from exc
+        except OSError as exc:  # a page that does not decompress, or storage failing
+            raise StoredFileReadError(f"{where}: base file {path} cannot be read: {exc}") from exc
     logs = [(lf, read_log_file(storage, lf)) for lf in file_slice.log_files]
     blocks = valid_blocks(logs, instants)
     if schema is None:

@@ -1,0 +1,239 @@
+"""Fuzzed stored files: every kind of file the service reads, mutated (truncated, bit-flipped, huge
+lengths, wrong types and schemas, paths leaving the table), under real tables Hudi 0.15 wrote.
+
+Seeds (Hudi's own files): copy-on-write tables with the metadata table (`files` across its own
+compaction; `column_stats` and `bloom_filters`), with Hudi's clean and rollback instants, a failed
+write (its markers and heartbeat), a pending clustering Hudi scheduled; a merge-on-read table with
+log files and a pending compaction Hudi scheduled. Each mutation goes into a fresh copy of one seed,
+then the service reads it the ways it reads a table: `status`, `clean --dry-run`, `cluster` and
+`compact` scheduling dry runs, a merged read of the slices a mutated data file belongs to, and a real
+`clean` when the mutated file is under `.hoodie`.
+
+For each: the command succeeds or fails with the product's error naming the mutated file (never
+another exception, never a hang: the per-test timeout), and the real clean deletes nothing the clean
+of the unmutated seed would not delete. `HTS_FUZZ_COUNT` sets the number of mutations (300 in CI,
+1,000 with HTS_LONG_TESTS=1; seed `HTS_FUZZ_SEED`); the count per kind is printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import random
+import shutil
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from service.cli import main
+from service.errors import HudiTableServiceError
+from service.table.log_format.merge import MergeConfig
+from service.table.log_format.slice_reader import instant_filter, read_file_slice
+from service.table.table import HudiTable
+from tests.conftest import LONG_TESTS
+from tests.fuzz.mutations import describe, kind_of, mutate
+from tests.support import hudi_tables as ht
+from tests.support.histories import HistoryCache, HudiHistory
+from tests.support.mdt_histories import MdtHistory
+from tests.support.mor_tables import hudi_compaction
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+# CI runs 300 (its time budget); HTS_LONG_TESTS=1 runs 1,000; HTS_FUZZ_COUNT any number.
+COUNT = int(os.environ.get("HTS_FUZZ_COUNT") or (1000 if LONG_TESTS else 300))
+SEED = int(os.environ.get("HTS_FUZZ_SEED", "20261128"))
+
+
+@dataclass(frozen=True)
+class Seed:
+    name: str
+    base: Path
+    merge_on_read: bool
+    files: tuple[tuple[str, str], ...]  # (path relative to base, kind)
+    cleaned: frozenset[str]  # what a real clean of the unmutated table deletes (relative paths)
+
+
+def _listing(base: Path) -> set[str]:
+    return {str(p.relative_to(base)) for p in base.rglob("*") if p.is_file()}
+
+
+def _seed(name: str, base: Path, merge_on_read: bool, scratch: Path) -> Seed:
+    files = []
+    for rel in sorted(_listing(base)):
+        kind = kind_of(rel, (base / rel).read_bytes())
+        if kind is not None:
+            files.append((rel, kind))
+    reference = scratch / f"reference-{name}"
+    shutil.copytree(base, reference, symlinks=True)
+    before = _listing(reference)
+    with _quiet():
+        assert main(["clean", "--base-path", str(reference), "--timezone", "UTC"]) == 0
+    cleaned = frozenset(before - _listing(reference))
+    shutil.rmtree(reference)
+    return Seed(name, base, merge_on_read, tuple(files), cleaned)
+
+
+@pytest.fixture(scope="module")
+def seeds(
+    spark: SparkSession,
+    hudi_histories: HistoryCache,
+    mdt_history_built: MdtHistory,
+    mdt_indexes_built: HudiHistory,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> list[Seed]:
+    root = tmp_path_factory.mktemp("fuzz-seeds")
+    out = []
+    # Copy-on-write with column_stats and bloom_filters, a failed write left behind (inflight,
+    # markers, heartbeat) and a clustering Hudi scheduled.
+    cow = root / "cow_indexes"
+    shutil.copytree(mdt_indexes_built.base_path, cow, symlinks=True)
+    spark.sql(f"CALL run_clustering(path => '{cow}', op => 'schedule')").collect()
+    # Inserts of new keys (updates of file groups in the pending clustering are refused).
+    ht.write_failing(spark, cow, ht.generate(spark, range(5000, 5020), batch=9), "insert", "mdt_indexes",
+                     partition_fields=[ht.PARTITION_FIELD])  # fmt: skip
+    out.append(_seed("cow_indexes", cow, False, root))
+    # The metadata table's `files` across its own compaction, Hudi's clean, rollback and replace.
+    mdt = root / "mdt_files"
+    shutil.copytree(mdt_history_built.history.base_path, mdt, symlinks=True)
+    out.append(_seed("mdt_files", mdt, False, root))
+    for name in ("with_clean", "with_rollback"):
+        path = root / name
+        shutil.copytree(hudi_histories.get(name).base_path, path, symlinks=True)
+        out.append(_seed(name, path, False, root))
+    mor = root / "merge_on_read"
+    shutil.copytree(hudi_histories.get("merge_on_read").base_path, mor, symlinks=True)
+    hudi_compaction(spark, mor, "schedule")
+    out.append(_seed("merge_on_read", mor, True, root))
+    return out
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[list[logging.LogRecord]]:
+    """Commands' stdout discarded; their ERROR log records collected."""
+    records: list[logging.LogRecord] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Collect(level=logging.ERROR)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield records
+    finally:
+        root.removeHandler(handler)
+
+
+def _commands(seed: Seed, base: Path) -> list[list[str]]:
+    common = ["--base-path", str(base), "--timezone", "UTC", "--json"]
+    out = [
+        ["status", "--base-path", str(base), "--json"],
+        ["clean", *common, "--dry-run"],
+        ["cluster", *common, "--mode", "schedule", "--dry-run"],
+    ]
+    if seed.merge_on_read:
+        out.append(["compact", *common, "--mode", "schedule", "--dry-run"])
+    return out
+
+
+def _names_the_file(message: str, rel: str) -> bool:
+    """The error names the mutated file; for a file of the metadata table, naming the metadata table
+    is enough (a truncated tail block is skipped as Hudi skips it, and what goes missing with it shows
+    as the metadata table disagreeing with storage, naming the file it disagrees on)."""
+    name = rel.rsplit("/", 1)[-1]
+    if rel.startswith(".hoodie/metadata/") and "the metadata table" in message:
+        return True
+    return name in message or rel in message
+
+
+def _merged_read(base: Path, rel: str) -> None:
+    """Read merged every latest slice of the mutated data file's partition, as the executors do."""
+    partition = rel.rpartition("/")[0]
+    table = HudiTable.open(str(base))
+    timeline = table.load_timeline()
+    config = MergeConfig.from_table_properties(table.config.raw, table.name)
+    for group in table.load_view(timeline).live_file_groups:
+        latest = group.latest_slice
+        # The empty slice a pending compaction opens is not read by anything.
+        if (
+            group.partition_path == partition
+            and latest is not None
+            and (latest.base_file or latest.log_files)
+        ):
+            read_file_slice(table.storage, latest, instant_filter(timeline), config)
+
+
+def _run_one(seed: Seed, rel: str, kind: str, index: int, scratch: Path) -> tuple[str, list[str]]:
+    rng = random.Random(SEED * 1_000_003 + index)
+    base = scratch / f"m{index}" / seed.name
+    shutil.copytree(seed.base, base, symlinks=True)
+    label, data = mutate(kind, (base / rel).read_bytes(), rng)
+    (base / rel).write_bytes(data)
+    problems: list[str] = []
+
+    def check(what: str, call: Callable[[], int | None]) -> None:
+        with _quiet() as errors:
+            try:
+                code = call()
+            except HudiTableServiceError as exc:
+                code, errors = 1, [logging.makeLogRecord({"msg": str(exc)})]
+            except Exception as exc:
+                frames = traceback.extract_tb(exc.__traceback__)
+                ours = [f for f in frames if "/service/" in f.filename] or frames
+                at = f"{Path(ours[-1].filename).name}:{ours[-1].lineno}"
+                problems.append(f"{what}: {type(exc).__name__} at {at}: {exc}"[:400])
+                return
+        if code not in (0, 1, None):
+            problems.append(f"{what}: exit {code}")
+        elif code == 1 and not any(_names_the_file(r.getMessage(), rel) for r in errors):
+            said = " | ".join(r.getMessage() for r in errors)[:400]
+            problems.append(f"{what}: error does not name {rel}: {said}")
+
+    for argv in _commands(seed, base):
+        check(argv[0], lambda argv=argv: main(argv))
+    if kind in ("parquet", "log") and not rel.startswith(".hoodie/"):
+        check("merged read", lambda: _merged_read(base, rel))
+    if rel.startswith(".hoodie/"):
+        before = _listing(base)
+        check("clean", lambda: main(["clean", "--base-path", str(base), "--timezone", "UTC"]))
+        deleted = before - _listing(base) - {rel}
+        extra = sorted(deleted - seed.cleaned)
+        if extra:
+            problems.append(f"clean deleted {len(extra)} files the unmutated clean keeps: {extra[:5]}")
+    shutil.rmtree(base.parent, ignore_errors=True)
+    return f"{seed.name}/{rel} ({kind}): {label}; {describe(data)}", problems
+
+
+def test_mutated_stored_files_fail_clearly_and_delete_nothing(
+    seeds: list[Seed], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = random.Random(SEED)
+    by_kind: dict[str, list[tuple[Seed, str]]] = {}
+    for seed in seeds:
+        for rel, kind in seed.files:
+            by_kind.setdefault(kind, []).append((seed, rel))
+    kinds = sorted(by_kind)
+    counts: Counter[str] = Counter()
+    findings: list[str] = []
+    for index in range(COUNT):
+        kind = kinds[index % len(kinds)]
+        seed, rel = rng.choice(by_kind[kind])
+        what, problems = _run_one(seed, rel, kind, index, tmp_path)
+        counts[kind] += 1
+        findings += [f"#{index} {what}: {p}" for p in problems]
+    with capsys.disabled():
+        print(f"\nfuzzed {sum(counts.values())} stored files (seed {SEED}): "
+              + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))  # fmt: skip
+    assert not findings, f"{len(findings)} findings:\n" + "\n".join(findings[:40])
