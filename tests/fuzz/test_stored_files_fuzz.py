@@ -38,7 +38,7 @@ from service.table.log_format.merge import MergeConfig
 from service.table.log_format.slice_reader import instant_filter, read_file_slice
 from service.table.table import HudiTable
 from tests.conftest import LONG_TESTS
-from tests.fuzz.mutations import describe, kind_of, mutate
+from tests.fuzz.mutations import KINDS, describe, kind_of, mutate
 from tests.support import hudi_tables as ht
 from tests.support.histories import HistoryCache, HudiHistory
 from tests.support.mdt_histories import MdtHistory
@@ -225,6 +225,7 @@ def test_mutated_stored_files_fail_clearly_and_delete_nothing(
         for rel, kind in seed.files:
             by_kind.setdefault(kind, []).append((seed, rel))
     kinds = sorted(by_kind)
+    assert kinds == sorted(KINDS), f"the seeds hold no file of kind {sorted(set(KINDS) - set(kinds))}"
     counts: Counter[str] = Counter()
     findings: list[str] = []
     for index in range(COUNT):

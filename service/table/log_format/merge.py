@@ -576,7 +576,8 @@ def _whole_from(stack: _Layers) -> _Layers:
 
 def _is_commit_time_delete(rec: DeleteRecord) -> bool:
     """A delete without an ordering value or with the default Integer 0 (`DeleteRecord` from SQL
-    DELETE): it always wins (`BufferedRecord.isCommitTimeOrderingDelete`)."""
+    DELETE): it always wins, on 1.x (`BufferedRecord.isCommitTimeOrderingDelete`) as on 0.x (the
+    natural-order 0 of `HoodieMergedLogRecordScanner.processNextDeletedRecord`)."""
     return rec.ordering_value is None or (rec.ordering_type == "IntWrapper" and rec.ordering_value == 0)
 
 
@@ -639,12 +640,9 @@ def _fold(log: _LogRows, rows: np.ndarray, ordering_class: str | None) -> dict[s
                 if rec.record_key is None:
                     continue
                 stored = entries.get(rec.record_key)
-                natural = rec.ordering_value is None or (
-                    rec.ordering_type == "IntWrapper" and rec.ordering_value == 0
-                )
                 if (
                     stored is not None
-                    and not natural
+                    and not _is_commit_time_delete(rec)
                     and stored.ordering_class is not None
                     and _SAME_CLASS_WRAPPER.get(stored.ordering_class) == rec.ordering_type
                     and stored.ordering > rec.ordering_value
