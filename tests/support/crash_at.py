@@ -1,21 +1,33 @@
-"""Run the CLI in this process and SIGKILL it right after (or right before) it creates a file whose
-path matches.
+"""Run the CLI in a child process and SIGKILL it at a chosen step, as a lost machine would.
 
-`python -m tests.support.crash_at [--before] REGEX <cli args...>`: every file the services create on
-a table goes through `Storage.create_if_absent` (instant files, MDT log files, rollback blocks), so a
-kill placed after one of them stops the process exactly between two steps of an instant's
-completion, as a lost machine would (no `finally`, no atexit, no flush). `--before` kills just
-before the file would be created: the last moment the step before it left behind (e.g. a
-compaction's files written, its commit not yet).
+`python -m tests.support.crash_at [--before | --on-delete | --on-appear] REGEX <cli args...>`:
+- default: right after the process creates a file whose table-relative path matches. Every file the
+  services create on a table (instant files, MDT log files, rollback blocks) goes through
+  `Storage.create_if_absent`, so the kill lands exactly between two steps of an instant's completion
+  (no `finally`, no atexit, no flush);
+- `--before`: just before such a file would be created: the last moment the step before it left
+  behind (e.g. a compaction's files written, its commit not yet);
+- `--on-delete`: right after the process deleted a file whose path matches (`Storage.delete_file`:
+  a clean's or a rollback's deletes, from any of its threads), so the kill lands mid-deletes;
+- `--on-appear`: as soon as a file whose path matches and that was not there when the process
+  started appears under the table (`--base-path`), whoever wrote it: Spark's writer tasks run in
+  other processes, so "after some data files" is watched for on storage.
+
+`run_killed_at` then kills what the process left running (its JVM and Spark's Python workers, in
+the child's own process group) before it returns: a lost machine takes its executors with it, and
+no straggling task may write after the kill.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,42 +35,113 @@ from service.cli import main
 from service.table.storage import Storage
 from tests.support.paths import REPO_ROOT
 
+MODES = ("after", "before", "on-delete", "on-appear")
+
 
 def run_killed_at(
-    pattern: str, cli_args: Sequence[str], log: Path, *, before: bool = False, timeout: float = 300
+    pattern: str,
+    cli_args: Sequence[str],
+    log: Path,
+    *,
+    before: bool = False,
+    mode: str | None = None,
+    timeout: float = 300,
 ) -> None:
     """Run the CLI with `cli_args` in a child that SIGKILLs itself at the first file matching
-    `pattern` (see the module docstring); its output goes to `log`. Asserts it was killed there."""
+    `pattern` (`mode`, one of `MODES`, see the module docstring; `before=True` is `mode="before"`);
+    its output goes to `log`. Asserts it was killed there, then kills its process group."""
+    mode = mode or ("before" if before else "after")
+    if mode not in MODES:
+        raise ValueError(f"unknown kill mode {mode!r}")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    flags = ["--before"] if before else []
     with log.open("wb") as out:
-        killed = subprocess.run(
-            [sys.executable, "-m", "tests.support.crash_at", *flags, pattern, *cli_args],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False,
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.crash_at", f"--{mode}", pattern, *cli_args],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-    assert killed.returncode == -9, f"not killed at {pattern!r}:\n{log.read_text()[-3000:]}"
+        try:
+            returncode = child.wait(timeout=timeout)
+        finally:
+            _kill_group(child.pid)
+    assert returncode == -9, f"not killed at {pattern!r} ({mode}):\n{log.read_text()[-3000:]}"
 
 
-def _install(pattern: re.Pattern[str], before: bool = False) -> None:
-    create = Storage.create_if_absent
+def _kill_group(pgid: int) -> None:
+    """SIGKILL every process left in the group and wait until none runs (zombies aside: a container's
+    PID 1 may never reap them)."""
+    deadline = time.monotonic() + 30
+    while _live_members(pgid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes of group {pgid} outlived SIGKILL for 30 s")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        time.sleep(0.05)
 
-    def create_then_die(self: Storage, rel: str, data: bytes) -> None:
-        if before and pattern.search(rel):
-            os.kill(os.getpid(), signal.SIGKILL)
-        create(self, rel, data)
-        if pattern.search(rel):
-            os.kill(os.getpid(), signal.SIGKILL)
 
-    Storage.create_if_absent = create_then_die  # type: ignore[method-assign]
+def _live_members(pgid: int) -> list[int]:
+    """Processes of group `pgid` that are not zombies (`/proc/<pid>/stat`: state, ppid, pgrp)."""
+    live = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        state, _ppid, group = stat[stat.rindex(")") + 2 :].split()[:3]
+        if int(group) == pgid and state != "Z":
+            live.append(int(entry))
+    return live
 
 
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    before = args[:1] == ["--before"]
-    if before:
-        args = args[1:]
-    _install(re.compile(args[0]), before)
-    sys.exit(main(args[1:]))
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _install(pattern: re.Pattern[str], mode: str, base_path: str | None) -> None:
+    if mode in ("after", "before"):
+        create = Storage.create_if_absent
+
+        def create_then_die(self: Storage, rel: str, data: bytes) -> None:
+            if mode == "before" and pattern.search(rel):
+                _die()
+            create(self, rel, data)
+            if pattern.search(rel):
+                _die()
+
+        Storage.create_if_absent = create_then_die  # type: ignore[method-assign]
+    elif mode == "on-delete":
+        delete = Storage.delete_file
+
+        def delete_then_die(self: Storage, rel: str, *, verify: bool = True) -> bool:
+            removed = delete(self, rel, verify=verify)
+            if pattern.search(rel):
+                _die()
+            return removed
+
+        Storage.delete_file = delete_then_die  # type: ignore[method-assign]
+    else:
+        if base_path is None:
+            raise SystemExit("--on-appear needs the CLI's --base-path")
+        threading.Thread(target=_watch, args=(Path(base_path), pattern), daemon=True).start()
+
+
+def _matching(root: Path, pattern: re.Pattern[str]) -> set[str]:
+    found = set()
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            rel = os.path.relpath(os.path.join(dirpath, name), root)
+            if pattern.search(rel):
+                found.add(rel)
+    return found
+
+
+def _watch(root: Path, pattern: re.Pattern[str]) -> None:
+    there = _matching(root, pattern)
+    while True:
+        if _matching(root, pattern) - there:
+            _die()
+        time.sleep(0.01)
 
 
 # Heartbeats of 1 s x 2 misses: a restarted run takes over the killed one's attempt after 2 s.
@@ -86,3 +169,10 @@ def check_only_the_commits_files_left(base: Path, instant: str, written: Sequenc
     mdt_timeline = base / ".hoodie" / "metadata" / ".hoodie" / "timeline"
     done = [p for p in mdt_timeline.iterdir() if re.fullmatch(rf"{instant}_\d{{17}}\.deltacommit", p.name)]
     assert len(done) == 1, done
+
+
+if __name__ == "__main__":
+    flag, regex, *cli = sys.argv[1:]
+    base = cli[cli.index("--base-path") + 1] if "--base-path" in cli else None
+    _install(re.compile(regex), flag.removeprefix("--"), base)
+    sys.exit(main(cli))

@@ -11,6 +11,7 @@ through the JVM (names and sizes).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,15 +38,20 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 
+# A merge-on-read log file: `.<file id>_<base instant>.log.<version>_<write token>`.
+_LOG_FILE = re.compile(r"^\.[^.].*\.log\.\d+_[^/.]+$")
+
+
 def storage_listing(base_path: Path) -> dict[str, dict[str, int]]:
-    """Data files per partition on disk (Hadoop's hidden `.crc` files and the partition metafile aside)."""
+    """Data files (base and log files) per partition on disk (Hadoop's hidden `.crc` files and the
+    partition metafile aside)."""
     out = {}
     for partition in ht.partition_paths(base_path):
         directory = base_path / partition
         out[partition] = {
             p.name: p.stat().st_size
             for p in sorted(directory.iterdir())
-            if p.is_file() and p.suffix == ".parquet"
+            if p.is_file() and (p.suffix == ".parquet" or _LOG_FILE.match(p.name))
         }
     return out
 
