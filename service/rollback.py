@@ -489,17 +489,21 @@ def execute_rollback_plan(
 def rollback_files_records(
     table: HudiTable, partition_metadata: dict[str, codecs.RollbackPartitionMetadata]
 ) -> list[FilesRecord]:
-    """The MDT `files` records of a rollback: each log file its command blocks went into, with its
-    size (`HoodieTableMetadataUtil.convertMetadataToRollbackRecords` adds `rollbackLogFiles` as
-    appended files). The failed instant's own files were never in the MDT: nothing to remove."""
+    """The MDT `files` records of a rollback on version 6: in each partition where command blocks
+    were appended, the log files they went into and the log files the failed instant wrote, each with
+    its size, the larger where a file is both (`HoodieTableMetadataUtil.processRollbackMetadata`, Hudi
+    0.15: both only when the partition has rollback log files). The failed instant's other files were
+    never in the MDT: nothing to remove."""
     records = []
     for partition, pm in sorted(partition_metadata.items()):
-        files = {
-            posixpath.basename(uri): FileInfo(size, False)
-            for uri, size in (pm.rollback_log_files or {}).items()
-        }
-        if files:
-            records.append(FilesRecord(partition_key(partition), RECORD_TYPE_FILE_LIST, files))
+        if not pm.rollback_log_files:
+            continue
+        files: dict[str, int] = {}
+        for uri, size in [*pm.rollback_log_files.items(), *(pm.log_files_from_failed_commit or {}).items()]:
+            name = posixpath.basename(uri)
+            files[name] = max(files.get(name, size), size)
+        infos = {name: FileInfo(size, False) for name, size in files.items()}
+        records.append(FilesRecord(partition_key(partition), RECORD_TYPE_FILE_LIST, infos))
     return records
 
 

@@ -44,6 +44,24 @@ def failed_writes(table: HudiTable, timeline: Timeline, config: HoodieConfig, no
     return failed
 
 
+def interrupted_rollbacks(table: HudiTable, timeline: Timeline) -> list[str]:
+    """Instants whose rollback is pending while they are gone from the timeline: the rollback was
+    interrupted after it deleted their instant files, before it completed. Java resumes every pending
+    rollback of a non-compaction, non-clustering instant with its failed writes
+    (`BaseHoodieTableServiceClient.rollbackFailedWrites` takes `getPendingRollbackInfos` first), and
+    reconstructs a target no longer on the timeline from the plan; an instant still on the timeline is
+    left to `failed_writes` (or to the service that owns it)."""
+    on_timeline = {i.timestamp for i in timeline}
+    targets = []
+    for instant in timeline.by_actions([Action.ROLLBACK]).pending():
+        plan = table.facts_reader.requested_plan(instant, codecs.RollbackPlan)
+        target = plan.instant_to_rollback if plan is not None else None
+        if target is None or target.commit_time in on_timeline or target.action == Action.COMPACTION.value:
+            continue
+        targets.append(target.commit_time)
+    return targets
+
+
 def rollback_failed_writes(
     table: HudiTable,
     config: HoodieConfig,
@@ -59,8 +77,17 @@ def rollback_failed_writes(
     if config.clean.failed_writes_policy.value != "LAZY":
         return []
     settings = HeartbeatSettings.from_config(config)
+    timeline = timeline or table.load_timeline()
     rolled_back = []
-    for instant in failed_writes(table, timeline or table.load_timeline(), config, now()):
+    for instant_time in interrupted_rollbacks(table, timeline):
+        log.info("table %s: resuming the interrupted rollback of %s", table.name, instant_time)
+        try:
+            rollback_instant(table, instant_time, lock, now=now(), tz=zone, heartbeat_settings=settings)
+        except InstantOwnedError as exc:
+            log.info("table %s: %s", table.name, exc)  # its heartbeat lives: another process at work
+            continue
+        rolled_back.append(instant_time)
+    for instant in failed_writes(table, timeline, config, now()):
         log.info("table %s: rolling back failed write %s (heartbeat expired)", table.name, instant)
         try:
             rollback_instant(table, instant.timestamp, lock, now=now(), tz=zone, heartbeat_settings=settings)

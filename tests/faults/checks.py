@@ -1,0 +1,75 @@
+"""What every fault test checks: exact reads by Hudi and hudi-rs, no file left, no instant pending."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from service.table.instant import Action, Instant
+from service.table.mdt.files_listing import list_partitions_via_mdt
+from service.table.mdt.timeline import load_mdt_timeline
+from service.table.storage import Storage
+from service.table.table import HudiTable
+from tests.faults.matrix import Service
+from tests.support import hudi_tables as ht
+from tests.table.mdt.test_mdt_listing_hudi import hudi_mdt_listing, hudi_procedure_listing, storage_listing
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Heartbeats of 1 s x 2 misses: the next run takes the dead attempt over 2 s after its last beat.
+HEARTBEAT = {"hoodie.client.heartbeat.interval_in_ms": "1000"}
+EXPIRY_S = 2.5
+SERVICE_CONF: dict[Service, dict[str, str]] = {
+    Service.CLUSTERING: {"hoodie.clustering.plan.strategy.sort.columns": "id"},
+    Service.CLEANING: {"hoodie.cleaner.commits.retained": "1"},
+    Service.COMPACTION: {"hoodie.compact.inline.max.delta.commits": "1"},
+    Service.ROLLBACK: {
+        "hoodie.cleaner.policy.failed.writes": "LAZY",
+        "hoodie.cleaner.commits.retained": "10",
+    },
+}
+# The action a service's instant completes as (its pending action, where it differs).
+ACTIONS: dict[Service, tuple[Action, Action]] = {
+    Service.CLUSTERING: (Action.REPLACE_COMMIT, Action.REPLACE_COMMIT),
+    Service.CLEANING: (Action.CLEAN, Action.CLEAN),
+    Service.COMPACTION: (Action.COMPACTION, Action.COMMIT),
+    Service.ROLLBACK: (Action.ROLLBACK, Action.ROLLBACK),
+}
+
+
+def reads(spark: SparkSession, base: Path) -> dict[str, list[dict[str, Any]]]:
+    """The data columns of every record, as Hudi (MDT on, MDT off) and hudi-rs read them."""
+    out = {}
+    for mdt in (True, False):
+        reader = spark.read.format("hudi").option("hoodie.metadata.enable", str(mdt).lower())
+        out[f"hudi_mdt_{mdt}"] = ht.normalise_rows(r.asDict() for r in reader.load(str(base)).collect())
+    out["hudi_rs"] = ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist())
+    return out
+
+
+def assert_exact(spark: SparkSession, base: Path, expected: list[dict[str, Any]], when: str) -> None:
+    for reader, rows in reads(spark, base).items():
+        assert rows == expected, f"{when}: {reader} read {len(rows)} rows, expected {len(expected)}"
+
+
+def assert_no_file_left(spark: SparkSession, base: Path) -> None:
+    """Every data file on storage is one the metadata table lists, as Hudi and we read it, and back."""
+    on_disk = {p: set(files) for p, files in storage_listing(base).items()}
+    assert {p: set(f) for p, f in hudi_mdt_listing(spark, base).items()} == on_disk, "Hudi's MDT"
+    assert hudi_procedure_listing(spark, base) == on_disk, "show_metadata_table_files"
+    ours = list_partitions_via_mdt(Storage.for_base_uri(str(base)))
+    assert {p: set(f) for p, f in ours.items()} == on_disk, "our MDT reader"
+
+
+def service_instants(base: Path, service: Service) -> dict[str, Instant]:
+    pending, completed = ACTIONS[service]
+    timeline = HudiTable.open(str(base)).load_timeline()
+    return {i.timestamp: i for i in timeline.by_actions([pending, completed])}
+
+
+def pending_instants(base: Path) -> tuple[list[str], list[str]]:
+    """Pending instants of the table and of its metadata table."""
+    table = HudiTable.open(str(base))
+    mdt = load_mdt_timeline(Storage.for_base_uri(str(base)))
+    return [str(i) for i in table.load_timeline().pending()], [str(i) for i in mdt.pending()]
