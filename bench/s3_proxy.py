@@ -8,6 +8,10 @@ path-style addressing; each request is forwarded unchanged and counted by kind:
   `POST /bucket?delete` multi-object delete counts once), POST (other, e.g. multipart initiation).
 
 Counts are cumulative; `snapshot()` and `since()` give the requests of one stretch of work.
+
+A subclass may fail requests instead of forwarding them (`fault_for`): an S3 error response
+(`Refusal`: 500 InternalError, 503 SlowDown, ...) or a connection dropped without a response
+(`DROP`), as the storage-fault tests do (`tests/support/s3_faults.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -32,6 +37,20 @@ _HOP_BY_HOP = {
     "upgrade",
     "proxy-connection",
 }
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An S3 error response (HTTP status, S3 error code); status 0: the connection is dropped."""
+
+    status: int
+    code: str = ""
+
+
+DROP = Refusal(0)
+INTERNAL_ERROR = Refusal(500, "InternalError")
+SERVICE_UNAVAILABLE = Refusal(503, "ServiceUnavailable")
+SLOW_DOWN = Refusal(503, "SlowDown")
 
 
 def request_kind(method: str, target: str) -> str:
@@ -64,6 +83,10 @@ class CountingProxy:
             raise RuntimeError("proxy not started")
         host, port = self._server.server_address[:2]
         return f"{host!s}:{port}"
+
+    def fault_for(self, kind: str, method: str, target: str) -> Refusal | None:
+        """The failure to answer this request with instead of forwarding it (None: forward it)."""
+        return None
 
     def count(self, kind: str, method: str = "", target: str = "") -> None:
         with self._guard:
@@ -131,9 +154,32 @@ class CountingProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 return self.rfile.read(length) if length else b""
 
+            def _refuse(self, refusal: Refusal) -> None:
+                if refusal.status == 0:
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                payload = (
+                    '<?xml version="1.0" encoding="UTF-8"?>'
+                    f"<Error><Code>{refusal.code}</Code><Message>injected by the test proxy</Message>"
+                    f"<Resource>{self.path}</Resource></Error>"
+                ).encode()
+                self.send_response(refusal.status)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+
             def _forward(self) -> None:
-                proxy.count(request_kind(self.command, self.path), self.command, self.path)
+                kind = request_kind(self.command, self.path)
+                proxy.count(kind, self.command, self.path)
                 body = self._body()
+                refusal = proxy.fault_for(kind, self.command, self.path)
+                if refusal is not None:
+                    self._refuse(refusal)
+                    return
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
                 if body or self.command in ("PUT", "POST"):
                     headers["Content-Length"] = str(len(body))

@@ -129,6 +129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HudiTableServiceError as exc:
         log.error("%s failed: %s", args.command, exc)
         return 1
+    except OSError as exc:
+        # Storage that kept failing after the client's own retries (pyarrow's S3 client retries each
+        # request 3 times): the run stops where it was, as a crash would, and the next one resumes.
+        where = getattr(args, "base_path", None)
+        log.error("%s failed: %sstorage error: %s", args.command, f"{where}: " if where else "", exc)
+        return 1
 
 
 if __name__ == "__main__":
