@@ -23,6 +23,7 @@ import logging
 import posixpath
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,6 +60,12 @@ DEMO_HEARTBEAT_MS = 5000  # x hoodie.client.heartbeat.tolerable.misses (2): a fa
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work-dir", default=str(hts_home() / "demo"), help="each run adds a table here")
     parser.add_argument("--duration", type=float, default=120, help="seconds to run; 0 runs until Ctrl-C")
+    parser.add_argument(
+        "--until-serviced",
+        action="store_true",
+        help="stop before --duration once the daemon has clustered and cleaned the table (on "
+        "merge-on-read: two clusterings that merged log files)",
+    )
     parser.add_argument("--batch-interval", type=float, default=3.0, help="seconds between writer batches")
     parser.add_argument("--rows-per-batch", type=int, default=400)
     parser.add_argument("--metrics-port", type=int, default=9464)
@@ -208,7 +215,22 @@ def _log_file_updates(table: HudiTable, log_names: set[str]) -> int:
     return updates
 
 
-def _report_progress(table: HudiTable, seen: set[str]) -> None:
+@dataclass
+class _Serviced:
+    """What the demo has reported the daemon doing so far."""
+
+    clusterings: int = 0
+    merging_clusterings: int = 0  # merge-on-read: clusterings of slices with log files
+    cleans: int = 0
+
+    def shown(self, merge_on_read: bool) -> bool:
+        """Whether the demo has shown what it is for: a clustering (two merging log files on
+        merge-on-read, where every batch's updates land in log files) and a clean."""
+        clustered = self.merging_clusterings >= 2 if merge_on_read else self.clusterings >= 1
+        return clustered and self.cleans >= 1
+
+
+def _report_progress(table: HudiTable, seen: set[str], serviced: _Serviced) -> None:
     # On merge-on-read Hudi's writers only deltacommit, so a `commit` there is a compaction.
     merge_on_read = table.config.table_type is TableType.MERGE_ON_READ
     services = {Action.REPLACE_COMMIT: "clustering committed", Action.CLEAN: "clean completed"}
@@ -219,12 +241,15 @@ def _report_progress(table: HudiTable, seen: set[str]) -> None:
             continue
         seen.add(instant.file_name)
         detail = ""
+        serviced.cleans += instant.action is Action.CLEAN
         if instant.action is Action.REPLACE_COMMIT:
+            serviced.clusterings += 1
             plan = table.facts_reader.clustering_plan(instant, file_names_only=True)
             slices = [s for g in plan.groups for s in g.slices] if plan is not None else []
             detail = f"{len(slices)} file slices"
             if merge_on_read:
                 merged = sum(1 for s in slices if s.log_file_paths)
+                serviced.merging_clusterings += merged > 0
                 logs = {posixpath.basename(p) for s in slices for p in s.log_file_paths}
                 said = f"{len(logs)} log files, {_log_file_updates(table, logs)} updated records merged"
                 detail += f", {merged} with log files: {said}"
@@ -318,17 +343,22 @@ def run_demo(args: argparse.Namespace) -> int:
         writer.start()
         table = HudiTable.open(base)
         seen: set[str] = set()
+        serviced = _Serviced()
+        merge_on_read = table.config.table_type is TableType.MERGE_ON_READ
         deadline = time.monotonic() + args.duration if args.duration > 0 else float("inf")
         try:
             while time.monotonic() < deadline:
                 time.sleep(2)
-                _report_progress(table, seen)
+                _report_progress(table, seen, serviced)
+                if args.until_serviced and serviced.shown(merge_on_read):
+                    print("the daemon has clustered and cleaned the table: stopping", flush=True)
+                    break
         except KeyboardInterrupt:
             print("interrupted", flush=True)
         finally:
             stop.set()
             writer.join(timeout=120)
             daemon.stop(60)
-        _report_progress(table, seen)
+        _report_progress(table, seen, serviced)
         ok = verify_demo_table(spark, base, written, args.rows_per_batch)
     return 0 if ok else 1

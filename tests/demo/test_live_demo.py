@@ -31,8 +31,9 @@ pytestmark = [
 
 # Every batch after the first updates the previous batch's orders, so a batch Hudi rejects (an update
 # to a file group under pending clustering) waits for the clustering; a clean needs a clustering and 3
-# more commits. Merge-on-read runs longer: its clusterings merge log files, and two must commit.
-_DURATION = {"COPY_ON_WRITE": "70", "MERGE_ON_READ": "90"}
+# more commits. Merge-on-read runs longer: its clusterings merge log files, and two must commit. The
+# demo stops as soon as it has shown that (`--until-serviced`); the duration is its limit.
+_DURATION = "150"
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -42,7 +43,7 @@ def test_live_demo_clusters_cleans_and_keeps_every_order(
     parser = argparse.ArgumentParser()
     add_demo_arguments(parser)
     args = parser.parse_args(
-        ["--work-dir", str(tmp_path), "--duration", _DURATION[table_type], "--batch-interval", "2",
+        ["--work-dir", str(tmp_path), "--duration", _DURATION, "--until-serviced", "--batch-interval", "2",
          "--rows-per-batch", "200", "--metrics-port", str(free_port()), "--table-type", table_type]
     )  # fmt: skip
     assert run_demo(args) == 0  # the demo's own check: Hudi reads every order once, latest value
@@ -68,6 +69,7 @@ def test_live_demo_clusters_cleans_and_keeps_every_order(
     # What the daemon did, as the demo reported it while running: Hudi's writer archives early instants
     # (hoodie.keep.max.commits), so the active timeline at the end no longer shows them all.
     assert "daemon: clustering committed at" in out, "the daemon clustered"
+    assert "the daemon has clustered and cleaned the table: stopping" in out
     timeline = table.load_timeline().completed()
     ours = [i for i in timeline if i.action in (Action.REPLACE_COMMIT, Action.CLEAN)]
     # A clean needs 3 commits after the first clustering, and the writer's attempts Hudi rejected
@@ -93,8 +95,8 @@ def test_live_demo_with_hudi_1_1s_writer_keeps_every_order_on_a_version_9_table(
     updates; the daemon clusters and cleans beside it and every order is read once, at its latest."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     argv = [sys.executable, "-m", "service.cli", "--log-level", "WARNING", "demo", "--hudi", "1.1",
-            "--work-dir", str(tmp_path), "--duration", "70", "--batch-interval", "2", "--rows-per-batch",
-            "200", "--metrics-port", str(free_port())]  # fmt: skip
+            "--work-dir", str(tmp_path), "--duration", _DURATION, "--until-serviced", "--batch-interval",
+            "2", "--rows-per-batch", "200", "--metrics-port", str(free_port())]  # fmt: skip
     done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, timeout=900, check=False)
     out = done.stdout.decode()
     assert done.returncode == 0, out[-3000:] + done.stderr.decode()[-3000:]
