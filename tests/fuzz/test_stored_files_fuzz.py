@@ -11,8 +11,8 @@ then the service reads it the ways it reads a table: `status`, `clean --dry-run`
 
 For each: the command succeeds or fails with the product's error naming the mutated file (never
 another exception, never a hang: the per-test timeout), and the real clean deletes nothing the clean
-of the unmutated seed would not delete. `HTS_FUZZ_COUNT` sets the number of mutations (300 in CI,
-1,000 with HTS_LONG_TESTS=1; seed `HTS_FUZZ_SEED`); the count per kind is printed.
+of the unmutated seed would not delete. `HTS_FUZZ_COUNT` sets the number of mutations (1,000 in CI,
+5,000 with HTS_LONG_TESTS=1; seed `HTS_FUZZ_SEED`); the count per kind is printed.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
-# CI runs 300 (its time budget); HTS_LONG_TESTS=1 runs 1,000; HTS_FUZZ_COUNT any number.
-COUNT = int(os.environ.get("HTS_FUZZ_COUNT") or (1000 if LONG_TESTS else 300))
+# CI runs 1,000; HTS_LONG_TESTS=1 runs 5,000; HTS_FUZZ_COUNT any number.
+COUNT = int(os.environ.get("HTS_FUZZ_COUNT") or (5000 if LONG_TESTS else 1000))
 SEED = int(os.environ.get("HTS_FUZZ_SEED", "20261128"))
 
 
