@@ -57,6 +57,9 @@ def _reads(spark: SparkSession, base: Path) -> tuple[list[dict[str, Any]], ...]:
     )
 
 
+# The fault matrix (tests/faults) kills compaction at these steps and more, on a table with the MDT:
+# long variants here.
+@pytest.mark.long
 @pytest.mark.parametrize("step", list(KILL_POINTS))
 def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
     spark: SparkSession,

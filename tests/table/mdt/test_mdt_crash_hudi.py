@@ -35,6 +35,8 @@ KILL_POINTS = {
 }
 
 
+# The kills before and after the MDT deltacommit are the fault matrix's too (tests/faults): long variants.
+@pytest.mark.long(step=("clean_inflight", "mdt_completed"))
 @pytest.mark.parametrize("step", list(KILL_POINTS))
 def test_clean_killed_at_each_step_leaves_readers_unaffected_and_the_next_run_repairs(
     spark: Any, mdt_history: HudiHistory, step: str, tmp_path: Path

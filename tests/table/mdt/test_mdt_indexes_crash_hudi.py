@@ -61,6 +61,8 @@ def _blocks_of(base: Path, instant: str) -> set[str]:
     return out
 
 
+# A kill after the MDT deltacommit is the fault matrix's too (tests/faults): a long variant.
+@pytest.mark.long(step="mdt_completed")
 @pytest.mark.parametrize("step", list(KILL_POINTS))
 def test_clustering_killed_at_each_mdt_step_leaves_readers_unaffected_and_the_next_run_completes(
     spark: Any, history: HudiHistory, step: str, tmp_path: Path
