@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow.fs as pafs
 
 from bench.s3_proxy import CountingProxy, request_kind
-from tests.support.s3 import moto_server
+from tests.support.s3 import moto_server, s3_filesystem
 
 
 def test_request_kinds_of_path_style_targets() -> None:
@@ -22,10 +22,7 @@ def test_request_kinds_of_path_style_targets() -> None:
 
 def test_proxy_forwards_and_counts_pyarrow_requests() -> None:
     with moto_server() as moto, CountingProxy(moto) as proxy:
-        fs = pafs.S3FileSystem(
-            access_key="testing", secret_key="testing", region="us-east-1", scheme="http",
-            endpoint_override=proxy.endpoint, allow_bucket_creation=True,
-        )  # fmt: skip
+        fs = s3_filesystem(proxy.endpoint)
         fs.create_dir("bench")
         with proxy.counting() as written, fs.open_output_stream("bench/t/a.txt") as out:
             out.write(b"hello")

@@ -30,7 +30,7 @@ from service.errors import InstantExistsError
 from service.lock.in_process import InProcessTableLock
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from tests.support.s3 import moto_server, s3_options
+from tests.support.s3 import moto_server, s3_filesystem, s3_options
 
 BUCKET = "requests"
 Request = tuple[str, str, str]  # (kind, method, target) as the proxy logs it
@@ -39,10 +39,7 @@ Request = tuple[str, str, str]  # (kind, method, target) as the proxy logs it
 @pytest.fixture  # one server per test: the proxy then ends its clients' connections before the leak check
 def s3() -> Iterator[tuple[CountingProxy, pafs.S3FileSystem]]:
     with moto_server() as moto, CountingProxy(moto) as proxy:
-        fs = pafs.S3FileSystem(
-            access_key="testing", secret_key="testing", region="us-east-1", scheme="http",
-            endpoint_override=moto, allow_bucket_creation=True,
-        )  # fmt: skip
+        fs = s3_filesystem(moto)
         fs.create_dir(BUCKET)
         yield proxy, fs
 

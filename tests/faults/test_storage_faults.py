@@ -37,7 +37,7 @@ from tests.faults.checks import (
 )
 from tests.faults.matrix import Service, TableType
 from tests.faults.tables import FaultTables
-from tests.support.s3 import moto_server, s3_options
+from tests.support.s3 import moto_server, s3_filesystem, s3_options
 from tests.support.s3_faults import DATA_FILE, INSTANT_FILE, PLAN, FaultRule, FaultyProxy
 
 if TYPE_CHECKING:
@@ -75,10 +75,7 @@ CASES = [
 @pytest.fixture(scope="module")
 def moto() -> Iterator[tuple[str, pafs.S3FileSystem]]:
     with moto_server() as endpoint:
-        fs = pafs.S3FileSystem(
-            access_key="testing", secret_key="testing", region="us-east-1", scheme="http",
-            endpoint_override=endpoint, allow_bucket_creation=True,
-        )  # fmt: skip
+        fs = s3_filesystem(endpoint)
         fs.create_dir(BUCKET)
         yield endpoint, fs
 
