@@ -91,6 +91,8 @@ _BY_EXTENSION: dict[str, tuple[Action, State]] = {ext: key for key, ext in _EXTE
 # Layout 2's completed names carry `_<completion time>` after the requested time
 # (`InstantFileNameParserV2`'s `^(\d+(_\d+)?)(\.\w+)(\.\D+)?$`).
 _TIMELINE_NAME = re.compile(r"^(\d+)(?:_(\d+))?(\.[A-Za-z.]+)$")
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_HUDI_TEMP_FILE = re.compile(rf"^\d+(?:_\d+)?\.[A-Za-z.]+\.{_UUID}$")
 INSTANT_TIME_LENGTHS = (14, 17)
 COMPLETION_TIME_LENGTH = 17
 
@@ -149,8 +151,11 @@ class Instant:
 
 
 def is_timeline_file_name(name: str) -> bool:
-    """True for names that look like instants (digits then a dot); other `.hoodie` entries are not."""
-    return bool(name) and name[0].isdigit() and "." in name
+    """True for names that look like instants (digits then a dot); other `.hoodie` entries are not,
+    nor the temp file a Hudi writer creates an instant file through (`<instant file name>.<UUID>`,
+    renamed into place: `HoodieStorage.createImmutableFileInPath` with a temp file), which Hudi's
+    timeline loader skips as it matches no instant extension."""
+    return bool(name) and name[0].isdigit() and "." in name and not _HUDI_TEMP_FILE.match(name)
 
 
 def parse_instant_file_name(name: str, layout_version: int = 1) -> Instant:

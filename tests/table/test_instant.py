@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from service.errors import CorruptTableError
-from service.table.instant import Action, Instant, State, parse_instant_file_name
+from service.table.instant import Action, Instant, State, is_timeline_file_name, parse_instant_file_name
 
 # Every (file name -> action, state) of table version 6 (Hudi's `HoodieInstant.getFileName`).
 NAMES = {
@@ -68,3 +68,23 @@ def test_instant_orders_by_time_then_state() -> None:
     a = Instant("20240101000000001", Action.COMMIT, State.COMPLETED)
     b = Instant("20240101000000002", Action.COMMIT, State.REQUESTED)
     assert sorted([b, a]) == [a, b]
+
+
+@pytest.mark.parametrize(
+    ("name", "is_instant"),
+    [
+        ("20261128102700267.inflight", True),
+        ("20261128102700267_20261128102701000.commit", True),
+        ("20240101000000000.garbage", True),  # an instant file name, refused when parsed
+        # Seen on a Hudi 1.1.1 writer's timeline: the temp file an instant file is written through,
+        # renamed into place a moment later; Hudi's own timeline loader skips it.
+        ("20261128102700267.inflight.d38a77b8-d43c-43bf-80bd-75a04564baea", False),
+        ("20261128102700267_20261128102701000.commit.d38a77b8-d43c-43bf-80bd-75a04564baea", False),
+        ("hoodie.properties", False),
+        ("20261128102700267.inflight.not-a-uuid", True),
+    ],
+)
+def test_hudis_temp_files_on_the_timeline_are_not_instants(name: str, is_instant: bool) -> None:
+    assert is_timeline_file_name(name) is is_instant
+    if is_instant and "garbage" not in name and "not-a-uuid" not in name:
+        parse_instant_file_name(name, 2)
