@@ -130,7 +130,8 @@ def test_merge_config_refuses_other_payload_classes_and_mergers_by_name() -> Non
     with pytest.raises(UnsupportedMergeError, match=r"'com\.acme\.MyPayload'"):
         MergeConfig.from_table_properties(custom, "t")
     merger = {**raw, "hoodie.compaction.record.merger.strategy": "00000000-0000-0000-0000-000000000000"}
-    with pytest.raises(UnsupportedMergeError, match="record merger strategy"):
+    refusal = r"record merger strategy.*\(set in \.hoodie/hoodie\.properties\)"
+    with pytest.raises(UnsupportedMergeError, match=refusal):
         MergeConfig.from_table_properties(merger, "t")
 
 

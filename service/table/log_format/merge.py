@@ -48,7 +48,7 @@ from service.table.log_format.blocks import (
     HeaderKey,
     LogBlock,
 )
-from service.table.properties import TableConfig
+from service.table.properties import PROPERTIES_FILE, TableConfig
 
 IS_DELETED_FIELD = "_hoodie_is_deleted"  # `HoodieRecord.HOODIE_IS_DELETED_FIELD`
 DEFAULT_MERGER_STRATEGY = (
@@ -109,7 +109,14 @@ class MergeConfig:
         to `hoodie.table.precombine.field`; several are refused (compared field by field in 1.x).
         Hudi 0.x (no merge mode): `hoodie.compaction.payload.class` (default
         `OverwriteWithLatestAvroPayload`, as `HoodieTableConfig.PAYLOAD_CLASS_NAME`) and the default
-        record-merger strategy."""
+        record-merger strategy. Every refusal names the file the settings come from."""
+        try:
+            return cls._from_table_properties(raw, table)
+        except UnsupportedMergeError as exc:
+            raise UnsupportedMergeError(f"{exc} (set in {PROPERTIES_FILE})") from None
+
+    @classmethod
+    def _from_table_properties(cls, raw: Mapping[str, str], table: str) -> MergeConfig:
         _refuse_merge_properties(raw, table)
         fields = TableConfig(raw).ordering_fields
         if len(fields) > 1:
