@@ -678,6 +678,7 @@ MDT_KILL_POINTS = {
 }
 
 
+@pytest.mark.long(hudi1="1.0.2")  # every kill point on 1.1.1 in CI, on both versions long
 @pytest.mark.parametrize("step", list(MDT_KILL_POINTS))
 def test_a_clean_killed_while_writing_the_metadata_table_is_repaired_by_the_next_run(
     hudi1: HudiJvm,
