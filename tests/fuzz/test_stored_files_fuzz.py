@@ -11,7 +11,9 @@ then the service reads it the ways it reads a table: `status`, `clean --dry-run`
 
 For each: the command succeeds or fails with the product's error naming the mutated file (never
 another exception, never a hang: the per-test timeout), and the real clean deletes nothing the clean
-of the unmutated seed would not delete. `HTS_FUZZ_COUNT` sets the number of mutations (1,000 in CI,
+of the unmutated seed would not delete. Every `DAEMON_EVERY`-th mutated table is also served by a
+daemon beside a healthy table: its cleaning tick on the mutated table never raises, and the healthy
+table is cleaned as its unmutated seed is. `HTS_FUZZ_COUNT` sets the number of mutations (1,000 in CI,
 5,000 with HTS_LONG_TESTS=1; seed `HTS_FUZZ_SEED`); the count per kind is printed.
 """
 
@@ -27,12 +29,16 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from service.cli import main
+from service.config.daemon import parse_daemon_config
+from service.daemon import Daemon, Outcome, TableService
 from service.errors import HudiTableServiceError
 from service.table.log_format.merge import MergeConfig
 from service.table.log_format.slice_reader import instant_filter, read_file_slice
@@ -52,6 +58,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 # CI runs 1,000; HTS_LONG_TESTS=1 runs 5,000; HTS_FUZZ_COUNT any number.
 COUNT = int(os.environ.get("HTS_FUZZ_COUNT") or (5000 if LONG_TESTS else 1000))
 SEED = int(os.environ.get("HTS_FUZZ_SEED", "20261128"))
+DAEMON_EVERY = 50
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,68 @@ def _merged_read(base: Path, rel: str) -> None:
             read_file_slice(table.storage, latest, instant_filter(timeline), config)
 
 
-def _run_one(seed: Seed, rel: str, kind: str, index: int, scratch: Path) -> tuple[str, list[str]]:
+# The healthy table's retention: its clean deletes files, which the daemon's tick must delete too.
+HEALTHY_RETENTION = "hoodie.cleaner.commits.retained"
+
+
+@dataclass(frozen=True)
+class Healthy:
+    seed: Seed
+    cleaned: frozenset[str]  # what a clean keeping 1 commit deletes (relative paths)
+
+
+def _healthy(seeds: list[Seed], scratch: Path) -> Healthy:
+    """The first seed a clean keeping 1 commit deletes files of, and what it deletes."""
+    for seed in seeds:
+        reference = scratch / f"healthy-reference-{seed.name}"
+        shutil.copytree(seed.base, reference, symlinks=True)
+        before = _listing(reference)
+        with _quiet():
+            argv = ["clean", "--base-path", str(reference), "--timezone", "UTC", "--force",
+                    "--hoodie-conf", f"{HEALTHY_RETENTION}=1"]  # fmt: skip
+            assert main(argv) == 0
+        cleaned = frozenset(before - _listing(reference))
+        shutil.rmtree(reference)
+        if cleaned:
+            return Healthy(seed, cleaned)
+    raise AssertionError("no seed's clean deletes anything: the daemon check would prove nothing")
+
+
+def _daemon_serves_the_healthy_table(mutated: Path, healthy: Healthy, scratch: Path) -> list[str]:
+    """One daemon, the mutated table and a copy of `healthy`: a cleaning tick of each, mutated first."""
+    copy = scratch / f"healthy-{healthy.seed.name}"
+    shutil.copytree(healthy.seed.base, copy, symlinks=True)
+    before = _listing(copy)
+    text = f"""
+daemon:
+  lock: {{provider: in-process}}
+  metrics: {{host: 127.0.0.1, port: 0}}
+  failures: {{backoff_initial_seconds: 0, backoff_max_seconds: 0}}
+  deletion: {{max_delete_fraction: 1.0}}
+tables:
+  - {{name: mutated, base_path: '{mutated}', timezone: UTC, clustering: {{enabled: false}}}}
+  - {{name: healthy, base_path: '{copy}', timezone: UTC, clustering: {{enabled: false}},
+     hoodie: {{{HEALTHY_RETENTION}: 1}}}}
+"""
+    try:
+        with _quiet():
+            daemon = Daemon(parse_daemon_config(text), registry=CollectorRegistry(), serve_http=False)
+            now = datetime.now(UTC)
+            for name in ("mutated", "healthy"):
+                outcome = daemon.run_iteration(daemon.runtimes[name], TableService.CLEANING, now)
+    except Exception as exc:  # the daemon must not fail because one of its tables is broken
+        return [f"daemon: {type(exc).__name__}: {exc}"[:400]]
+    if outcome is not Outcome.DONE:
+        return [f"daemon: the healthy table's cleaning tick: {outcome}"]
+    deleted = before - _listing(copy)
+    if deleted != healthy.cleaned:
+        return [f"daemon: the healthy table's clean deleted {len(deleted)} files, not {len(healthy.cleaned)}"]
+    return []
+
+
+def _run_one(
+    seed: Seed, rel: str, kind: str, index: int, scratch: Path, healthy: Healthy
+) -> tuple[str, list[str]]:
     rng = random.Random(SEED * 1_000_003 + index)
     base = scratch / f"m{index}" / seed.name
     shutil.copytree(seed.base, base, symlinks=True)
@@ -203,6 +271,8 @@ def _run_one(seed: Seed, rel: str, kind: str, index: int, scratch: Path) -> tupl
 
     for argv in _commands(seed, base):
         check(argv[0], lambda argv=argv: main(argv))
+    if index % DAEMON_EVERY == 0:
+        problems += _daemon_serves_the_healthy_table(base, healthy, base.parent)
     if kind in ("parquet", "log") and not rel.startswith(".hoodie/"):
         check("merged read", lambda: _merged_read(base, rel))
     if rel.startswith(".hoodie/"):
@@ -225,13 +295,14 @@ def test_mutated_stored_files_fail_clearly_and_delete_nothing(
         for rel, kind in seed.files:
             by_kind.setdefault(kind, []).append((seed, rel))
     kinds = sorted(by_kind)
+    healthy = _healthy(seeds, tmp_path)
     assert kinds == sorted(KINDS), f"the seeds hold no file of kind {sorted(set(KINDS) - set(kinds))}"
     counts: Counter[str] = Counter()
     findings: list[str] = []
     for index in range(COUNT):
         kind = kinds[index % len(kinds)]
         seed, rel = rng.choice(by_kind[kind])
-        what, problems = _run_one(seed, rel, kind, index, tmp_path)
+        what, problems = _run_one(seed, rel, kind, index, tmp_path, healthy)
         counts[kind] += 1
         findings += [f"#{index} {what}: {p}" for p in problems]
     with capsys.disabled():
