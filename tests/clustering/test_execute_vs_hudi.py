@@ -287,6 +287,7 @@ def _assert_global_linear_order(base: Path, written: Sequence[BaseFileWriteResul
     assert stitched == sorted(stitched)
 
 
+@pytest.mark.long(sorted_by="spark")  # the writer's own sort in CI; Spark's sort as a long variant
 @pytest.mark.parametrize("sorted_by", ["writer", "spark"])
 def test_several_writer_tasks_size_files_evenly_and_keep_a_global_linear_order(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sorted_by: str

@@ -95,10 +95,9 @@ def _download(fs: pafs.S3FileSystem, key: str, dest: Path) -> Path:
     return dest
 
 
-# CI: each request kind once, each refusal once, a transient and persistent faults; the rest are long.
+# CI: each request kind once, each refusal once, transient and persistent faults; the rest are long.
 IN_CI = {
-    "put_instant_slowdown_once", "put_instant_500", "delete_data_file_503_half", "list_dropped",
-    "get_plan_500",
+    "put_instant_slowdown_once", "delete_data_file_503_half", "list_dropped", "get_plan_500",
 }  # fmt: skip
 
 

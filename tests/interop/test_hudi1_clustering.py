@@ -134,7 +134,9 @@ def _completed_clustering(base: Path) -> str:
     return instant
 
 
+# CI: copy-on-write on 1.1.1, merge-on-read on 1.0.2; the other two pairs are long variants.
 @pytest.mark.long(hudi1="1.0.2", table_type="COPY_ON_WRITE")
+@pytest.mark.long(hudi1="1.1.1", table_type="MERGE_ON_READ")
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
 def test_our_clustering_reads_the_same_and_hudi_writes_on_with_the_record_index(
     hudi1: HudiJvm, templates: dict[str, Path], tmp_path: Path, table_type: str
