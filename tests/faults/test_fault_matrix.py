@@ -10,8 +10,8 @@ its JVM and Spark workers with it. Then:
 2. once the dead attempt's heartbeat expired, the next run (the CLI, or one daemon tick) recovers:
    the killed instant completes (the failed write is rolled back), no instant is left pending on the
    table or its metadata table, and the reads are exact again;
-3. no file of a failed attempt is left: the files Hudi's MDT lists, its procedures' and ours are
-   those on storage (names: Hudi 0.15's own rollback records a stub size for a failed write's log
+3. no file of a failed attempt is left: the files Hudi's MDT reader and ours list are those on
+   storage (names: Hudi 0.15's own rollback records a stub size for a failed write's log
    file, `test_our_rollback_leaves_the_mdt_as_hudis_own_rollback` pins ours to it);
 4. Hudi's writer goes on (an upsert), after which the reads are exact once more.
 """
