@@ -19,7 +19,6 @@ its JVM and Spark workers with it. Then:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,7 +40,7 @@ from tests.faults.checks import (
     pending_instants,
     service_instants,
 )
-from tests.faults.matrix import Case, Recoverer, Service, TableType, all_cases, matrix_size
+from tests.faults.matrix import Case, Recoverer, Service, TableType, all_cases
 from tests.faults.tables import FaultTables
 from tests.support import hudi_tables as ht
 from tests.support.crash_at import run_killed_at
@@ -59,14 +58,6 @@ DAEMON_SERVICE = {
     Service.ROLLBACK: TableService.CLEANING,
 }
 WRITER_GOES_ON_BATCH = 40
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _report_the_matrix_size(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"\n{matrix_size()}")
 
 
 def _argv(service: Service, base: Path, *, recovery: bool = False) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.faults.matrix import KILL_POINTS, TABLE_TYPES, Recoverer, Service, all_cases, matrix_size
 
 STEPS = ("plan_written", "inflight_written", "after_mdt", "before_completed", "after_completed")
@@ -25,7 +27,9 @@ def test_ci_runs_every_kill_point_on_every_table_type_and_by_both_recoverers() -
         assert {c.recoverer for c in mine} == set(Recoverer), service
 
 
-def test_the_matrix_size_is_reported() -> None:
+def test_the_matrix_size_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    with capsys.disabled():
+        print(f"\n{matrix_size()}")
     assert matrix_size() == (
         "fault matrix: 45 (kill point, service, table type) cells (clustering 7 x 2, cleaning 6 x 2, "
         "compaction 7 x 1, rollback 6 x 2), each recovered by the CLI and by the daemon: 90 cases, 26 in CI"
