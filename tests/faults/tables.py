@@ -8,16 +8,12 @@ from typing import TYPE_CHECKING
 
 from tests.faults.matrix import TableType
 from tests.support import hudi_tables as ht
-from tests.support.histories import BATCH_ROWS, HudiHistory, _Builder
+from tests.support.histories import HudiHistory, _Builder, batch_ids
 from tests.support.mdt_histories import MDT_INDEXES
 from tests.support.mor_tables import mor_options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-def _batch(k: int) -> range:
-    return range(k * BATCH_ROWS, (k + 1) * BATCH_ROWS)
 
 
 @dataclass(frozen=True)
@@ -33,14 +29,14 @@ def _build(spark: SparkSession, root: Path, table_type: TableType) -> FaultTable
     name = f"faults_{table_type.name.lower()}"
     opts = dict(MDT_INDEXES) if table_type is TableType.COW else mor_options(MDT_INDEXES)
     b = _Builder(spark, name, root / name, partitioned=True, opts=opts)
-    b.write("insert", _batch(0), batch=0)
-    b.write("insert", _batch(1), batch=1)
+    b.write("insert", batch_ids(0), batch=0)
+    b.write("insert", batch_ids(1), batch=1)
     b.write("upsert", list(range(0, 30)), batch=2)
     if table_type is TableType.MOR:
         # Hudi compacts inline after this deltacommit: the slices before it are the clean's to delete.
         inline = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"}
         b.write("upsert", list(range(30, 60, 2)), batch=3, extra=inline)
-    b.write("insert", _batch(2), batch=4)
+    b.write("insert", batch_ids(2), batch=4)
     b.write("upsert", list(range(0, 120, 4)), batch=5)  # new versions (COW), logs (MOR)
     base = b.finish()
     failed = base.copy_to(root / f"{name}_failed")

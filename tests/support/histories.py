@@ -143,17 +143,18 @@ def _timeline(base_path: Path) -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def _batch(k: int) -> range:
+def batch_ids(k: int) -> range:
+    """The ids of insert batch `k`: `BATCH_ROWS` ids after those of batches 0..k-1."""
     return range(k * BATCH_ROWS, (k + 1) * BATCH_ROWS)
 
 
 def build_many_commits(spark: SparkSession, base_path: Path) -> HudiHistory:
     """Partitioned; 6 commits: 3 inserts (3 file groups per partition) and 3 upserts."""
     b = _Builder(spark, "many_commits", base_path, partitioned=True)
-    b.write("insert", _batch(0), batch=0)
-    b.write("insert", _batch(1), batch=1)
+    b.write("insert", batch_ids(0), batch=0)
+    b.write("insert", batch_ids(1), batch=1)
     b.write("upsert", list(range(0, 30)), batch=2)
-    b.write("insert", _batch(2), batch=3)
+    b.write("insert", batch_ids(2), batch=3)
     b.write("upsert", list(range(60, 75)) + list(range(120, 135)), batch=4)
     b.write("upsert", list(range(0, 180, 7)), batch=5)
     return b.finish()
@@ -162,8 +163,8 @@ def build_many_commits(spark: SparkSession, base_path: Path) -> HudiHistory:
 def build_with_replace(spark: SparkSession, base_path: Path) -> HudiHistory:
     """Partitioned; insert, insert, insert_overwrite of partition `asia` (a replacecommit), upsert."""
     b = _Builder(spark, "with_replace", base_path, partitioned=True)
-    b.write("insert", _batch(0), batch=0)
-    b.write("insert", _batch(1), batch=1)
+    b.write("insert", batch_ids(0), batch=0)
+    b.write("insert", batch_ids(1), batch=1)
     asia = [i for i in range(1000, 1030) if ht.PARTITIONS[i % 3] == "asia"]
     b.write("insert_overwrite", asia, batch=2)
     b.write("upsert", list(range(0, 60, 5)), batch=3)
@@ -174,7 +175,7 @@ def build_with_rollback(spark: SparkSession, base_path: Path) -> HudiHistory:
     """Partitioned; insert, upsert, a failed upsert (data files written, never committed), then an
     upsert whose EAGER failed-writes policy makes Hudi roll the failed one back (`T.rollback`)."""
     b = _Builder(spark, "with_rollback", base_path, partitioned=True)
-    b.write("insert", _batch(0), batch=0)
+    b.write("insert", batch_ids(0), batch=0)
     b.write("upsert", list(range(0, 20)), batch=1)
     ht.write_failing(
         spark,
@@ -193,7 +194,7 @@ def build_with_clean(spark: SparkSession, base_path: Path) -> HudiHistory:
     so the timeline holds Hudi-written clean plans and clean metadata."""
     opts = {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "2"}
     b = _Builder(spark, "with_clean", base_path, partitioned=True, opts=opts)
-    b.write("insert", _batch(0), batch=0)
+    b.write("insert", batch_ids(0), batch=0)
     for batch in range(1, 6):
         b.write("upsert", list(range(batch, BATCH_ROWS, 4)), batch=batch)
     return b.finish()
@@ -202,8 +203,8 @@ def build_with_clean(spark: SparkSession, base_path: Path) -> HudiHistory:
 def build_nonpartitioned(spark: SparkSession, base_path: Path) -> HudiHistory:
     """Non-partitioned; insert, insert, upsert."""
     b = _Builder(spark, "nonpartitioned", base_path, partitioned=False)
-    b.write("insert", _batch(0), batch=0)
-    b.write("insert", _batch(1), batch=1)
+    b.write("insert", batch_ids(0), batch=0)
+    b.write("insert", batch_ids(1), batch=1)
     b.write("upsert", list(range(0, 120, 3)), batch=2)
     return b.finish()
 
@@ -215,8 +216,8 @@ def build_merge_on_read(spark: SparkSession, base_path: Path) -> HudiHistory:
     """Partitioned MERGE_ON_READ; insert, insert, then two upserts that Hudi writes as deltacommits
     appending log files to existing file groups (no compaction: inline compaction is off)."""
     b = _Builder(spark, "merge_on_read", base_path, partitioned=True, opts=MERGE_ON_READ_OPTIONS)
-    b.write("insert", _batch(0), batch=0)
-    b.write("insert", _batch(1), batch=1)
+    b.write("insert", batch_ids(0), batch=0)
+    b.write("insert", batch_ids(1), batch=1)
     b.write("upsert", list(range(0, 60, 3)), batch=2)
     b.write("upsert", list(range(60, 120, 5)), batch=3)
     return b.finish()

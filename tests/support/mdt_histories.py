@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.support import hudi_tables as ht
-from tests.support.histories import BATCH_ROWS, HudiHistory, _Builder
+from tests.support.histories import HudiHistory, _Builder, batch_ids
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,10 +35,6 @@ MDT_INDEXES: Mapping[str, str] = {
 }
 
 
-def _batch(k: int) -> range:
-    return range(k * BATCH_ROWS, (k + 1) * BATCH_ROWS)
-
-
 @dataclass(frozen=True)
 class MdtHistory:
     """The history, the instant of its failed (then rolled back) write, and a copy of the table taken
@@ -53,10 +49,10 @@ def build_mdt_history(
     spark: SparkSession, base_path: Path, opts: Mapping[str, str] = MDT_ON, name: str = "mdt_files"
 ) -> MdtHistory:
     b = _Builder(spark, name, base_path, partitioned=True, opts=opts)
-    b.write("insert", _batch(0), batch=0)
-    b.write("insert", _batch(1), batch=1)
+    b.write("insert", batch_ids(0), batch=0)
+    b.write("insert", batch_ids(1), batch=1)
     b.write("upsert", list(range(0, 30)), batch=2)
-    b.write("insert", _batch(2), batch=3)
+    b.write("insert", batch_ids(2), batch=3)
     asia = [i for i in range(1000, 1030) if ht.PARTITIONS[i % 3] == "asia"]
     b.write("insert_overwrite", asia, batch=4)
     after_replace = base_path.parent / f"{name}_after_replace"
@@ -85,9 +81,9 @@ def build_mdt_history(
 def build_mdt_indexes_history(spark: SparkSession, base_path: Path) -> HudiHistory:
     """A shorter history with the `column_stats` and `bloom_filters` MDT partitions too."""
     b = _Builder(spark, "mdt_indexes", base_path, partitioned=True, opts=MDT_INDEXES)
-    b.write("insert", _batch(0), batch=0)
+    b.write("insert", batch_ids(0), batch=0)
     b.write("upsert", list(range(0, 30)), batch=1)
-    b.write("insert", _batch(1), batch=2)
+    b.write("insert", batch_ids(1), batch=2)
     b.write("upsert", list(range(60, 90, 2)), batch=3)
     return b.finish()
 

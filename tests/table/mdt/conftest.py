@@ -4,15 +4,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.support.histories import HudiHistory
 from tests.support.mdt_histories import MdtHistory
-
-if TYPE_CHECKING:
-    pass
 
 
 @pytest.fixture
