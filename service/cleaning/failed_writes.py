@@ -78,30 +78,31 @@ def rollback_failed_writes(
         return []
     settings = HeartbeatSettings.from_config(config)
     timeline = timeline or table.load_timeline()
+    # Interrupted rollbacks first, as Java puts `getPendingRollbackInfos` before the failed writes.
+    targets: list[tuple[str, Action | None, str]] = [
+        (t, None, f"resuming the interrupted rollback of {t}") for t in interrupted_rollbacks(table, timeline)
+    ]
+    targets += [
+        (i.timestamp, i.action, f"rolling back failed write {i} (heartbeat expired)")
+        for i in failed_writes(table, timeline, config, now())
+    ]
     rolled_back = []
-    for instant_time in interrupted_rollbacks(table, timeline):
-        log.info("table %s: resuming the interrupted rollback of %s", table.name, instant_time)
+    for instant_time, action, what in targets:
+        log.info("table %s: %s", table.name, what)
         try:
             rollback_instant(table, instant_time, lock, now=now(), tz=zone, heartbeat_settings=settings)
         except InstantOwnedError as exc:
-            log.info("table %s: %s", table.name, exc)  # its heartbeat lives: another process at work
-            continue
-        rolled_back.append(instant_time)
-    for instant in failed_writes(table, timeline, config, now()):
-        log.info("table %s: rolling back failed write %s (heartbeat expired)", table.name, instant)
-        try:
-            rollback_instant(table, instant.timestamp, lock, now=now(), tz=zone, heartbeat_settings=settings)
-        except InstantOwnedError as exc:
-            # Re-checked under the lock: the writer beat again meanwhile; it is alive, keep it.
+            # Re-checked under the lock: its heartbeat (the writer's, or the resumed rollback's) beat
+            # again meanwhile; another process is at work, keep it.
             log.info("table %s: %s", table.name, exc)
             continue
         except UnsupportedTableError as exc:
-            if instant.action is not Action.DELTA_COMMIT:
+            if action is not Action.DELTA_COMMIT:
                 raise
             # A deltacommit this service cannot roll back as Hudi would (APPEND markers of a writer
             # before 0.14): left pending, it holds the earliest commit to retain back, which never
             # loses data.
-            log.warning("table %s: failed write %s left pending: %s", table.name, instant, exc)
+            log.warning("table %s: failed write %s left pending: %s", table.name, instant_time, exc)
             continue
-        rolled_back.append(instant.timestamp)
+        rolled_back.append(instant_time)
     return rolled_back
