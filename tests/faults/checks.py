@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,21 @@ ACTIONS: dict[Service, tuple[Action, Action]] = {
 }
 
 
+def service_argv(service: Service, base: str, mode: str, extra: Sequence[str] = ()) -> list[str]:
+    """The CLI command running `service` on the table at `base` with the fault tests' settings; `mode`
+    is `cluster`'s and `compact`'s (`scheduleAndExecute`, `execute`, ...); `extra`: more arguments
+    (storage options)."""
+    settings = {**HEARTBEAT, **SERVICE_CONF[service]}
+    conf = [a for k, v in settings.items() for a in ("--hoodie-conf", f"{k}={v}")]
+    common = ["--base-path", base, "--timezone", "UTC", *extra, *conf]
+    spark = ["--spark-master", "local[1]"]
+    if service is Service.CLUSTERING:
+        return ["cluster", *common, "--mode", mode, *spark]
+    if service is Service.COMPACTION:
+        return ["compact", *common, "--mode", mode, *spark]
+    return ["clean", *common, "--force"]
+
+
 def reads(spark: SparkSession, base: Path) -> dict[str, list[dict[str, Any]]]:
     """The data columns of every record, as Hudi (MDT on, MDT off) and hudi-rs read them."""
     out = {}
@@ -63,13 +79,26 @@ def assert_no_file_left(spark: SparkSession, base: Path) -> None:
     assert {p: set(f) for p, f in ours.items()} == on_disk, "our MDT reader"
 
 
+def assert_recovered(
+    spark: SparkSession, base: Path, expected: list[dict[str, Any]], rolled_back: str | None
+) -> None:
+    """After the run that recovered: `rolled_back` (a failed write) is gone from the timeline, nothing
+    is pending on the table or its MDT, the reads are exact and no file of a failed attempt is left."""
+    if rolled_back is not None:
+        timeline = HudiTable.open(str(base)).load_timeline()
+        assert timeline.find(rolled_back) is None, "the failed write is still on the timeline"
+    assert _pending_instants(base) == ([], []), "an instant was left pending"
+    assert_exact(spark, base, expected, "recovered")
+    assert_no_file_left(spark, base)
+
+
 def service_instants(base: Path, service: Service) -> dict[str, Instant]:
     pending, completed = ACTIONS[service]
     timeline = HudiTable.open(str(base)).load_timeline()
     return {i.timestamp: i for i in timeline.by_actions([pending, completed])}
 
 
-def pending_instants(base: Path) -> tuple[list[str], list[str]]:
+def _pending_instants(base: Path) -> tuple[list[str], list[str]]:
     """Pending instants of the table and of its metadata table."""
     table = HudiTable.open(str(base))
     mdt = load_mdt_timeline(Storage.for_base_uri(str(base)))

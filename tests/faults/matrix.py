@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tests.faults.paths import BASE_FILE, DATA_FILE, MDT_DELTACOMMIT_COMPLETED, instant_file
+
 
 class Service(StrEnum):
     CLUSTERING = "clustering"
@@ -47,16 +49,6 @@ class KillPoint:
     kills: tuple[Kill, ...]
 
 
-def _instant(suffix: str) -> str:
-    return rf"^\.hoodie/\d{{17}}\.{suffix}$"
-
-
-# A data file (base or log) outside `.hoodie`: one a writer task or a delete touches.
-DATA_FILE = r"^(?!\.hoodie/)(.+/)?[^/]+\.(parquet|log\.\d+_[^/]+)$"
-BASE_FILE = r"^(?!\.hoodie/)(.+/)?[^/]+\.parquet$"
-MDT_DELTACOMMIT_COMPLETED = r"^\.hoodie/metadata/\.hoodie/\d{17}\.deltacommit$"
-
-
 def _points(pending: str, completed: str, middle: str) -> tuple[KillPoint, ...]:
     """The step boundaries of a service whose instant moves `<T>.<pending>.requested` ->
     `<T>.<pending>.inflight` -> (`middle`: its data files written, or its deletes) -> the metadata
@@ -64,12 +56,12 @@ def _points(pending: str, completed: str, middle: str) -> tuple[KillPoint, ...]:
     wrote = Kill("on-appear", BASE_FILE)
     deleted = Kill("on-delete", DATA_FILE)
     points = [
-        KillPoint("plan_written", (Kill("after", _instant(f"{pending}\\.requested")),)),
-        KillPoint("inflight_written", (Kill("after", _instant(f"{pending}\\.inflight")),)),
+        KillPoint("plan_written", (Kill("after", instant_file(f"{pending}\\.requested")),)),
+        KillPoint("inflight_written", (Kill("after", instant_file(f"{pending}\\.inflight")),)),
         KillPoint(middle, (wrote if middle == "data_files" else deleted,)),
         KillPoint("after_mdt", (Kill("after", MDT_DELTACOMMIT_COMPLETED),)),
-        KillPoint("before_completed", (Kill("before", _instant(completed)),)),
-        KillPoint("after_completed", (Kill("after", _instant(completed)),)),
+        KillPoint("before_completed", (Kill("before", instant_file(completed)),)),
+        KillPoint("after_completed", (Kill("after", instant_file(completed)),)),
     ]
     if middle == "data_files":
         # The dead attempt's files are the next run's to roll back: kill that run mid-rollback.

@@ -25,20 +25,12 @@ import pytest
 
 from bench.s3_proxy import DROP, INTERNAL_ERROR, SERVICE_UNAVAILABLE, SLOW_DOWN
 from service.cli import main
-from service.table.table import HudiTable
-from tests.faults.checks import (
-    EXPIRY_S,
-    HEARTBEAT,
-    SERVICE_CONF,
-    assert_exact,
-    assert_no_file_left,
-    pending_instants,
-    service_instants,
-)
+from tests.faults.checks import EXPIRY_S, assert_exact, assert_recovered, service_argv, service_instants
 from tests.faults.matrix import Service, TableType
+from tests.faults.paths import DATA_FILE, INSTANT_FILE, PLAN
 from tests.faults.tables import FaultTables
 from tests.support.s3 import moto_server, s3_filesystem, s3_options
-from tests.support.s3_faults import DATA_FILE, INSTANT_FILE, PLAN, FaultRule, FaultyProxy
+from tests.support.s3_faults import FaultRule, FaultyProxy
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,14 +72,8 @@ def moto() -> Iterator[tuple[str, pafs.S3FileSystem]]:
         yield endpoint, fs
 
 
-def _argv(service: Service, uri: str, endpoint: str, mode: str = "scheduleAndExecute") -> list[str]:
-    settings = {**HEARTBEAT, **SERVICE_CONF[service]}
-    conf = [a for k, v in settings.items() for a in ("--hoodie-conf", f"{k}={v}")]
-    storage = [a for k, v in s3_options(endpoint).items() for a in ("--storage-option", f"{k}={v}")]
-    common = ["--base-path", uri, "--timezone", "UTC", *storage, *conf]
-    if service is Service.CLUSTERING:
-        return ["cluster", *common, "--mode", mode, "--spark-master", "local[1]"]
-    return ["clean", *common, "--force"]
+def _storage(endpoint: str) -> list[str]:
+    return [a for k, v in s3_options(endpoint).items() for a in ("--storage-option", f"{k}={v}")]
 
 
 def _download(fs: pafs.S3FileSystem, key: str, dest: Path) -> Path:
@@ -123,11 +109,11 @@ def test_a_service_meeting_storage_faults_completes_or_fails_cleanly_and_the_nex
 
     with FaultyProxy(endpoint, f"{BUCKET}/{key}", seed=7) as proxy:
         if case.rule.kind == "GET":  # a plan to read: scheduled before the faults start
-            assert main(_argv(case.service, uri, proxy.endpoint, "schedule")) == 0
+            assert main(service_argv(case.service, uri, "schedule", _storage(proxy.endpoint))) == 0
         proxy.arm(case.rule)
         mode = "execute" if case.rule.kind == "GET" else "scheduleAndExecute"
         with caplog.at_level(logging.ERROR):
-            rc = main(_argv(case.service, uri, proxy.endpoint, mode))
+            rc = main(service_argv(case.service, uri, mode, _storage(proxy.endpoint)))
         injected = sum(proxy.injected.values())
         proxy.disarm()
         assert injected, f"no {case.rule.kind} request matched {case.rule.key!r}: the case tests nothing"
@@ -140,13 +126,11 @@ def test_a_service_meeting_storage_faults_completes_or_fails_cleanly_and_the_nex
         assert_exact(spark, _download(fs, key, tmp_path / "after_faults"), expected, f"{injected} faults")
 
         time.sleep(EXPIRY_S)  # an attempt the faults stopped is the next run's to take over
-        assert main(_argv(case.service, uri, proxy.endpoint, mode)) == 0
+        assert main(service_argv(case.service, uri, mode, _storage(proxy.endpoint))) == 0
     base = _download(fs, key, tmp_path / "recovered")
     after = service_instants(base, case.service)
     done = [t for t, i in after.items() if i.is_completed and t not in before]
     assert done, f"no {case.service} completed"
-    if case.service is Service.ROLLBACK:
-        assert HudiTable.open(str(base)).load_timeline().find(source.failed_instant) is None
-    assert pending_instants(base) == ([], []), "an instant was left pending"
-    assert_exact(spark, base, expected, "recovered")
-    assert_no_file_left(spark, base)
+    assert_recovered(
+        spark, base, expected, source.failed_instant if case.service is Service.ROLLBACK else None
+    )

@@ -18,12 +18,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from bench.s3_proxy import CountingProxy, Refusal
 
-# Keys relative to a table of version 6 (timeline layout 1).
-INSTANT_FILE = r"^\.hoodie/\d{17}\.[a-z.]+$"
-DATA_FILE = r"^(?!\.hoodie/)(.+/)?[^/]+\.(parquet|log\.\d+_[^/.]+)$"
-PLAN = r"^\.hoodie/\d{17}\.(clean|replacecommit|compaction|rollback)\.requested$"
-TIMELINE = r"^\.hoodie/?$"
-
 
 @dataclass(frozen=True)
 class FaultRule:
