@@ -41,11 +41,11 @@ __all__ = ["mor_histories"]
 # Heartbeats of 1 s x 2 misses: the restarted run takes over the dead one's attempt after 2 s.
 HEARTBEAT = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]
 
-# (kill just before the file rather than after it, the path the kill is placed at)
+# (kill mode: just `before` the file or `after` it, the path the kill is placed at)
 KILL_POINTS = {
-    "claimed": (False, r"^\.hoodie/\d{17}\.compaction\.inflight$"),
-    "files_written": (True, r"^\.hoodie/\d{17}\.commit$"),
-    "committed": (False, r"^\.hoodie/\d{17}\.commit$"),
+    "claimed": ("after", r"^\.hoodie/\d{17}\.compaction\.inflight$"),
+    "files_written": ("before", r"^\.hoodie/\d{17}\.commit$"),
+    "committed": ("after", r"^\.hoodie/\d{17}\.commit$"),
 }
 
 
@@ -74,10 +74,10 @@ def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
     before = _reads(spark, base)
     compacted = compacted_snapshot(history, before[0], before[2])
 
-    before_file, pattern = KILL_POINTS[step]
+    kill_mode, pattern = KILL_POINTS[step]
     compact = ["compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
                "--spark-master", "local[2]", *HEARTBEAT]  # fmt: skip
-    run_killed_at(pattern, compact, tmp_path / "killed.log", before=before_file, timeout=600)
+    run_killed_at(pattern, compact, tmp_path / "killed.log", mode=kill_mode, timeout=600)
     committed = (base / ".hoodie" / f"{instant}.commit").exists()
     assert committed == (step == "committed")
     if step == "files_written":

@@ -247,10 +247,10 @@ def test_clustering_killed_is_never_half_visible_and_the_next_run_completes_it(
     base = _copy(templates["MERGE_ON_READ"], tmp_path, f"killed_{step}")
     before = snapshot_reads(hudi1, base)
     instant = schedule_our_clustering(base)
-    before_file, pattern = KILL_POINTS[step]
+    kill_mode, pattern = KILL_POINTS[step]
     args = ["cluster", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
             "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT_1S]  # fmt: skip
-    run_killed_at(pattern, args, tmp_path / "killed.log", before=before_file, timeout=600)
+    run_killed_at(pattern, args, tmp_path / "killed.log", mode=kill_mode, timeout=600)
     committed = any(re.fullmatch(rf"{instant}_\d{{17}}\.replacecommit", n) for n in _timeline_names(base))
     assert committed == (step == "committed")
     if step == "files_written":

@@ -268,10 +268,10 @@ def test_compaction_killed_is_never_half_visible_and_the_next_run_completes_it(
     base = _copy(template, tmp_path, f"killed_{step}")
     before = snapshot_reads(hudi1, base)
     instant = compact_with_cli(base, "schedule", capsys)["instant_time"]
-    before_file, pattern = KILL_POINTS[step]
+    kill_mode, pattern = KILL_POINTS[step]
     compact = ["compact", "--base-path", str(base), "--mode", "execute", "--instant-time", instant,
                "--timezone", "UTC", "--spark-master", "local[2]", *HEARTBEAT_1S]  # fmt: skip
-    run_killed_at(pattern, compact, tmp_path / "killed.log", before=before_file, timeout=600)
+    run_killed_at(pattern, compact, tmp_path / "killed.log", mode=kill_mode, timeout=600)
     timeline = base / ".hoodie" / "timeline"
     committed = any(re.fullmatch(rf"{instant}_\d{{17}}\.commit", p.name) for p in timeline.iterdir())
     assert committed == (step == "committed")

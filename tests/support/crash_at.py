@@ -43,14 +43,12 @@ def run_killed_at(
     cli_args: Sequence[str],
     log: Path,
     *,
-    before: bool = False,
-    mode: str | None = None,
+    mode: str = "after",
     timeout: float = 300,
 ) -> None:
     """Run the CLI with `cli_args` in a child that SIGKILLs itself at the first file matching
-    `pattern` (`mode`, one of `MODES`, see the module docstring; `before=True` is `mode="before"`);
-    its output goes to `log`. Asserts it was killed there, then kills its process group."""
-    mode = mode or ("before" if before else "after")
+    `pattern` (`mode`, one of `MODES`, see the module docstring); its output goes to `log`. Asserts
+    it was killed there, then kills its process group."""
     if mode not in MODES:
         raise ValueError(f"unknown kill mode {mode!r}")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
@@ -148,17 +146,17 @@ def _watch(root: Path, pattern: re.Pattern[str]) -> None:
 HEARTBEAT_1S = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000"]
 
 
-def layout_2_kill_points(pending_action: str, completed_action: str) -> dict[str, tuple[bool, str]]:
-    """Where a table service's execution on a layout-2 table is killed: step -> (kill just before the
-    file rather than after it, its path pattern). After claiming the plan (`T.<pending>.inflight`),
+def layout_2_kill_points(pending_action: str, completed_action: str) -> dict[str, tuple[str, str]]:
+    """Where a table service's execution on a layout-2 table is killed: step -> (kill mode, `before`
+    the file or `after` it; its path pattern). After claiming the plan (`T.<pending>.inflight`),
     after the metadata table's deltacommit T completed, with every file written (just before
     `T_<completion>.<completed>`), and after it."""
     completed = rf"^\.hoodie/timeline/\d{{17}}_\d{{17}}\.{completed_action}$"
     return {
-        "claimed": (False, rf"^\.hoodie/timeline/\d{{17}}\.{pending_action}\.inflight$"),
-        "after_mdt": (False, r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$"),
-        "files_written": (True, completed),
-        "committed": (False, completed),
+        "claimed": ("after", rf"^\.hoodie/timeline/\d{{17}}\.{pending_action}\.inflight$"),
+        "after_mdt": ("after", r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$"),
+        "files_written": ("before", completed),
+        "committed": ("after", completed),
     }
 
 
