@@ -42,18 +42,13 @@ from tests.support.hudi1_histories import (
     writer_options,
 )
 from tests.support.hudi_jvm import HudiJvm, HudiJvmError
-from tests.support.hudi_tables import data_files
+from tests.support.hudi_tables import FAILING_WRITE_OPTIONS, data_files
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 TABLE_TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
 FAILURES = ["before_mdt", "after_mdt"]
 LAZY = "hoodie.cleaner.policy.failed.writes=LAZY"
-# A validator whose query never returns the expected value: the write fails after its files.
-NEVER_VALID = {
-    "hoodie.precommit.validators": "org.apache.hudi.client.validator.SqlQuerySingleResultPreCommitValidator",
-    "hoodie.precommit.validators.single.value.sql.queries": "select count(*) from <TABLE_NAME> where 1 = 0#1",
-}
 _COMPLETED_WRITE = re.compile(r"^(\d{17})_\d{17}\.(commit|deltacommit)$")
 _names = iter(range(1_000_000))
 
@@ -80,7 +75,7 @@ def _build(jvm: HudiJvm, base: Path, table_type: str, failure: str) -> str:
             base,
             rows([*range(4, 10), 50, 51], 2),
             SCHEMA,
-            {**_options(name, table_type, "upsert"), **NEVER_VALID},
+            {**_options(name, table_type, "upsert"), **FAILING_WRITE_OPTIONS},
         )
     [failed] = {p.name[:17] for p in set(timeline.iterdir()) - before if p.name.endswith(".inflight")}
     assert (base / ".hoodie" / ".temp" / failed).is_dir(), "the failed write left its markers"

@@ -31,10 +31,13 @@ PARTITION_FIELD = "region"
 # Test-session epoch for `event_time`: a fixed instant, so rows are reproducible.
 EVENT_EPOCH_SECONDS = 1_704_067_200  # 2024-01-01T00:00:00Z
 
-_VALIDATORS = "org.apache.hudi.client.validator"
 _KEYGEN = "org.apache.hudi.keygen"
-# `<query>#<expected result>`: this query always returns 0, so validation always fails.
-_NEVER_MATCHES = "select count(*) from <TABLE_NAME> where 1 = 0#1"
+# A pre-commit validator whose query can never match (`<query>#<expected result>`: the query always
+# returns 0): Hudi aborts the write after its data files, before completing the instant.
+FAILING_WRITE_OPTIONS = {
+    "hoodie.precommit.validators": "org.apache.hudi.client.validator.SqlQuerySingleResultPreCommitValidator",
+    "hoodie.precommit.validators.single.value.sql.queries": "select count(*) from <TABLE_NAME> where 1 = 0#1",
+}
 _COMPLETED = re.compile(r"^(\d{17})\.(commit|deltacommit|replacecommit)$")
 _INFLIGHT_COMMIT = re.compile(r"^(\d{17})\.(inflight|deltacommit\.inflight)$")
 
@@ -135,20 +138,12 @@ def write_failing(
     """
     from py4j.protocol import Py4JJavaError
 
-    failing = {
-        "hoodie.precommit.validators": f"{_VALIDATORS}.SqlQuerySingleResultPreCommitValidator",
-        "hoodie.precommit.validators.single.value.sql.queries": _NEVER_MATCHES,
-        **(extra_opts or {}),
-    }
+    failing = {**FAILING_WRITE_OPTIONS, **(extra_opts or {})}
     before = set(pending_commit_instants(base_path))
     try:
         write(spark, base_path, df, operation, table_name, record_key, precombine, partition_fields, failing)
     except Py4JJavaError as err:
-        # On MOR the validator fails either on its query or, reading the new log files as Parquet,
-        # with UNABLE_TO_INFER_SCHEMA: both after the data files are written.
-        if not any(s in str(err) for s in ("HoodieValidationException", "runPrecommitValidators")) and (
-            "validation failed" not in str(err).lower()
-        ):
+        if not failed_by_the_validator(err):
             raise
     else:
         raise AssertionError(f"the failing write on {base_path} completed")
@@ -156,6 +151,16 @@ def write_failing(
     if len(left) != 1:
         raise AssertionError(f"expected one inflight commit after the failed write, found {left}")
     return left[0]
+
+
+def failed_by_the_validator(err: Exception) -> bool:
+    """Whether a write failed on `FAILING_WRITE_OPTIONS`' validator. On MOR it fails either on its
+    query or, reading the new log files as Parquet, with UNABLE_TO_INFER_SCHEMA: both after the data
+    files are written."""
+    text = str(err)
+    return any(s in text for s in ("HoodieValidationException", "runPrecommitValidators")) or (
+        "validation failed" in text.lower()
+    )
 
 
 def rollback_failed_writes(

@@ -25,9 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 IS_DELETED = "_hoodie_is_deleted"
-_VALIDATORS = "org.apache.hudi.client.validator"
 _PAYLOAD_PACKAGE = "org.apache.hudi.common.model"
-_NEVER_MATCHES = "select count(*) from <TABLE_NAME> where 1 = 0#1"
 
 
 def completed_deltacommits(base_path: Path) -> list[str]:
@@ -99,17 +97,10 @@ class _MorBuilder:
 
         meta = self.base_path / ".hoodie"
         before = {p.name for p in meta.glob("*.deltacommit.inflight")}
-        failing = {
-            "hoodie.precommit.validators": f"{_VALIDATORS}.SqlQuerySingleResultPreCommitValidator",
-            # `<query>#<expected result>`: this query always returns 0, so validation always fails.
-            "hoodie.precommit.validators.single.value.sql.queries": _NEVER_MATCHES,
-        }
         try:
-            self.write("upsert", ids, tag, ts, **failing)
+            self.write("upsert", ids, tag, ts, **ht.FAILING_WRITE_OPTIONS)
         except Py4JJavaError as err:
-            # On MOR the validator fails either on its query or, reading the new log files as
-            # Parquet, with UNABLE_TO_INFER_SCHEMA: both after the log blocks are written.
-            if "runPrecommitValidators" not in str(err) and "validation" not in str(err).lower():
+            if not ht.failed_by_the_validator(err):
                 raise
         else:
             raise AssertionError(f"the failing write on {self.base_path} completed")
