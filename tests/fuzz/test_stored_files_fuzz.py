@@ -80,14 +80,19 @@ def _seed(name: str, base: Path, merge_on_read: bool, scratch: Path) -> Seed:
         kind = kind_of(rel, (base / rel).read_bytes())
         if kind is not None:
             files.append((rel, kind))
-    reference = scratch / f"reference-{name}"
-    shutil.copytree(base, reference, symlinks=True)
-    before = _listing(reference)
+    return Seed(name, base, merge_on_read, tuple(files), _cleaned_by(base, scratch / f"reference-{name}"))
+
+
+def _cleaned_by(base: Path, copy: Path, *clean_args: str) -> frozenset[str]:
+    """What a real clean (`clean_args` added) deletes from a copy of the table at `base` (relative
+    paths)."""
+    shutil.copytree(base, copy, symlinks=True)
+    before = _listing(copy)
     with _quiet():
-        assert main(["clean", "--base-path", str(reference), "--timezone", "UTC"]) == 0
-    cleaned = frozenset(before - _listing(reference))
-    shutil.rmtree(reference)
-    return Seed(name, base, merge_on_read, tuple(files), cleaned)
+        assert main(["clean", "--base-path", str(copy), "--timezone", "UTC", *clean_args]) == 0
+    cleaned = frozenset(before - _listing(copy))
+    shutil.rmtree(copy)
+    return cleaned
 
 
 @pytest.fixture(scope="module")
@@ -196,14 +201,7 @@ def _healthy(seeds: list[Seed], scratch: Path) -> Healthy:
     """The first seed a clean keeping 1 commit deletes files of, and what it deletes."""
     for seed in seeds:
         reference = scratch / f"healthy-reference-{seed.name}"
-        shutil.copytree(seed.base, reference, symlinks=True)
-        before = _listing(reference)
-        with _quiet():
-            argv = ["clean", "--base-path", str(reference), "--timezone", "UTC", "--force",
-                    "--hoodie-conf", f"{HEALTHY_RETENTION}=1"]  # fmt: skip
-            assert main(argv) == 0
-        cleaned = frozenset(before - _listing(reference))
-        shutil.rmtree(reference)
+        cleaned = _cleaned_by(seed.base, reference, "--force", "--hoodie-conf", f"{HEALTHY_RETENTION}=1")
         if cleaned:
             return Healthy(seed, cleaned)
     raise AssertionError("no seed's clean deletes anything: the daemon check would prove nothing")
