@@ -1,4 +1,4 @@
-"""Real Hudi 1.x (and any other bundle) in a child process: one SparkSession per bundle, per test module.
+"""Real Hudi 1.x (and any other bundle) in a child process: one SparkSession per bundle.
 
 The test session's own SparkSession carries Hudi 0.15.0 (table version 6). Hudi 1.0.2 writes table
 version 8 and Hudi 1.1.1 version 9; their bundles cannot share a JVM with 0.15.0, so a `HudiJvm` starts
@@ -98,6 +98,11 @@ class HudiJvm:
         """(requested time, action, completion time, completion time `CompletionTimeQueryViewV2` gives)
         of each instant Hudi's archived timeline holds."""
         return [tuple(i) for i in self._call("archived_instants", base_path=str(base_path))]
+
+    def forget_session_state(self) -> None:
+        """Drop the session's catalog tables (their files stay) and `SET` options: what one test module
+        leaves for the next on a shared child."""
+        self._call("forget_session_state")
 
     def current_table_version(self) -> int:
         return int(self._call("version"))

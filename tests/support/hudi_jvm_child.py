@@ -53,6 +53,14 @@ class _Calls:
     def sql(self, statement: str) -> list[dict[str, Any]]:
         return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
 
+    def forget_session_state(self) -> None:
+        """Drop every catalog table (external: their files stay), unset every `SET` option, uncache."""
+        for table in self.spark.sql("show tables in default").collect():
+            if not table.isTemporary:
+                self.spark.sql(f"drop table if exists default.`{table.tableName}`")
+        self.spark.sql("reset")
+        self.spark.catalog.clearCache()
+
     def read(self, base_path: str, options: dict[str, str], where: str | None = None) -> list[dict[str, Any]]:
         frame = self.spark.read.format("hudi").options(**options).load(base_path)
         if where is not None:
