@@ -12,7 +12,7 @@ import pytest
 
 from service.lock.kazoo_pool import KazooClientPool
 from service.lock.zookeeper import close_default_pool
-from tests.support import leaks
+from tests.support import jvm_archive, leaks
 from tests.support.spark import SparkStart, start_spark
 from tests.support.zookeeper import ZookeeperServer
 
@@ -62,6 +62,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.get_closest_marker("slow") is not None or item.get_closest_marker("spark") is not None
         ):
             item.add_marker(pytest.mark.timeout(SLOW_TEST_TIMEOUT_S))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A run that starts Spark drivers gives them the class-data archive (`tests.support.jvm_archive`)
+    before the first starts; a run of pure tests records none."""
+    starts_spark = ("spark", "hudi", "slow")
+    if any(item.get_closest_marker(m) is not None for item in session.items for m in starts_spark):
+        jvm_archive.use_archive(jvm_archive.ensure_archive())
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ from pyspark.sql import SparkSession
 from service.demo.hudi_writer import write_demo_batches
 from tests.support import hudi_tables as ht
 from tests.support.histories import HistoryCache, HudiHistory
+from tests.support.paths import REPO_ROOT
 from tests.support.spark import SparkStart
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi]
@@ -28,6 +32,22 @@ def test_spark_session_has_hudi_extensions(spark_start: SparkStart) -> None:
     assert conf.get("spark.sql.extensions") == "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
     assert conf.get("spark.jars", "").endswith("hudi-spark3.5-bundle_2.12-0.15.0.jar")
     assert spark_start.start_seconds < 60
+
+
+def test_a_child_spark_driver_maps_spark_from_the_class_data_archive(tmp_path: Path) -> None:
+    """What a service, daemon or Hudi 1.x child starts inherits `tests.support.jvm_archive`'s archive:
+    its driver loads Spark's classes from the archive ("top": the dynamic layer), not from the jars."""
+    loaded = tmp_path / "class-load.log"
+    env = {
+        **os.environ,
+        "SPARK_SUBMIT_OPTS": f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -Xlog:class+load=info:file={loaded}",
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    script = "from pyspark.sql import SparkSession as S; S.builder.master('local[1]').getOrCreate().stop()"
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120, capture_output=True)
+    lines = loaded.read_text(encoding="utf-8").splitlines()
+    context = [line for line in lines if " org.apache.spark.SparkContext " in line]
+    assert context and "shared objects file (top)" in context[0], context
 
 
 def test_write_readers_see_same_rows(spark: SparkSession, tmp_path: Path) -> None:
