@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
-from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import tzinfo
 
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import BASE_PATH
 from service.config.locking import LockProviderKind, WriteConcurrencyMode
 from service.config.props import load_hoodie_props
+from service.config.zones import machine_zone, named_zone
 from service.errors import ConfigError, HudiTableServiceError
 from service.lock import create_lock
 from service.lock.base import TableLock
@@ -72,7 +70,7 @@ def open_context(
     table.check_service_supported(service)
     props = load_hoodie_props([args.props] if args.props else [], args.hoodie_conf)
     config = HoodieConfig.from_mapping(props, table.name)
-    zone = table.timeline_zone(parse_zone(args.timezone))
+    zone = table.timeline_zone(parse_zone(args.timezone), "--timezone")
     provider = args.lock_provider or default_lock_provider(config)
     lock = create_lock(provider, table.name, {**config.effective(), BASE_PATH: table.base_uri})
     return CommandContext(table, config, lock, zone)
@@ -84,29 +82,13 @@ def default_lock_provider(config: HoodieConfig) -> str:
     return "in-process"  # a single-writer Hudi table takes no lock; exclude this process's threads only
 
 
-def parse_zone(name: str | None) -> tzinfo:
+def parse_zone(name: str | None) -> tzinfo | None:
+    """`--timezone`, else this machine's zone (`service.config.zones.machine_zone`); None when the
+    machine names none."""
     if name:
-        try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ConfigError(f"--timezone {name!r} is not a known IANA time zone") from None
-    return local_zone()
-
-
-def local_zone() -> tzinfo:
-    """This machine's zone: $TZ, else /etc/localtime's zone name, else the current UTC offset."""
-    candidates = [os.environ.get("TZ", "").lstrip(":")]
-    localtime = Path("/etc/localtime")
-    if localtime.is_symlink():
-        target = str(localtime.resolve())
-        if "zoneinfo/" in target:
-            candidates.append(target.split("zoneinfo/", 1)[1])
-    for key in candidates:
-        if key:
-            try:
-                return ZoneInfo(key)
-            except (ZoneInfoNotFoundError, ValueError):
-                continue
-    offset = datetime.now().astimezone().tzinfo
-    assert offset is not None
-    return offset
+        zone = named_zone(name)
+        if zone is None:
+            raise ConfigError(f"--timezone {name!r} is not a known IANA time zone")
+        return zone
+    machine = machine_zone()
+    return machine.zone if machine is not None else None

@@ -20,6 +20,15 @@ class TableServicesRefusedError(UnsupportedTableError):
     merge-on-read table whose merge the reader does not reproduce: `TableConfig.check_service_supported`)."""
 
 
+class NeedsConfigurationError(TableServicesRefusedError):
+    """The services could serve the table once a setting of ours is given (`setting` names it): a
+    state to show with its fix, not a failure to retry."""
+
+    def __init__(self, message: str, *, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
 class CorruptTableError(HudiTableServiceError):
     """A file under `.hoodie` (or a data file name) cannot be parsed; the message names the file."""
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -28,6 +28,7 @@ from service.config.hoodie_keys import LOCK_PREFIX, LOCK_ZK_URL
 from service.config.locking import ZookeeperLockSettings
 from service.config.schedule import CleaningSchedule, ClusteringSchedule, CompactionSchedule
 from service.config.windows import MaintenanceWindow
+from service.config.zones import ZoneChoice, choose_zone, machine_zone, named_zone
 from service.errors import ConfigError
 
 HoodieValue = str | int | float | bool
@@ -140,13 +141,21 @@ class DaemonSettings(_Model):
     maintenance_windows: tuple[MaintenanceWindow, ...] = ()
     # Runs kept per table for the status page and `/api/v1/tables/{name}` (rebuilt at start).
     run_history_size: int = Field(default=50, ge=1)
+    # The writers' zone for tables with a LOCAL timeline (a table entry's `timezone` overrides it);
+    # unset: this machine's zone, as the CLI and Java's services use their JVM's (`service.config.zones`).
+    timezone: str | None = None
+
+    @field_validator("timezone")
+    @classmethod
+    def _iana_zone(cls, value: str | None) -> str | None:
+        return _check_zone(value)
 
 
 class TableSettings(_Model):
     name: str = Field(min_length=1)
     base_path: str = Field(min_length=1)
     storage_options: dict[str, str] = Field(default_factory=dict)
-    # The writers' zone; required (checked when the table is opened) for a LOCAL timeline zone.
+    # The writers' zone for a LOCAL timeline; unset: `daemon.timezone`, else this machine's zone.
     timezone: str | None = None
     hoodie: dict[str, HoodieValue] = Field(default_factory=dict)
     clustering: ClusteringSchedule = Field(default_factory=ClusteringSchedule)
@@ -156,12 +165,13 @@ class TableSettings(_Model):
     @field_validator("timezone")
     @classmethod
     def _iana_zone(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                ZoneInfo(value)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise ValueError(f"{value!r} is not a known IANA time zone") from None
-        return value
+        return _check_zone(value)
+
+
+def _check_zone(value: str | None) -> str | None:
+    if value is not None and named_zone(value) is None:
+        raise ValueError(f"{value!r} is not a known IANA time zone")
+    return value
 
 
 class DaemonFile(_Model):
@@ -202,11 +212,17 @@ def _check_unique(what: str, values: list[str]) -> None:
         seen.add(value)
 
 
+# What a LOCAL table's refusal asks for when no zone is known.
+ZONE_SETTINGS = "daemon.timezone (or the table entry's timezone)"
+
+
 @dataclass(frozen=True)
 class TableEntry:
     settings: TableSettings
     hoodie: HoodieConfig
     fingerprint: str  # changes whenever the table's entry (or what it inherits) changes
+    # The zone of a LOCAL timeline and where it came from (`choose_zone`); None: none is known.
+    zone_choice: ZoneChoice | None = None
 
     @property
     def name(self) -> str:
@@ -214,7 +230,7 @@ class TableEntry:
 
     @property
     def zone(self) -> ZoneInfo | None:
-        return ZoneInfo(self.settings.timezone) if self.settings.timezone else None
+        return self.zone_choice.zone if self.zone_choice is not None else None
 
 
 @dataclass(frozen=True)
@@ -259,6 +275,7 @@ def parse_daemon_config(text: str, source: str = "<config>") -> DaemonConfig:
     except ValidationError as exc:
         raise ConfigError(f"{source}: invalid daemon config: {_describe(exc, document)}") from None
     lock = model.daemon.lock
+    machine = machine_zone()
     entries = []
     for table in model.tables:
         mapping = {**lock.properties, **model.defaults, **table.hoodie}
@@ -268,10 +285,10 @@ def parse_daemon_config(text: str, source: str = "<config>") -> DaemonConfig:
                 ZookeeperLockSettings.from_hoodie_props(hoodie.effective(), table.name)
         except ConfigError as exc:
             raise ConfigError(f"{source}: {exc}") from None
-        fingerprint = hashlib.sha256(
-            json.dumps([table.model_dump(), mapping, lock.provider], sort_keys=True).encode()
-        ).hexdigest()
-        entries.append(TableEntry(table, hoodie, fingerprint))
+        zone = choose_zone(table.timezone, model.daemon.timezone, machine)
+        inherited = [mapping, lock.provider, model.daemon.timezone]
+        fingerprint = hashlib.sha256(json.dumps([table.model_dump(), *inherited], sort_keys=True).encode())
+        entries.append(TableEntry(table, hoodie, fingerprint.hexdigest(), zone))
     return DaemonConfig(source, model.daemon, tuple(entries), model.cluster_lock_properties())
 
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from enum import StrEnum
 
-from service.config.daemon import TableEntry
+from service.config.daemon import ZONE_SETTINGS, TableEntry
+from service.config.hoodie import TimelineTimezone
 from service.daemon.file_sizes import FileSizes
-from service.errors import TableServicesRefusedError
+from service.errors import NeedsConfigurationError, TableServicesRefusedError
 from service.lock import create_lock
 from service.lock.base import TableLock
 from service.lock.kazoo_pool import KazooClientPool
@@ -76,6 +77,9 @@ class Refusal:
 
     reason: str
     properties: PropertiesStamp
+    # The setting of ours that would lift it (`NeedsConfigurationError.setting`); None: the table
+    # itself (its hoodie.properties) must change.
+    setting: str | None = None
 
 
 @dataclass
@@ -98,6 +102,7 @@ class TableRuntime:
     owned_elsewhere: dict[TableService, str] = field(default_factory=dict)
     # A copy-on-write table with `compaction.enabled: true` is said once, not at every tick.
     compaction_not_applicable_logged: bool = False
+    zone_logged: bool = False  # the zone in force is said once, when the table is first opened
     # The daemon's own ZooKeeper clients: closed by its stop, so no lock opens one after it.
     kazoo_pool: KazooClientPool | None = field(default=None, repr=False)
     guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -137,14 +142,18 @@ class TableRuntime:
                 table = HudiTable.open(settings.base_path, settings.storage_options)
                 try:
                     table.check_service_supported(TableServiceKind.CLEANING)
+                    zone = table.timeline_zone(self.entry.zone, ZONE_SETTINGS)
                 except TableServicesRefusedError as exc:
-                    self.refusal = Refusal(str(exc), stamp)
+                    setting = exc.setting if isinstance(exc, NeedsConfigurationError) else None
+                    self.refusal = Refusal(str(exc), stamp, setting)
                     log.warning(
                         "table %s: refused until hoodie.properties or its config entry changes: %s",
                         self.name, exc,
                     )  # fmt: skip
                     raise
-                zone = table.timeline_zone(self.entry.zone)
+                if not self.zone_logged:
+                    self.zone_logged = True
+                    log.info("table %s: instant times in %s", self.name, self._zone_in_force(table))
                 props = {**self.entry.hoodie.effective(), "hoodie.base.path": table.base_uri}
                 self.table, self.lock, self.zone = (
                     table,
@@ -152,6 +161,13 @@ class TableRuntime:
                     zone,
                 )
             return self.table, self.lock, self.zone
+
+    def _zone_in_force(self, table: HudiTable) -> str:
+        if table.config.timeline_timezone is TimelineTimezone.UTC:
+            return "UTC (hoodie.table.timeline.timezone=UTC)"
+        choice = self.entry.zone_choice
+        assert choice is not None  # `timeline_zone` refused the table otherwise
+        return f"{choice.zone.key} (hoodie.table.timeline.timezone=LOCAL; from {choice.source})"
 
     def properties_stamp(self) -> PropertiesStamp:
         """`hoodie.properties`'s (size, mtime): one stat, cheaper than a `.hoodie` listing. Hudi

@@ -2,8 +2,9 @@
 
 Built on request from the daemon's runtimes (as their last ticks left them), its run history and its
 scheduler; nothing here reads a table. A table's state is the first that holds of: quarantined,
-refused, committing, executing, planning (a tick is at that step), backing off (a failed service
-waits for its retry), due (the last tick found work), idle. Config is shown with secrets redacted:
+needs configuration (refused until a setting of ours is given), refused, committing, executing,
+planning (a tick is at that step), backing off (a failed service waits for its retry), due (the last
+tick found work), idle. Config is shown with secrets redacted:
 values of keys naming a secret, password, token, credential, auth, access or API key, and
 credentials in URIs.
 """
@@ -24,7 +25,10 @@ REDACTED = "***"
 _SECRET_KEY = re.compile(r"secret|passw|token|credential|(access|api)[._-]?key|private|auth", re.IGNORECASE)
 _URI_USERINFO = re.compile(r"(://)[^/@\s]+@")
 
-STATES = ("idle", "due", "planning", "executing", "committing", "refused", "quarantined", "backing off")
+STATES = (
+    "idle", "due", "planning", "executing", "committing", "needs configuration", "refused", "quarantined",
+    "backing off",
+)  # fmt: skip
 _PHASE_ORDER = (Phase.COMMITTING, Phase.EXECUTING, Phase.PLANNING)
 
 
@@ -59,6 +63,8 @@ class StatusSource:
     def table_state(self, runtime: TableRuntime, now: datetime) -> str:
         if runtime.quarantined:
             return "quarantined"
+        if runtime.refusal is not None and runtime.refusal.setting is not None:
+            return "needs configuration"
         if runtime.refused or runtime.refused_services:
             return "refused"
         # Ticks update these dicts while a request reads them: read copies (a dict copy is atomic).
@@ -106,6 +112,8 @@ class StatusSource:
             "state": self.table_state(runtime, now),
             "held": self.holds(runtime.name),
             "refusal": runtime.refusal.reason if runtime.refusal is not None else None,
+            # The setting of ours that lifts the refusal (None: the table's hoodie.properties must change).
+            "fix": runtime.refusal.setting if runtime.refusal is not None else None,
             "refused_services": sorted(str(s) for s in runtime.refused_services),
             "services": {str(s): self._service(runtime, s, now) for s in TableService},
             "files": sizes.to_json() if sizes is not None else None,

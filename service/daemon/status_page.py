@@ -21,6 +21,7 @@ STATE_COLOURS = {
     "planning": "#00bcd4",
     "executing": "#3f51b5",
     "committing": "#9c27b0",
+    "needs configuration": "#795548",
     "refused": "#9e9e9e",
     "quarantined": "#f44336",
     "backing off": "#ff9800",
@@ -144,7 +145,13 @@ def _section(table: dict[str, Any]) -> str:
         )
     else:
         summary = "<p class='muted'>file sizes not measured yet</p>"
-    refusal = f"<p class='muted'>refused: {escape(table['refusal'])}</p>" if table["refusal"] else ""
+    refusal = ""
+    if table["refusal"]:
+        fix = f"set {table['fix']} in the daemon config" if table["fix"] else "change what the reason names"
+        refusal = (
+            f"<p class='refusal'>refused: {escape(table['refusal'])}</p>"
+            f"<p class='fix'>to serve it: {escape(fix)}</p>"
+        )
     return (
         f'<section class="table" id="table-{name}" data-state="{escape(state)}">'
         f'<h2>{name} <span class="state" style="background:{STATE_COLOURS.get(state, "#607d8b")}">'

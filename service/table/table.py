@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 
 from service.config.hoodie import TimelineTimezone
-from service.errors import ConfigError
+from service.errors import NeedsConfigurationError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import FileSystemView
 from service.table.layout import METAFOLDER, TimelineLayout
@@ -76,18 +76,20 @@ class HudiTable:
         """The confinement rule for paths read from the stored file `source` (named in refusals)."""
         return PathGuard(self.storage.location, self.name, bool(self.config.partition_fields), source)
 
-    def timeline_zone(self, local_zone: tzinfo | None) -> tzinfo:
+    def timeline_zone(self, local_zone: tzinfo | None, setting: str = "the writers' time zone") -> tzinfo:
         """The zone instant times are written in: UTC, or the writers' zone for a LOCAL timeline.
 
-        Java writers use their JVM's zone for LOCAL; guessing it would misorder instants, so the
-        caller must name it (the daemon config's per-table entry, or `--timezone`).
+        Java writers use their JVM's zone for LOCAL (`HoodieInstantTimeGenerator`); guessing it would
+        misorder instants, so a LOCAL table without a known zone is refused until `setting` (the
+        CLI's `--timezone`, the daemon's `daemon.timezone` or table entry `timezone`) names it.
         """
         if self.config.timeline_timezone is TimelineTimezone.UTC:
             return UTC
         if local_zone is None:
-            raise ConfigError(
-                f"table {self.name!r} uses hoodie.table.timeline.timezone=LOCAL: the writers' time zone "
-                "must be configured (IANA name) so new instants sort after theirs"
+            raise NeedsConfigurationError(
+                f"table {self.name!r} uses hoodie.table.timeline.timezone=LOCAL (instant times in its "
+                f"writers' zone) and no zone is known: set {setting} to the writers' zone (IANA name)",
+                setting=setting,
             )
         return local_zone
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from service import command_context
 from service.cli import main
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
@@ -65,3 +66,24 @@ def test_cli_clean_bad_config_exits_non_zero(tmp_path: Path, caplog: pytest.LogC
     t = _table(tmp_path)
     assert main(["clean", "--base-path", str(t.base), "--hoodie-conf", "hoodie.cleaner.policy=NOPE"]) == 1
     assert "hoodie.cleaner.policy" in caplog.text
+
+
+def test_cli_on_a_local_table_uses_the_machines_zone_or_asks_for_timezone_when_it_names_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    t = FixtureTable(tmp_path / "t", timeline_timezone="LOCAL")
+    for i in range(1, 4):
+        t.commit(ts(i), [FileSpec("a", fid(1))])
+    args = [
+        "clean",
+        "--base-path",
+        str(t.base),
+        "--dry-run",
+        "--hoodie-conf",
+        "hoodie.cleaner.commits.retained=1",
+    ]
+    assert main(args) == 0  # this machine names its zone (the CI image's /etc/localtime or $TZ)
+    monkeypatch.setattr(command_context, "machine_zone", lambda: None)
+    assert main(args) == 1
+    assert "hoodie.table.timeline.timezone=LOCAL" in caplog.text and "set --timezone" in caplog.text
+    assert main([*args, "--timezone", "Asia/Kolkata"]) == 0

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from service.config.daemon import load_daemon_config, parse_daemon_config
 from service.config.schedule import ClusteringSchedule
+from service.config.zones import ZoneChoice, machine_zone
 from service.daemon.membership import ClusterZookeeper
 from service.errors import ConfigError
 
@@ -62,7 +63,7 @@ def test_config_defaults_under_table_overrides(tmp_path: Path) -> None:
     assert (orders.hoodie.clean.commits_retained, users.hoodie.clean.commits_retained) == (2, 7)
     assert orders.hoodie.clustering.async_max_commits == users.hoodie.clustering.async_max_commits == 3
     assert orders.hoodie.effective()["hoodie.write.lock.wait_time_ms"] == "2000"
-    assert orders.zone == ZoneInfo("Europe/Berlin") and users.zone is None
+    assert orders.zone == ZoneInfo("Europe/Berlin") and users.zone_choice == machine_zone()
     assert (orders.settings.clustering.enabled, users.settings.clustering.enabled) == (True, False)
     assert users.settings.storage_options == {"endpoint_override": "localhost:9000"}
     assert config.daemon.poll_interval_seconds == 5 and config.daemon.max_concurrent_clusterings == 1
@@ -74,6 +75,21 @@ def test_config_fingerprint_follows_inherited_defaults() -> None:
     after = parse_daemon_config(TWO_TABLES.replace("commits.retained: 7", "commits.retained: 8"))
     assert after.table("users").fingerprint != before
     assert parse_daemon_config(TWO_TABLES).table("users").fingerprint == before
+
+
+def test_daemon_timezone_is_inherited_by_entries_without_one_and_moves_their_fingerprint() -> None:
+    zoned = parse_daemon_config(
+        TWO_TABLES.replace("  poll_interval_seconds: 5", "  timezone: Asia/Tokyo\n  poll_interval_seconds: 5")
+    )
+    orders, users = zoned.tables
+    assert orders.zone_choice == ZoneChoice(
+        ZoneInfo("Europe/Berlin"), "the table entry's timezone: Europe/Berlin"
+    )
+    assert users.zone_choice == ZoneChoice(ZoneInfo("Asia/Tokyo"), "daemon.timezone: Asia/Tokyo")
+    plain = parse_daemon_config(TWO_TABLES)
+    assert users.fingerprint != plain.table("users").fingerprint  # a reload rebuilds the table's runtime
+    with pytest.raises(ConfigError, match=r"daemon.timezone.*Mars/Olympus"):
+        parse_daemon_config(TWO_TABLES.replace("  poll_interval_seconds: 5", "  timezone: Mars/Olympus"))
 
 
 def test_config_bad_hoodie_value_names_file_table_key_value(tmp_path: Path) -> None:

@@ -9,11 +9,14 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from service.config import daemon as daemon_config
 from service.config.daemon import parse_daemon_config
+from service.config.zones import ZoneChoice
 from service.daemon import Daemon, Outcome, TableService
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import State
@@ -241,7 +244,9 @@ def test_daemon_cleaning_tick_reports_pending_cleans_and_the_last_completed_inst
     assert _value(registry, "pending_clean_plans", table="t") == 1
     assert _value(registry, "instant_owned_elsewhere_total", table="t", service="cleaning") == 3
     # Said once for the instant, not at every tick that finds it still owned.
-    [said] = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    [said] = [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.INFO and r.name.endswith(".tick")
+    ]
     assert said.startswith("table t: cleaning skipped this tick: ") and ts(4) in said
     assert registry.get_sample_value(
         "hudi_table_service_last_completed_instant_timestamp_seconds", {"table": "t", "service": "cleaning"}
@@ -348,3 +353,71 @@ def test_a_table_lost_to_another_replica_while_waiting_for_a_slot_is_not_cleaned
     daemon.ticker.holds = lambda name: True  # held again: a clean is due, and done
     assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
     assert len(_cleans(table.base)) == 1
+
+
+def test_local_tables_without_a_zone_are_served_in_the_daemons_own_zone_and_say_so(
+    tmp_path: Path,
+    registry: CollectorRegistry,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two tables with Hudi's default LOCAL timeline and no zone anywhere in the config: both are
+    cleaned with the machine's zone, as the CLI and Java's services use theirs, and the daemon says
+    once per table which zone is in force and where it came from."""
+    kolkata = ZoneChoice(ZoneInfo("Asia/Kolkata"), "this machine's zone ($TZ=Asia/Kolkata)")
+    monkeypatch.setattr(daemon_config, "machine_zone", lambda: kolkata)
+    tables = {n: FixtureTable(tmp_path / n, name=n, timeline_timezone="LOCAL") for n in ("orders", "users")}
+    for t in tables.values():
+        _history(t)
+    daemon = Daemon(
+        parse_daemon_config(_config_text({n: t.base for n, t in tables.items()})),
+        registry=registry, clock=lambda: NOW, serve_http=False,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="service.daemon.runtime"):
+        for name in tables:
+            for at in (NOW, NOW + timedelta(seconds=1)):
+                assert daemon.run_iteration(daemon.runtimes[name], TableService.CLEANING, at) is Outcome.DONE
+    for name, t in tables.items():
+        assert daemon.runtimes[name].zone == ZoneInfo("Asia/Kolkata")
+        assert len(_a_files(t.base)) == 2 and not daemon.runtimes[name].refused
+    said = [r.getMessage() for r in caplog.records if "instant times in" in r.getMessage()]
+    assert said == [
+        f"table {n}: instant times in Asia/Kolkata (hoodie.table.timeline.timezone=LOCAL; from "
+        "this machine's zone ($TZ=Asia/Kolkata))"
+        for n in tables
+    ]
+
+
+def test_a_local_table_with_no_zone_known_needs_configuration_not_a_retry(
+    tmp_path: Path, registry: CollectorRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine that names no zone (a copied /etc/localtime) and no zone in the config: the table is
+    refused with the setting that lifts it, counts no failure and never backs off; `daemon.timezone`
+    serves it."""
+    monkeypatch.setattr(daemon_config, "machine_zone", lambda: None)
+    t = FixtureTable(tmp_path / "t", name="t", timeline_timezone="LOCAL")
+    _history(t)
+    text = _config_text({"t": t.base}, backoff=30)
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    for n in range(3):
+        assert (
+            daemon.run_iteration(runtime, TableService.CLEANING, NOW + timedelta(seconds=n))
+            is Outcome.REFUSED
+        )
+    assert runtime.refusal is not None and "daemon.timezone" in runtime.refusal.reason
+    assert runtime.refusal.setting == "daemon.timezone (or the table entry's timezone)"
+    assert not runtime.consecutive_failures and not runtime.retry_at and not runtime.quarantined
+    assert (
+        _value(registry, "failures_total", table="t", service="cleaning", reason="NeedsConfigurationError")
+        == 0
+    )
+    assert _value(registry, "table_refused", table="t") == 1
+    assert len(_a_files(t.base)) == 3
+
+    fixed = text.replace("  poll_interval_seconds:", "  timezone: Asia/Kolkata\n  poll_interval_seconds:")
+    daemon = Daemon(
+        parse_daemon_config(fixed), registry=CollectorRegistry(), clock=lambda: NOW, serve_http=False
+    )
+    assert daemon.run_iteration(daemon.runtimes["t"], TableService.CLEANING, NOW) is Outcome.DONE
+    assert daemon.runtimes["t"].zone == ZoneInfo("Asia/Kolkata") and len(_a_files(t.base)) == 2

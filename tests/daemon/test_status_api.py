@@ -17,8 +17,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from service.clustering import clusterer, orchestrator
+from service.config import daemon as daemon_config
 from service.config.daemon import parse_daemon_config
-from service.daemon import Daemon, Outcome, TableService
+from service.daemon import Daemon, Outcome, TableService, status_page
 from service.daemon.history import FileStats
 from service.daemon.status_api import redact
 from service.executor.clustering_job import GroupJob
@@ -136,6 +137,28 @@ def test_failed_and_refused_ticks_are_recorded_once(tmp_path: Path) -> None:
     (refused,) = daemon.history.runs("mor")
     assert (refused.service, refused.outcome) == ("clustering", "refused")
     assert "CustomPayload" in refused.reason
+
+
+def test_a_table_refused_for_configuration_shows_the_setting_that_lifts_it_and_no_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(daemon_config, "machine_zone", lambda: None)  # a machine that names no zone
+    local = FixtureTable(tmp_path / "local", name="local", timeline_timezone="LOCAL")
+    local.commit(ts(1), [FileSpec("a", fid(1))])
+    mor = _refused_for_clustering(tmp_path / "mor", "mor")
+    config = parse_daemon_config(_config_text({"local": (local.base, False), "mor": (mor.base, True)}))
+    daemon = Daemon(config, registry=CollectorRegistry(), clock=lambda: NOW, serve_http=False)
+    assert daemon.run_iteration(daemon.runtimes["local"], TableService.CLEANING, NOW) is Outcome.REFUSED
+    assert daemon.run_iteration(daemon.runtimes["mor"], TableService.CLUSTERING, NOW) is Outcome.REFUSED
+    tables = {t["name"]: t for t in daemon.status.tables()["tables"]}
+    assert tables["local"]["state"] == "needs configuration"
+    assert tables["local"]["fix"] == "daemon.timezone (or the table entry's timezone)"
+    assert tables["local"]["services"]["cleaning"]["consecutive_failures"] == 0
+    assert (tables["mor"]["state"], tables["mor"]["fix"]) == ("refused", None)
+    page = status_page.render(daemon.status)
+    assert (
+        "to serve it: set daemon.timezone (or the table entry&#x27;s timezone) in the daemon config" in page
+    )
 
 
 def test_redact_hides_secrets_and_uri_credentials() -> None:

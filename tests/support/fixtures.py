@@ -67,6 +67,8 @@ class FixtureTable:
     table_type: str = "COPY_ON_WRITE"
     # 6: layout 1 with JSON commit metadata; 8 or 9 (Hudi 1.0 / 1.1): layout 2, only `commit` so far.
     table_version: int = 6
+    # Hudi's default is LOCAL (instant times in the writers' JVM zone); fixtures write UTC unless asked.
+    timeline_timezone: str = "UTC"
     written: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -78,7 +80,7 @@ class FixtureTable:
             "hoodie.timeline.layout.version": "1",
             "hoodie.table.recordkey.fields": "id",
             "hoodie.table.precombine.field": "v",
-            "hoodie.table.timeline.timezone": "UTC",
+            "hoodie.table.timeline.timezone": self.timeline_timezone,
             "hoodie.archivelog.folder": "archived",
         }
         if self.table_version >= 8:
