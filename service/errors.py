@@ -17,15 +17,22 @@ class UnsupportedTableError(HudiTableServiceError):
 
 class TableServicesRefusedError(UnsupportedTableError):
     """The table is readable (`status`), but a table service must not touch it (clustering of a
-    merge-on-read table whose merge the reader does not reproduce: `TableConfig.check_service_supported`)."""
+    merge-on-read table whose merge the reader does not reproduce: `TableConfig.check_service_supported`).
+    `reason` is the kind of refusal, the `reason` label of `hudi_table_service_table_refused`:
+    table_feature (an index, metadata-table partition or key generator not handled), table_version,
+    table_type, merge, timezone, compaction_strategy."""
+
+    def __init__(self, message: str, *, reason: str = "table_feature") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class NeedsConfigurationError(TableServicesRefusedError):
     """The services could serve the table once a setting of ours is given (`setting` names it): a
     state to show with its fix, not a failure to retry."""
 
-    def __init__(self, message: str, *, setting: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, setting: str, reason: str) -> None:
+        super().__init__(message, reason=reason)
         self.setting = setting
 
 

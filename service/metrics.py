@@ -110,9 +110,14 @@ class ServiceMetrics:
         )
         self.config_reload_failures = counter("config_reload_failures", "Config reloads that failed")
         self.tables_quarantined = gauge("tables_quarantined", "Tables quarantined after repeated failures")
+        # One series per refused (table, service), its reason the refusal's kind
+        # (`TableServicesRefusedError.reason`); none while the service is served.
         self.table_refused = gauge(
-            "table_refused", "1 while the services refuse the table (e.g. merge-on-read), else 0", table
-        )
+            "table_refused", "1 while the service refuses the table, with the refusal's kind",
+            ["table", "service", "reason"],
+        )  # fmt: skip
+        self._refused: dict[tuple[str, str], str] = {}
+        self._refused_lock = threading.Lock()
         # The live base files (latest slices) as the last tick measured them; small: below Hudi's
         # `hoodie.clustering.plan.strategy.small.file.limit`. What clustering buys shows here.
         self.small_files = gauge("small_files", "Live base files below the small-file limit", table)
@@ -138,14 +143,27 @@ class ServiceMetrics:
             "scheduler_lag_seconds", "Delay between a job's scheduled time and its submission"
         )
 
+    def set_refused(self, table: str, service: str, reason: str | None) -> None:
+        """`table_refused{table,service,reason}` = 1 while `service` refuses `table` for `reason` (the
+        refusal's kind); no series for the pair when `reason` is None."""
+        with self._refused_lock:
+            previous = self._refused.pop((table, service), None)
+            if previous is not None and previous != reason:
+                self.table_refused.remove(table, service, previous)
+            if reason is not None:
+                self.table_refused.labels(table, service, reason).set(1)
+                self._refused[(table, service)] = reason
+
     def forget_table(self, table: str) -> None:
         """Drop a removed table's series so dashboards do not show stale values."""
+        for service in ("clustering", "cleaning", "compaction"):
+            self.set_refused(table, service, None)
         for metric in (
             self.commits_since_last_clustering, self.commits_since_last_clean, self.pending_clustering_plans,
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
             self.rewritten_records, self.clustering_plans_purged,
             self.deleted_files, self.deleted_bytes, self.pending_clean_plans, self.pending_compactions,
-            self.lock_wait_seconds, self.lock_hold_seconds, self.table_refused, self.table_held,
+            self.lock_wait_seconds, self.lock_hold_seconds, self.table_held,
             self.small_files, self.small_file_bytes, self.mean_file_size_bytes,
         ):  # fmt: skip
             with contextlib.suppress(KeyError):

@@ -80,6 +80,7 @@ class Refusal:
     # The setting of ours that would lift it (`NeedsConfigurationError.setting`); None: the table
     # itself (its hoodie.properties) must change.
     setting: str | None = None
+    kind: str = "table_feature"  # `TableServicesRefusedError.reason`: the metric's reason label
 
 
 @dataclass
@@ -98,6 +99,8 @@ class TableRuntime:
     quarantined_at_timeline: tuple[tuple[str, int], ...] | None = None
     refusal: Refusal | None = None
     refused_services: set[TableService] = field(default_factory=set)
+    # The setting of ours that lifts a service's refusal (`NeedsConfigurationError.setting`).
+    service_fixes: dict[TableService, str] = field(default_factory=dict)
     # The instant another executor owns, per service, once logged: later ticks skipping it log at DEBUG.
     owned_elsewhere: dict[TableService, str] = field(default_factory=dict)
     # A copy-on-write table with `compaction.enabled: true` is said once, not at every tick.
@@ -131,11 +134,26 @@ class TableRuntime:
     def refused(self) -> bool:
         return self.refusal is not None
 
+    def fixes(self) -> list[str]:
+        """The settings of ours that lift the refusals, table-wide first."""
+        table = [self.refusal.setting] if self.refusal is not None and self.refusal.setting else []
+        return table + [
+            self.service_fixes[s] for s in sorted(self.refused_services) if s in self.service_fixes
+        ]
+
+    @property
+    def needs_configuration(self) -> bool:
+        """Refused, and every refusal is lifted by a setting of ours (none by the table changing)."""
+        if self.refusal is None and not self.refused_services:
+            return False
+        table_ok = self.refusal is None or self.refusal.setting is not None
+        return table_ok and all(s in self.service_fixes for s in self.refused_services)
+
     def open(self) -> tuple[HudiTable, TableLock, tzinfo]:
         """The table, its lock and zone; TableServicesRefusedError (logged once) for a refused table."""
         with self.guard:
             if self.refusal is not None:
-                raise TableServicesRefusedError(self.refusal.reason)
+                raise TableServicesRefusedError(self.refusal.reason, reason=self.refusal.kind)
             if self.table is None or self.lock is None or self.zone is None:
                 settings = self.entry.settings
                 stamp = self.properties_stamp()  # before reading: a later change is seen as one
@@ -145,7 +163,7 @@ class TableRuntime:
                     zone = table.timeline_zone(self.entry.zone, ZONE_SETTINGS)
                 except TableServicesRefusedError as exc:
                     setting = exc.setting if isinstance(exc, NeedsConfigurationError) else None
-                    self.refusal = Refusal(str(exc), stamp, setting)
+                    self.refusal = Refusal(str(exc), stamp, setting, exc.reason)
                     log.warning(
                         "table %s: refused until hoodie.properties or its config entry changes: %s",
                         self.name, exc,

@@ -63,7 +63,7 @@ class StatusSource:
     def table_state(self, runtime: TableRuntime, now: datetime) -> str:
         if runtime.quarantined:
             return "quarantined"
-        if runtime.refusal is not None and runtime.refusal.setting is not None:
+        if runtime.needs_configuration:
             return "needs configuration"
         if runtime.refused or runtime.refused_services:
             return "refused"
@@ -113,7 +113,7 @@ class StatusSource:
             "held": self.holds(runtime.name),
             "refusal": runtime.refusal.reason if runtime.refusal is not None else None,
             # The setting of ours that lifts the refusal (None: the table's hoodie.properties must change).
-            "fix": runtime.refusal.setting if runtime.refusal is not None else None,
+            "fix": "; ".join(runtime.fixes()) or None,
             "refused_services": sorted(str(s) for s in runtime.refused_services),
             "services": {str(s): self._service(runtime, s, now) for s in TableService},
             "files": sizes.to_json() if sizes is not None else None,

@@ -51,6 +51,7 @@ from service.daemon.slots import PrioritySlots, SlotClaim
 from service.errors import (
     DeleteFailedError,
     InstantOwnedError,
+    NeedsConfigurationError,
     TableServicesRefusedError,
     UnsupportedMergeError,
 )
@@ -105,6 +106,7 @@ class TableTicker:
         refusal = runtime.refusal
         if refusal is not None:
             if runtime.properties_stamp() == refusal.properties:
+                self.metrics.set_refused(runtime.name, str(service), refusal.kind)
                 return Outcome.REFUSED
             log.info("table %s: hoodie.properties changed; checking again whether it is served", runtime.name)
             runtime.lift_refusal(refusal)
@@ -129,6 +131,8 @@ class TableTicker:
             newly = False
             if runtime.refusal is None and service not in runtime.refused_services:  # one service only
                 runtime.refused_services.add(service)
+                if isinstance(exc, NeedsConfigurationError):
+                    runtime.service_fixes[service] = exc.setting
                 log.warning("table %s: %s refused: %s", runtime.name, service, exc)
                 newly = True
             elif runtime.refusal is not None and runtime.refusal is not refused_before:
@@ -137,7 +141,7 @@ class TableTicker:
                 self.history.record(
                     RunRecord(runtime.name, str(service), "refused", started=now, ended=now, reason=str(exc))
                 )
-            self.metrics.table_refused.labels(runtime.name).set(1)
+            self.metrics.set_refused(runtime.name, str(service), exc.reason)
             return Outcome.REFUSED
         except _NotHeldError:
             log.info(
@@ -160,13 +164,13 @@ class TableTicker:
             if self.stopping.is_set() and isinstance(exc, InterruptedError):
                 return Outcome.STOPPING
             self._record_failure(runtime, service, now, exc)
+            self.metrics.set_refused(runtime.name, str(service), None)  # failing now, not refused
             return Outcome.FAILED
         finally:
             runtime.phase.pop(service, None)
         if outcome is Outcome.NOT_APPLICABLE:
             return outcome  # nothing ran: no success, no series for a service the table does not have
-        if not runtime.refused_services:  # the gauge stays 1 while any service refuses the table
-            self.metrics.table_refused.labels(runtime.name).set(0)
+        self.metrics.set_refused(runtime.name, str(service), None)
         runtime.consecutive_failures.pop(service, None)
         runtime.retry_at.pop(service, None)
         runtime.owned_elsewhere.pop(service, None)
@@ -260,7 +264,8 @@ class TableTicker:
             MergeConfig.from_table_properties(table.config.raw, table.name)
         except UnsupportedMergeError as exc:
             raise TableServicesRefusedError(
-                f"table {name!r} at {table.base_uri}: compaction merges file slices and refuses it ({exc})"
+                f"table {name!r} at {table.base_uri}: compaction merges file slices and refuses it ({exc})",
+                reason="merge",
             ) from exc
         self._observe_lock(name, lock)
         config = runtime.entry.hoodie
@@ -274,8 +279,11 @@ class TableTicker:
             if config.compaction.strategy_kind is None:
                 # A strategy whose plans are not reproduced: a refusal, not a failure (a failure would
                 # quarantine the table, and its cleaning and clustering with it); pending plans still run.
-                raise TableServicesRefusedError(
-                    config.compaction.strategy_refusal or f"table {name!r}: compaction strategy not supported"
+                raise NeedsConfigurationError(
+                    config.compaction.strategy_refusal
+                    or f"table {name!r}: compaction strategy not supported",
+                    setting="hoodie.compaction.strategy (the table entry's hoodie or defaults)",
+                    reason="compaction_strategy",
                 )
             scheduled = schedule_compaction(table, config, lock, now=now, zone=zone)
             if scheduled.instant_time is None:

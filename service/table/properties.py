@@ -294,7 +294,8 @@ class TableConfig:
             # Java refuses too: `ScheduleCompactionActionExecutor.execute` checks the table type.
             raise TableServicesRefusedError(
                 f"table {self.name!r} at {base_uri} is {self.table_type.value} (hoodie.table.type): "
-                "compaction merges log files into base files, and only MERGE_ON_READ tables have them"
+                "compaction merges log files into base files, and only MERGE_ON_READ tables have them",
+                reason="table_type",
             )
         if service is TableServiceKind.CLUSTERING and self.table_type is TableType.MERGE_ON_READ:
             try:
@@ -305,7 +306,8 @@ class TableConfig:
             except UnsupportedMergeError as exc:
                 raise TableServicesRefusedError(
                     f"table {self.name!r} at {base_uri} is MERGE_ON_READ (hoodie.table.type): clustering "
-                    f"reads its file slices merged and refuses it ({exc}); cleaning and `status` serve it"
+                    f"reads its file slices merged and refuses it ({exc}); cleaning and `status` serve it",
+                    reason="merge",
                 ) from exc
 
 

@@ -90,6 +90,7 @@ class HudiTable:
                 f"table {self.name!r} uses hoodie.table.timeline.timezone=LOCAL (instant times in its "
                 f"writers' zone) and no zone is known: set {setting} to the writers' zone (IANA name)",
                 setting=setting,
+                reason="timezone",
             )
         return local_zone
 

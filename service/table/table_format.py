@@ -103,7 +103,7 @@ class TableFormat:
         where = f"table {config.name!r} at {base_uri}"
         if not self.serves(service):
             reason = _NOT_SERVED.format(service=service.value, version=self.table_version)
-            raise TableServicesRefusedError(f"{where}: {reason}")
+            raise TableServicesRefusedError(f"{where}: {reason}", reason="table_version")
         try:
             config.check_supported(base_uri, self.accepted_mdt_partitions(config))
         except TableServicesRefusedError:

@@ -331,7 +331,12 @@ def test_daemon_compaction_strategy_not_reproduced_is_refused_not_failed(
         assert daemon.run_iteration(runtime, TableService.COMPACTION, at) is Outcome.REFUSED
     assert runtime.refused_services == {TableService.COMPACTION}
     assert not runtime.consecutive_failures and not runtime.quarantined
-    assert _value(registry, "table_refused", table="t") == 1
+    assert (
+        _value(registry, "table_refused", table="t", service="compaction", reason="compaction_strategy") == 1
+    )
+    assert runtime.needs_configuration and runtime.fixes() == [
+        "hoodie.compaction.strategy (the table entry's hoodie or defaults)"
+    ]
     assert not list((t.base / ".hoodie").glob("*.compaction.*"))
     assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
     assert _value(registry, "deleted_files_total", table="t") == 1
@@ -412,7 +417,7 @@ def test_a_local_table_with_no_zone_known_needs_configuration_not_a_retry(
         _value(registry, "failures_total", table="t", service="cleaning", reason="NeedsConfigurationError")
         == 0
     )
-    assert _value(registry, "table_refused", table="t") == 1
+    assert _value(registry, "table_refused", table="t", service="cleaning", reason="timezone") == 1
     assert len(_a_files(t.base)) == 3
 
     fixed = text.replace("  poll_interval_seconds:", "  timezone: Asia/Kolkata\n  poll_interval_seconds:")

@@ -74,6 +74,31 @@ def test_metrics_names_and_values(registry: CollectorRegistry) -> None:
     assert value("run_duration_seconds_count", table="t1", service="cleaning") is None
 
 
+def test_table_refused_keeps_one_series_per_refused_service_and_none_once_served(
+    registry: CollectorRegistry,
+) -> None:
+    metrics = ServiceMetrics(registry)
+
+    def series() -> list[tuple[dict[str, str], float]]:
+        [family] = [m for m in registry.collect() if m.name == "hudi_table_service_table_refused"]
+        return sorted(
+            ((s.labels, s.value) for s in family.samples), key=lambda x: (x[0]["table"], x[0]["service"])
+        )
+
+    metrics.set_refused("t1", "cleaning", "timezone")
+    metrics.set_refused("t1", "clustering", "timezone")
+    metrics.set_refused("t1", "clustering", "merge")  # the same service refused for another reason
+    metrics.set_refused("t2", "compaction", "compaction_strategy")
+    assert series() == [
+        ({"table": "t1", "service": "cleaning", "reason": "timezone"}, 1.0),
+        ({"table": "t1", "service": "clustering", "reason": "merge"}, 1.0),
+        ({"table": "t2", "service": "compaction", "reason": "compaction_strategy"}, 1.0),
+    ]
+    metrics.set_refused("t1", "cleaning", None)  # served again
+    metrics.forget_table("t2")
+    assert series() == [({"table": "t1", "service": "clustering", "reason": "merge"}, 1.0)]
+
+
 def test_metrics_defined_once_per_registry(registry: CollectorRegistry) -> None:
     ServiceMetrics(registry)
     with pytest.raises(ValueError, match="Duplicated timeseries"):

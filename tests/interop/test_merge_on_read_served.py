@@ -151,7 +151,10 @@ def test_daemon_clusters_and_cleans_merge_on_read(
     runtime = daemon.runtimes["mor"]
     assert runtime.refused_services == set()
     assert not runtime.refused and not runtime.quarantined and not runtime.consecutive_failures
-    assert value("table_refused", table="mor") == 0
+    refused = [
+        s for m in registry.collect() if m.name == "hudi_table_service_table_refused" for s in m.samples
+    ]
+    assert refused == []
     failures = [s for m in registry.collect() if m.name == "hudi_table_service_failures" for s in m.samples]
     assert failures == []
     assert value("last_success_timestamp_seconds", table="mor", service="clustering") is not None
@@ -180,5 +183,6 @@ def test_daemon_refuses_clustering_of_a_merge_it_does_not_reproduce(tmp_path: Pa
     assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
     assert runtime.refused_services == {TableService.CLUSTERING}
     assert not runtime.quarantined and not runtime.consecutive_failures
-    assert registry.get_sample_value("hudi_table_service_table_refused", {"table": "mor"}) == 1
+    refused = {"table": "mor", "service": "clustering", "reason": "merge"}
+    assert registry.get_sample_value("hudi_table_service_table_refused", refused) == 1
     assert registry.get_sample_value("hudi_table_service_deleted_files_total", {"table": "mor"}) == 1
