@@ -30,19 +30,24 @@ class FileSizes:
     small_limit: int
     buckets: tuple[int, ...]  # file counts per BUCKET_BOUNDS bucket, one more for the rest
     as_of: str | None  # the latest completed instant the view was built from
+    # `hoodie.clustering.plan.strategy.target.file.max.bytes`: the size clustering writes towards.
+    target: int | None = None
 
     @classmethod
-    def of(cls, view: FileSystemView, small_limit: int, as_of: str | None) -> FileSizes:
+    def of(
+        cls, view: FileSystemView, small_limit: int, as_of: str | None, target: int | None = None
+    ) -> FileSizes:
         sizes = [s.base_size_bytes for s in view.latest_file_slices() if s.base_file is not None]
         buckets = [0] * (len(BUCKET_BOUNDS) + 1)
         for n in sizes:
             buckets[next((i for i, b in enumerate(BUCKET_BOUNDS) if n < b), len(BUCKET_BOUNDS))] += 1
-        return cls(FileStats.of(sizes, small_limit), small_limit, tuple(buckets), as_of)
+        return cls(FileStats.of(sizes, small_limit), small_limit, tuple(buckets), as_of, target)
 
     def to_json(self) -> dict[str, Any]:
         return {
             **self.stats.to_json(),
             "small_file_limit_bytes": self.small_limit,
+            "target_file_bytes": self.target,
             "as_of_instant": self.as_of,
             "distribution": [
                 {"below_bytes": BUCKET_BOUNDS[i] if i < len(BUCKET_BOUNDS) else None, "files": n}

@@ -99,8 +99,8 @@ class TableRuntime:
     quarantined_at_timeline: tuple[tuple[str, int], ...] | None = None
     refusal: Refusal | None = None
     refused_services: set[TableService] = field(default_factory=set)
-    # The setting of ours that lifts a service's refusal (`NeedsConfigurationError.setting`).
-    service_fixes: dict[TableService, str] = field(default_factory=dict)
+    # Why each of `refused_services` is refused (a `NeedsConfigurationError` names its setting).
+    service_refusals: dict[TableService, TableServicesRefusedError] = field(default_factory=dict)
     # The instant another executor owns, per service, once logged: later ticks skipping it log at DEBUG.
     owned_elsewhere: dict[TableService, str] = field(default_factory=dict)
     # A copy-on-write table with `compaction.enabled: true` is said once, not at every tick.
@@ -134,12 +134,15 @@ class TableRuntime:
     def refused(self) -> bool:
         return self.refusal is not None
 
+    def service_fix(self, service: TableService) -> str | None:
+        """The setting of ours that lifts `service`'s own refusal; None if the table must change."""
+        refusal = self.service_refusals.get(service)
+        return refusal.setting if isinstance(refusal, NeedsConfigurationError) else None
+
     def fixes(self) -> list[str]:
         """The settings of ours that lift the refusals, table-wide first."""
         table = [self.refusal.setting] if self.refusal is not None and self.refusal.setting else []
-        return table + [
-            self.service_fixes[s] for s in sorted(self.refused_services) if s in self.service_fixes
-        ]
+        return table + [f for s in sorted(self.refused_services) if (f := self.service_fix(s)) is not None]
 
     @property
     def needs_configuration(self) -> bool:
@@ -147,7 +150,7 @@ class TableRuntime:
         if self.refusal is None and not self.refused_services:
             return False
         table_ok = self.refusal is None or self.refusal.setting is not None
-        return table_ok and all(s in self.service_fixes for s in self.refused_services)
+        return table_ok and all(self.service_fix(s) is not None for s in self.refused_services)
 
     def open(self) -> tuple[HudiTable, TableLock, tzinfo]:
         """The table, its lock and zone; TableServicesRefusedError (logged once) for a refused table."""

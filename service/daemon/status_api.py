@@ -115,6 +115,10 @@ class StatusSource:
             # The setting of ours that lifts the refusal (None: the table's hoodie.properties must change).
             "fix": "; ".join(runtime.fixes()) or None,
             "refused_services": sorted(str(s) for s in runtime.refused_services),
+            "service_refusals": {
+                str(s): {"reason": str(e), "fix": runtime.service_fix(s)}
+                for s, e in sorted(runtime.service_refusals.copy().items())
+            },
             "services": {str(s): self._service(runtime, s, now) for s in TableService},
             "files": sizes.to_json() if sizes is not None else None,
         }

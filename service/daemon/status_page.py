@@ -2,16 +2,20 @@
 
 Rendered from the same JSON the API serves (`StatusSource.table_detail`), so page and API never
 disagree: one section per table with its state (coloured), its services, its live file sizes as an
-inline SVG bar chart, and its recent runs with their measured effect.
+inline SVG bar chart against the small-file limit and clustering's target size, and its recent runs
+with their measured effect. Times read as "3 min ago" (relative to the page's own `generated_at`),
+the exact instant on hover.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from service.daemon.file_sizes import bucket_label
+from service.daemon.file_sizes import BUCKET_BOUNDS, bucket_label
 from service.daemon.run_log import size
 from service.daemon.status_api import StatusSource
 
@@ -36,6 +40,7 @@ th,td{border-bottom:1px solid #eee;padding:.25em .6em;text-align:left;vertical-a
 th{background:#f3f3f3}
 .state{display:inline-block;color:#fff;border-radius:4px;padding:.1em .5em;font-weight:600}
 .muted{color:#777}
+.refusal{color:#5d4037} .fix{font-weight:600;color:#2e7d32}
 """
 
 
@@ -47,48 +52,99 @@ def _text(value: Any) -> str:
     return "-" if value is None or value == "" else escape(str(value))
 
 
+def _x_of(n_bytes: int, slot: int) -> float:
+    """Where `n_bytes` falls on the chart: bucket i spans [BOUNDS[i-1], BOUNDS[i]), log-scaled within."""
+    index = next((i for i, b in enumerate(BUCKET_BOUNDS) if n_bytes < b), len(BUCKET_BOUNDS))
+    if index >= len(BUCKET_BOUNDS):
+        return index * slot + slot / 2
+    upper = BUCKET_BOUNDS[index]
+    fraction = max(0.0, min(1.0, 1 + math.log(max(n_bytes, 1) / upper, 4)))
+    return index * slot + fraction * slot
+
+
 def _chart(files: dict[str, Any]) -> str:
-    """Files per size bucket as bars; the buckets below the small-file limit in orange."""
+    """Files per size bucket as bars (orange: below the small-file limit), with the small-file limit
+    and clustering's target size marked: what clustering should move files from and to."""
     buckets = files["distribution"]
     top = max((b["files"] for b in buckets), default=0) or 1
-    width, height, bar = 24 * len(buckets), 90, 20
+    slot, bar, height, head = 24, 20, 90, 14
+    width = slot * len(buckets)
     parts = [
-        f'<svg class="sizes" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 40}" '
-        f'role="img" aria-label="file size distribution">'
+        f'<svg class="sizes" xmlns="http://www.w3.org/2000/svg" width="{width + 120}" '
+        f'height="{height + head + 40}" role="img" aria-label="file size distribution">'
     ]
-    limit = files["small_file_limit_bytes"]
+    limit, target = files["small_file_limit_bytes"], files.get("target_file_bytes")
     for i, b in enumerate(buckets):
         h = round(height * b["files"] / top)
         below = b["below_bytes"]
         colour = "#ff9800" if below is not None and below <= limit else "#3f51b5"
-        x = i * 24 + 2
+        x = i * slot + 2
         label = escape(bucket_label(i))
         parts.append(
-            f'<rect x="{x}" y="{height - h}" width="{bar}" height="{h}" fill="{colour}">'
+            f'<rect x="{x}" y="{head + height - h}" width="{bar}" height="{h}" fill="{colour}">'
             f"<title>{label}: {b['files']} files</title></rect>"
-            f'<text x="{x + bar / 2}" y="{height + 12}" font-size="9" text-anchor="middle">'
+            f'<text x="{x + bar / 2}" y="{head + height + 12}" font-size="9" text-anchor="middle">'
             f"{b['files']}</text>"
         )
+    for cls, value, colour, name in (("limit", limit, "#e65100", "small-file limit"),
+                                     ("target", target, "#2e7d32", "target")):  # fmt: skip
+        if value:
+            at = round(_x_of(value, slot), 1)
+            parts.append(
+                f'<line class="{cls}" x1="{at}" y1="{head - 2}" x2="{at}" y2="{head + height}" '
+                f'stroke="{colour}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+                f'<text x="{at + 3}" y="{head - 4 if cls == "limit" else head + 8}" font-size="9" '
+                f'fill="{colour}">{name} {escape(size(value))}</text>'
+            )
     parts.append(
-        f'<text x="0" y="{height + 30}" font-size="10">4 KiB to 1 GiB, 4x per bar; orange: small</text></svg>'
+        f'<text x="0" y="{head + height + 30}" font-size="10">4 KiB to 1 GiB, 4x per bar; '
+        "orange: small</text></svg>"
     )
     return "".join(parts)
 
 
-def _services(table: dict[str, Any]) -> str:
+def _ago(iso: str | None, now: datetime) -> str:
+    """`iso` as "3 min ago" / "in 20 s", the exact instant on hover; "-" for None."""
+    if not iso:
+        return "-"
+    at = datetime.fromisoformat(iso)
+    seconds = (now - at).total_seconds()
+    amount = abs(seconds)
+    for unit, per in (("d", 86400), ("h", 3600), ("min", 60)):
+        if amount >= per:
+            text = f"{int(amount // per)} {unit}"
+            break
+    else:
+        text = f"{int(amount)} s"
+    phrase = f"{text} ago" if seconds >= 0 else f"in {text}"
+    return f'<time datetime="{escape(iso)}" title="{escape(iso)}">{phrase}</time>'
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, per in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= per:
+            return f"{int(seconds // per)} {unit}"
+    return f"{int(seconds)} s"
+
+
+def _services(table: dict[str, Any], now: datetime) -> str:
     rows = []
     for name, s in table["services"].items():
+        if not s["enabled"]:  # off: nothing runs, nothing is due
+            rows.append(f"<tr class='off'><td>{escape(name)}</td><td>off</td>" + "<td>-</td>" * 6 + "</tr>")
+            continue
         last = s["last_run"]
-        last_text = f"{last['outcome']} {last['instant'] or ''} {last['ended'] or ''}" if last else None
-        pending = ", ".join(
-            f"{p['instant']} ({p['age_seconds']:.0f}s)" if p["age_seconds"] is not None else p["instant"]
-            for p in s["pending"]
+        last_text = (
+            f"{escape(last['outcome'])} {_text(last['instant'])} {_ago(last['ended'], now)}" if last else "-"
         )
+        pending = ", ".join(f"{escape(p['instant'])} ({_age(p['age_seconds'])} old)" for p in s["pending"])
         rows.append(
-            f"<tr><td>{escape(name)}</td><td>{'on' if s['enabled'] else 'off'}</td>"
+            f"<tr><td>{escape(name)}</td><td>on</td>"
             f"<td>{_text(s['phase'])}</td><td>{'yes' if s['due'] else 'no'}</td>"
-            f"<td>{_text(s['commits_since_last'])}</td><td>{_text(pending)}</td>"
-            f"<td>{_text(last_text)}</td><td>{_text(s['next_due'])}</td></tr>"
+            f"<td>{_text(s['commits_since_last'])}</td><td>{pending or '-'}</td>"
+            f"<td>{last_text}</td><td>{_ago(s['next_due'], now)}</td></tr>"
         )
     head = (
         "<tr><th>service</th><th>enabled</th><th>phase</th><th>due</th><th>commits since last</th>"
@@ -97,7 +153,7 @@ def _services(table: dict[str, Any]) -> str:
     return f"<table class='services'>{head}{''.join(rows)}</table>"
 
 
-def _history(runs: list[dict[str, Any]]) -> str:
+def _history(runs: list[dict[str, Any]], now: datetime) -> str:
     if not runs:
         return "<p class='muted'>no runs yet</p>"
     rows = []
@@ -123,7 +179,7 @@ def _history(runs: list[dict[str, Any]]) -> str:
             if r["earliest_retained"]:
                 effect += f", earliest retained {r['earliest_retained']}"
         rows.append(
-            f"<tr><td>{_text(r['ended'] or r['started'])}</td><td>{escape(r['service'])}</td>"
+            f"<tr><td>{_ago(r['ended'] or r['started'], now)}</td><td>{escape(r['service'])}</td>"
             f"<td>{_text(r['instant'])}</td><td>{escape(r['outcome'])}</td><td>{_text(effect)}</td>"
             f"<td>{_text(r['reason'])}</td></tr>"
         )
@@ -132,7 +188,7 @@ def _history(runs: list[dict[str, Any]]) -> str:
     return f"<table class='history'>{head}{''.join(rows)}</table>"
 
 
-def _section(table: dict[str, Any]) -> str:
+def _section(table: dict[str, Any], now: datetime) -> str:
     state = table["state"]
     name = escape(table["name"])
     files = table["files"]
@@ -145,30 +201,35 @@ def _section(table: dict[str, Any]) -> str:
         )
     else:
         summary = "<p class='muted'>file sizes not measured yet</p>"
-    refusal = ""
-    if table["refusal"]:
-        fix = f"set {table['fix']} in the daemon config" if table["fix"] else "change what the reason names"
-        refusal = (
-            f"<p class='refusal'>refused: {escape(table['refusal'])}</p>"
-            f"<p class='fix'>to serve it: {escape(fix)}</p>"
-        )
+    refusals = [(None, table["refusal"], table["fix"])] if table["refusal"] else []
+    refusals += [(service, r["reason"], r["fix"]) for service, r in table["service_refusals"].items()]
+    refusal = "".join(
+        f"<p class='refusal'>{escape(service + ' ') if service else ''}refused: {escape(reason)}</p>"
+        f"<p class='fix'>to serve it: "
+        f"{escape(f'set {fix} in the daemon config' if fix else 'change what the reason names')}</p>"
+        for service, reason, fix in refusals
+    )
     return (
         f'<section class="table" id="table-{name}" data-state="{escape(state)}">'
         f'<h2>{name} <span class="state" style="background:{STATE_COLOURS.get(state, "#607d8b")}">'
         f"{escape(state)}</span></h2><p class='muted'>{escape(table['base_path'])}</p>{refusal}"
-        f"{_services(table)}{summary}<h3>recent runs</h3>{_history(table['history'][:20])}</section>"
+        f"{_services(table, now)}{summary}"
+        f"<h3>recent runs</h3>{_history(table['history'][:20], now)}</section>"
     )
 
 
 def render(source: StatusSource) -> str:
     overview = source.tables()
     details = [source.table_detail(t["name"]) for t in overview["tables"]]
-    sections = "".join(_section(d) for d in details if d is not None)
+    generated = overview["generated_at"] or ""
+    now = datetime.fromisoformat(generated) if generated else datetime.now(UTC)
+    sections = "".join(_section(d, now) for d in details if d is not None)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta http-equiv='refresh' content='30'><title>hudi-table-service</title>"
         f"<style>{_STYLE}</style></head><body><h1>hudi-table-service</h1>"
-        f"<p class='muted'>{len(details)} tables, as of {escape(overview['generated_at'] or '')}; "
+        f"<p class='muted'>{len(details)} tables, as of <time datetime='{escape(generated)}'>"
+        f"{escape(generated)}</time>; "
         "JSON at <a href='/api/v1/tables'>/api/v1/tables</a></p>"
         f"{sections or '<p>no tables configured</p>'}</body></html>"
     )

@@ -131,8 +131,7 @@ class TableTicker:
             newly = False
             if runtime.refusal is None and service not in runtime.refused_services:  # one service only
                 runtime.refused_services.add(service)
-                if isinstance(exc, NeedsConfigurationError):
-                    runtime.service_fixes[service] = exc.setting
+                runtime.service_refusals[service] = exc
                 log.warning("table %s: %s refused: %s", runtime.name, service, exc)
                 newly = True
             elif runtime.refusal is not None and runtime.refusal is not refused_before:
@@ -463,8 +462,9 @@ class TableTicker:
             age = time.monotonic() - runtime.file_sizes_measured_at
             if sizes.as_of == as_of or (not worked and age < FILE_SIZES_MAX_AGE_SECONDS):
                 return
-        limit = runtime.entry.hoodie.clustering.small_file_limit_bytes
-        sizes = FileSizes.of(table.load_view(timeline), limit, as_of)
+        clustering = runtime.entry.hoodie.clustering
+        limit, target = clustering.small_file_limit_bytes, clustering.target_file_max_bytes
+        sizes = FileSizes.of(table.load_view(timeline), limit, as_of, target)
         runtime.file_sizes, runtime.file_sizes_measured_at = sizes, time.monotonic()
         self.metrics.small_files.labels(name).set(sizes.stats.small_files)
         self.metrics.small_file_bytes.labels(name).set(sizes.stats.small_bytes)

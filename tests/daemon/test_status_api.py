@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import shutil
-import subprocess
+import re
 import time
 import urllib.error
 import urllib.request
@@ -21,11 +21,13 @@ from service.config import daemon as daemon_config
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService, status_page
 from service.daemon.history import FileStats
+from service.daemon.runtime import Phase
 from service.daemon.status_api import redact
 from service.executor.clustering_job import GroupJob
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.properties import TableConfig, load_table_config
 from tests.clean.helpers import fid
+from tests.support import chromium
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
@@ -273,23 +275,83 @@ def test_api_lists_every_table_with_its_state_small_files_and_last_runs(
 def test_status_page_renders_in_headless_chromium(
     running: tuple[Daemon, CollectorRegistry], tmp_path: Path
 ) -> None:
-    chromium = shutil.which("chromium")
-    if chromium is None:  # a missing real part fails the run, never skips it
-        pytest.fail("Debian's chromium is not on PATH (./run setup installs it)", pytrace=False)
     daemon, _ = running
     assert daemon.http is not None
     url = daemon.http.url + "/"
-    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1600"]  # fmt: skip
-    screenshot = tmp_path / "status-page.png"
-    shot = subprocess.run([*flags, f"--screenshot={screenshot}", url], capture_output=True, timeout=120)
-    assert screenshot.is_file() and screenshot.stat().st_size > 1000, shot.stderr.decode()[-2000:]
-    dumped = subprocess.run([*flags, "--dump-dom", url], capture_output=True, timeout=120, check=True)
-    dom = dumped.stdout.decode()
+    shot = chromium.screenshot(url, chromium.ARTIFACTS_DIR / "status-page-live.png", tmp_path / "profile")
+    dom = chromium.dom(url, tmp_path / "profile")
     for name, state in (("healthy", "idle"), ("broken", "quarantined"), ("mor", "refused")):
         assert f'id="table-{name}" data-state="{state}"' in dom, dom[:3000]
     assert dom.count("<svg") >= 1 and "recent runs" in dom and "files deleted" in dom
-    print(f"status page screenshot: {screenshot}")  # kept in pytest's tmp dir as the artifact
+    print(f"status page screenshot: {shot}")
+
+
+@pytest.mark.browser
+def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_relative_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One page per state, as Chromium renders it (screenshots under test-artifacts/): a healthy table
+    (idle, cleaned 3 min before the page), one needing configuration (a LOCAL timeline on a machine
+    naming no zone), one refused (a payload class clustering does not merge), one backing off (a
+    failed tick waiting 30 s for its retry) and one running (a clustering executing)."""
+    monkeypatch.setattr(daemon_config, "machine_zone", lambda: None)
+    healthy = _clustered_and_cleaned(tmp_path / "healthy", "healthy")
+    local = FixtureTable(tmp_path / "local", name="local", timeline_timezone="LOCAL")
+    local.commit(ts(1), [FileSpec("a", fid(1))])
+    mor = _refused_for_clustering(tmp_path / "mor", "mor")
+    broken = FixtureTable(tmp_path / "broken", name="broken")
+    broken.commit(ts(1), [FileSpec("a", fid(1))])
+    (broken.base / ".hoodie" / f"{ts(2)}.commit").write_bytes(b"garbage")
+    running = _clustered_and_cleaned(tmp_path / "running", "running")
+    tables = {"healthy": (healthy.base, True), "local": (local.base, False), "mor": (mor.base, True),
+              "broken": (broken.base, False), "running": (running.base, True)}  # fmt: skip
+    text = _config_text(tables).replace("backoff_initial_seconds: 0", "backoff_initial_seconds: 30")
+    daemon = Daemon(
+        parse_daemon_config(text), registry=CollectorRegistry(), clock=lambda: NOW, serve_http=False
+    )
+    runtimes = daemon.runtimes
+    for name in ("healthy", "running"):
+        assert daemon.run_iteration(runtimes[name], TableService.CLEANING, NOW) is Outcome.DONE
+    assert daemon.run_iteration(runtimes["local"], TableService.CLEANING, NOW) is Outcome.REFUSED
+    assert daemon.run_iteration(runtimes["mor"], TableService.CLUSTERING, NOW) is Outcome.REFUSED
+    assert daemon.run_iteration(runtimes["broken"], TableService.CLEANING, NOW) is Outcome.FAILED
+    runtimes["running"].phase[TableService.CLUSTERING] = (
+        Phase.EXECUTING
+    )  # what a tick sets while its groups run
+    expected = {"healthy": "idle", "local": "needs configuration", "mor": "refused",
+                "broken": "backing off", "running": "executing"}  # fmt: skip
+    for name, state in expected.items():
+        # The page 3 min after the ticks; the failed tick's page 10 s after it, inside its 30 s backoff.
+        page_time = NOW + (timedelta(seconds=10) if name == "broken" else timedelta(minutes=3))
+        only = dataclasses.replace(
+            daemon.status, runtimes=lambda n=name: {n: runtimes[n]}, now=lambda t=page_time: t
+        )
+        page = tmp_path / f"{name}.html"
+        page.write_text(status_page.render(only), encoding="utf-8")
+        slug = state.replace(" ", "-")
+        shot = chromium.screenshot(
+            page.as_uri(), chromium.ARTIFACTS_DIR / f"status-page-{slug}.png", tmp_path / "p"
+        )
+        dom = chromium.dom(page.as_uri(), tmp_path / "p")
+        assert f'id="table-{name}" data-state="{state}"' in dom, (state, dom[:2000])
+        print(f"status page, {state}: {shot}")
+        if name in ("healthy", "running"):  # measured by their cleaning tick
+            assert (
+                '<svg class="sizes"' in dom and '<line class="limit"' in dom and '<line class="target"' in dom
+            )
+            assert re.search(
+                r'<time datetime="2024-01-02T00:00:00\+00:00" title="[^"]+">3 min ago</time>', dom
+            )
+        if name == "local":
+            assert (
+                "to serve it: set daemon.timezone (or the table entry's timezone) in the daemon config" in dom
+            )
+        if name == "mor":
+            assert "to serve it: change what the reason names" in dom and "CustomPayload" in dom
+        if name == "broken":  # retried in 20 s; the failed run 10 s ago
+            assert re.search(r'<time datetime="2024-01-02T00:00:30\+00:00" title="[^"]+">in 20 s</time>', dom)
+            assert ">10 s ago</time>" in dom
+    assert not runtimes["local"].consecutive_failures and runtimes["broken"].consecutive_failures
 
 
 def test_a_clustering_tick_shows_planning_executing_then_committing(
