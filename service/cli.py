@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_args(compact)
     add_compact_arguments(compact)
 
+    from service.check_command import add_check_arguments
+
+    check = sub.add_parser(
+        "check", help="what each service would do to a table now, and why not (exit 2: a service refused)"
+    )
+    add_check_arguments(check)
+
     run = sub.add_parser("run", help="run the daemon (clustering and cleaning of every configured table)")
     run.add_argument("--config", required=True, metavar="FILE", help="the daemon's YAML config")
 
@@ -95,6 +102,12 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return run(args, _storage_options(args.storage_option))
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from service.check_command import cmd_check as run
+
+    return run(args)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from service.daemon import run_daemon
 
@@ -113,6 +126,7 @@ COMMANDS = {
     "clean": cmd_clean,
     "cluster": cmd_cluster,
     "compact": cmd_compact,
+    "check": cmd_check,
     "run": cmd_run,
 }
 

@@ -11,7 +11,7 @@ from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import BASE_PATH
 from service.config.locking import LockProviderKind, WriteConcurrencyMode
 from service.config.props import load_hoodie_props
-from service.config.zones import machine_zone, named_zone
+from service.config.zones import ZoneChoice, machine_zone, named_zone
 from service.errors import ConfigError, HudiTableServiceError
 from service.lock import create_lock
 from service.lock.base import TableLock
@@ -83,12 +83,16 @@ def default_lock_provider(config: HoodieConfig) -> str:
 
 
 def parse_zone(name: str | None) -> tzinfo | None:
+    choice = zone_choice(name)
+    return choice.zone if choice is not None else None
+
+
+def zone_choice(name: str | None) -> ZoneChoice | None:
     """`--timezone`, else this machine's zone (`service.config.zones.machine_zone`); None when the
     machine names none."""
     if name:
         zone = named_zone(name)
         if zone is None:
             raise ConfigError(f"--timezone {name!r} is not a known IANA time zone")
-        return zone
-    machine = machine_zone()
-    return machine.zone if machine is not None else None
+        return ZoneChoice(zone, f"--timezone {name}")
+    return machine_zone()

@@ -1,0 +1,275 @@
+"""`hudi-table-service check`: what each table service would do to a table now, and why not.
+
+One report per table, built from the same code the services run, in dry-run form (nothing written,
+no lock a writer would see): the table's version, type and timeline zone with the zone in force,
+the metadata table's partitions and which we serve, the merge (merge-on-read), the lock the
+services would take, pending plans with their age and heartbeat, each service's trigger against its
+threshold, what its next run would plan (clustering groups, compaction operations, files a clean
+deletes), and every refusal with the setting that lifts it. `exit_code`: 0 when every enabled
+service can run, 2 when one is refused; an error (1) is the CLI's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from service.cleaning import Cleaner, CleanOptions
+from service.cleaning.snapshot import read_last_clean
+from service.clustering.orchestrator import schedule_clustering
+from service.compaction.scheduler import schedule_compaction
+from service.config.hoodie import HoodieConfig, TimelineTimezone
+from service.config.zones import ZoneChoice
+from service.errors import NeedsConfigurationError, TableServicesRefusedError, UnsupportedMergeError
+from service.lock.in_process import InProcessTableLock
+from service.table.heartbeat import last_heartbeat_ms
+from service.table.properties import TableServiceKind, TableType
+from service.table.table import HudiTable
+from service.table.timeline import parse_instant_time
+from strategies.cleaning.trigger import commits_since_last_clean
+from strategies.clustering.trigger import TriggerMode, clustering_due
+
+REFUSED_EXIT = 2
+TABLE_FIX = "change what the reason names in the table's .hoodie/hoodie.properties"
+
+
+@dataclass(frozen=True)
+class CheckInputs:
+    """What the services would run with: the `hoodie.*` config, the zone chosen for a LOCAL timeline
+    (None: none known) and the setting naming it, the lock provider, which services are enabled."""
+
+    config: HoodieConfig
+    zone: ZoneChoice | None
+    zone_setting: str
+    lock_provider: str
+    enabled: Mapping[TableServiceKind, bool]
+
+
+def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = None) -> dict[str, Any]:
+    now = now or datetime.now(UTC)
+    timeline = table.load_timeline()
+    report: dict[str, Any] = {
+        "table": {
+            "name": table.name,
+            "base_path": table.base_uri,
+            "type": table.config.table_type.value,
+            "table_version": table.format.table_version,
+            "timeline_timezone": table.config.timeline_timezone.value,
+        },
+        "metadata_table": {
+            "partitions": list(table.config.metadata_partitions),
+            "served": list(table.format.accepted_mdt_partitions(table.config)),
+        },
+        "merge": _merge(table),
+        "lock": _lock(inputs),
+    }
+    zone: tzinfo | None = None
+    zone_refusal: NeedsConfigurationError | None = None
+    try:
+        zone = table.timeline_zone(inputs.zone.zone if inputs.zone else None, inputs.zone_setting)
+        source = (
+            "hoodie.table.timeline.timezone=UTC"
+            if table.config.timeline_timezone is TimelineTimezone.UTC
+            else inputs.zone.source
+            if inputs.zone
+            else ""
+        )
+        report["zone"] = {"in_force": str(zone), "from": source}
+    except NeedsConfigurationError as exc:
+        zone_refusal = exc
+        report["zone"] = {"in_force": None, "from": None, "refusal": str(exc), "fix": exc.setting}
+    report["pending"] = _pending(table, timeline, zone, now)
+    report["services"] = {
+        str(kind.value): _service(table, inputs, kind, zone, zone_refusal, now) for kind in TableServiceKind
+    }
+    return report
+
+
+def exit_code(report: Mapping[str, Any]) -> int:
+    services = report["services"].values()
+    return REFUSED_EXIT if any(s["enabled"] and not s["runnable"] for s in services) else 0
+
+
+def _merge(table: HudiTable) -> dict[str, Any] | None:
+    if table.config.table_type is not TableType.MERGE_ON_READ:
+        return None
+    from service.table.log_format.merge import MergeConfig
+
+    try:
+        merge = MergeConfig.from_table_properties(table.config.raw, table.name)
+    except UnsupportedMergeError as exc:
+        return {"refusal": str(exc)}
+    return {
+        "mode": merge.mode.value,
+        "payload_class": merge.payload_class.value,
+        "ordering_field": merge.ordering_field,
+    }
+
+
+def _lock(inputs: CheckInputs) -> dict[str, Any]:
+    keys = {k: v for k, v in inputs.config.effective().items() if k.startswith("hoodie.write.lock.")}
+    mode = inputs.config.write_concurrency_mode.value
+    note = None
+    if inputs.lock_provider == "in-process":
+        note = (
+            "in-process: excludes only this process; writers in other processes must not run table "
+            "services or use optimistic concurrency (hoodie.write.concurrency.mode)"
+        )
+    return {"provider": inputs.lock_provider, "writers_concurrency_mode": mode, "keys": keys, "note": note}
+
+
+def _pending(table: HudiTable, timeline: Any, zone: tzinfo | None, now: datetime) -> list[dict[str, Any]]:
+    out = []
+    for instant in timeline.pending():
+        age = None
+        if zone is not None:
+            age = round(max((now - parse_instant_time(instant.timestamp, zone)).total_seconds(), 0.0))
+        beat = last_heartbeat_ms(table.storage, instant.timestamp)
+        out.append({
+            "instant": instant.timestamp,
+            "action": instant.action.value,
+            "state": instant.state.name,
+            "age_seconds": age,
+            "heartbeat_age_seconds": round(time.time() - beat / 1000) if beat is not None else None,
+        })  # fmt: skip
+    return out
+
+
+def _service(
+    table: HudiTable,
+    inputs: CheckInputs,
+    kind: TableServiceKind,
+    zone: tzinfo | None,
+    zone_refusal: NeedsConfigurationError | None,
+    now: datetime,
+) -> dict[str, Any]:
+    enabled = inputs.enabled.get(kind, True)
+    entry: dict[str, Any] = {"enabled": enabled, "runnable": False, "refusal": None, "fix": None}
+    if kind is TableServiceKind.COMPACTION and table.config.table_type is not TableType.MERGE_ON_READ:
+        entry.update(enabled=False, note="copy-on-write: nothing to compact")
+        return entry
+    try:
+        table.check_service_supported(kind)
+        if zone_refusal is not None:
+            raise zone_refusal
+        assert zone is not None
+        if kind is TableServiceKind.COMPACTION and inputs.config.compaction.strategy_kind is None:
+            raise NeedsConfigurationError(
+                inputs.config.compaction.strategy_refusal or "compaction strategy not supported",
+                setting="hoodie.compaction.strategy",
+                reason="compaction_strategy",
+            )
+        entry.update(_dry_run(table, inputs.config, kind, zone, now))
+        entry["runnable"] = True
+    except TableServicesRefusedError as exc:
+        fix = exc.setting if isinstance(exc, NeedsConfigurationError) else TABLE_FIX
+        entry.update(refusal=str(exc), fix=fix)
+    return entry
+
+
+def _dry_run(
+    table: HudiTable, config: HoodieConfig, kind: TableServiceKind, zone: tzinfo, now: datetime
+) -> dict[str, Any]:
+    """The service's own planning, dry: its trigger against the threshold and its next plan."""
+    lock = InProcessTableLock(table.name)  # nothing is written: no writer needs to see this lock
+    timeline = table.load_timeline()
+    if kind is TableServiceKind.CLEANING:
+        since = commits_since_last_clean(timeline, read_last_clean(table, timeline))
+        result = Cleaner(table, config, lock, zone, CleanOptions(dry_run=True), now=lambda: now).run()
+        files = sum(c.files_planned for c in result.cleans)
+        return {
+            "trigger": {"commits_since_last": since,
+                        "threshold": config.clean.max_commits, "setting": "hoodie.clean.max.commits"},
+            "next": {"files_to_delete": files,
+                     "bytes_to_delete": sum(f.bytes for c in result.cleans for f in c.files),
+                     "pending_cleans_resumed": sum(c.resumed for c in result.cleans),
+                     "reason": result.skipped_reason},
+        }  # fmt: skip
+    if kind is TableServiceKind.CLUSTERING:
+        decision = clustering_due(timeline, config.clustering, TriggerMode.ASYNC, table.facts_reader)
+        outcome = schedule_clustering(table, config, lock, now=now, zone=zone, dry_run=True)
+        groups = outcome.plan.groups if outcome.plan is not None else ()
+        return {
+            "trigger": {"commits_since_last": decision.commits_since_last_clustering,
+                        "threshold": config.clustering.async_max_commits,
+                        "setting": "hoodie.clustering.async.max.commits",
+                        "due": decision.due, "reason": decision.reason},
+            "next": {"groups": len(groups), "input_files": sum(len(g.slices) for g in groups),
+                     "output_file_groups": sum(g.num_output_file_groups for g in groups),
+                     "reason": outcome.reason},
+        }  # fmt: skip
+    compaction = schedule_compaction(table, config, lock, now=now, zone=zone, dry_run=True)
+    trigger = compaction.trigger
+    operations = compaction.plan.operations if compaction.plan is not None else ()
+    return {
+        "trigger": {"delta_commits_since_last": trigger.delta_commits if trigger else None,
+                    "threshold": config.compaction.max_delta_commits,
+                    "setting": "hoodie.compact.inline.max.delta.commits",
+                    "due": trigger.due if trigger else None, "reason": trigger.reason if trigger else None},
+        "next": {"operations": len(operations), "log_files": sum(len(o.log_file_names) for o in operations),
+                 "reason": compaction.reason},
+    }  # fmt: skip
+
+
+def render_check(report: Mapping[str, Any]) -> str:
+    t = report["table"]
+    lines = [
+        f"table {t['name']} at {t['base_path']}: {t['type']}, table version {t['table_version']}, "
+        f"timeline zone {t['timeline_timezone']}",
+    ]
+    zone = report["zone"]
+    if zone.get("in_force"):
+        lines.append(f"  instant times in {zone['in_force']} ({zone['from']})")
+    else:
+        lines.append(f"  zone: {zone['refusal']}")
+    mdt = report["metadata_table"]
+    if mdt["partitions"]:
+        lines.append(f"  metadata table: {', '.join(mdt['partitions'])}; served: {', '.join(mdt['served'])}")
+    else:
+        lines.append("  metadata table: off")
+    merge = report["merge"]
+    if merge is not None and "refusal" in merge:
+        lines.append(f"  merge: refused: {merge['refusal']}")
+    elif merge is not None:
+        field = merge["ordering_field"] or "none"
+        lines.append(f"  merge: {merge['mode']}, {merge['payload_class']}, ordering field {field}")
+    lock = report["lock"]
+    lines.append(f"  lock: {lock['provider']} (writers: {lock['writers_concurrency_mode']})")
+    if lock["note"]:
+        lines.append(f"    {lock['note']}")
+    for p in report["pending"]:
+        age = f"{p['age_seconds']} s old" if p["age_seconds"] is not None else "age unknown"
+        beat = (f"heartbeat {p['heartbeat_age_seconds']} s ago" if p["heartbeat_age_seconds"] is not None
+                else "no heartbeat")  # fmt: skip
+        lines.append(f"  pending: {p['instant']} {p['action']} {p['state']}, {age}, {beat}")
+    for name, s in report["services"].items():
+        if not s["enabled"]:
+            lines.append(f"  {name}: off{' (' + s['note'] + ')' if s.get('note') else ''}")
+            continue
+        if not s["runnable"]:
+            lines.append(f"  {name}: REFUSED: {s['refusal']}")
+            lines.append(f"    to serve it: {s['fix']}")
+            continue
+        trig, nxt = s["trigger"], s["next"]
+        count = trig.get("commits_since_last", trig.get("delta_commits_since_last"))
+        lines.append(f"  {name}: can run; trigger {count} of {trig['threshold']} ({trig['setting']})")
+        lines.append(f"    next: {_next_text(name, nxt)}")
+    return "\n".join(lines)
+
+
+def _next_text(name: str, nxt: Mapping[str, Any]) -> str:
+    if name == "cleaning":
+        if nxt["files_to_delete"]:
+            return f"would delete {nxt['files_to_delete']} files ({nxt['bytes_to_delete']} bytes)"
+        return f"would delete nothing: {nxt['reason']}"
+    if name == "clustering":
+        if nxt["groups"]:
+            return (f"would plan {nxt['groups']} groups of {nxt['input_files']} file slices into "
+                    f"{nxt['output_file_groups']} file groups")  # fmt: skip
+        return f"no plan: {nxt['reason']}"
+    if nxt["operations"]:
+        return f"would compact {nxt['operations']} file slices with {nxt['log_files']} log files"
+    return f"no plan: {nxt['reason']}"
