@@ -19,6 +19,17 @@ def _table(tmp_path: Path, versions: int = 3) -> FixtureTable:
     return t
 
 
+def _dry_run_keeping_one(base: Path) -> list[str]:
+    return [
+        "clean",
+        "--base-path",
+        str(base),
+        "--dry-run",
+        "--hoodie-conf",
+        "hoodie.cleaner.commits.retained=1",
+    ]
+
+
 def test_cli_clean_with_props_file_and_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t = _table(tmp_path)
     props = tmp_path / "clean.properties"
@@ -36,17 +47,7 @@ def test_cli_clean_with_props_file_and_overrides(tmp_path: Path, capsys: pytest.
 def test_cli_clean_dry_run_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t = _table(tmp_path)
     hoodie = sorted(p.name for p in (t.base / ".hoodie").iterdir())
-    code = main(
-        [
-            "clean",
-            "--base-path",
-            str(t.base),
-            "--dry-run",
-            "--hoodie-conf",
-            "hoodie.cleaner.commits.retained=1",
-        ]
-    )
-    assert code == 0
+    assert main(_dry_run_keeping_one(t.base)) == 0
     out = capsys.readouterr().out
     assert "dry run" in out and "would delete 2 files" in out and "a: 1 files" in out
     assert sorted(p.name for p in (t.base / ".hoodie").iterdir()) == hoodie
@@ -74,14 +75,7 @@ def test_cli_on_a_local_table_uses_the_machines_zone_or_asks_for_timezone_when_i
     t = FixtureTable(tmp_path / "t", timeline_timezone="LOCAL")
     for i in range(1, 4):
         t.commit(ts(i), [FileSpec("a", fid(1))])
-    args = [
-        "clean",
-        "--base-path",
-        str(t.base),
-        "--dry-run",
-        "--hoodie-conf",
-        "hoodie.cleaner.commits.retained=1",
-    ]
+    args = _dry_run_keeping_one(t.base)
     assert main(args) == 0  # this machine names its zone (the CI image's /etc/localtime or $TZ)
     monkeypatch.setattr(command_context, "machine_zone", lambda: None)
     assert main(args) == 1
