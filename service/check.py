@@ -51,6 +51,7 @@ class CheckInputs:
 def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
     timeline = table.load_timeline()
+    accepted = set(table.format.accepted_mdt_partitions(table.config))
     report: dict[str, Any] = {
         "table": {
             "name": table.name,
@@ -61,7 +62,7 @@ def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = No
         },
         "metadata_table": {
             "partitions": list(table.config.metadata_partitions),
-            "served": list(table.format.accepted_mdt_partitions(table.config)),
+            "served": [p for p in table.config.metadata_partitions if p in accepted],
         },
         "merge": _merge(table),
         "lock": _lock(inputs),

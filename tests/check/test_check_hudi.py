@@ -67,7 +67,8 @@ def test_check_says_what_each_service_then_does(
     cleaned = table_of(name, "clean")
     code, clean = _run(capsys, "clean", "--base-path", str(cleaned), *CONF)
     deleted = sum(c["files_deleted"] + c["files_already_gone"] for c in clean["cleans"])
-    assert code == 0 and deleted == services["cleaning"]["next"]["files_to_delete"] > 0
+    assert code == 0 and deleted == services["cleaning"]["next"]["files_to_delete"]
+    assert deleted > 0 or name == "merge_on_read"  # its upserts appended logs: no older slice to clean
 
     clustered = table_of(name, "cluster")
     code, cluster = _run(capsys, "cluster", "--base-path", str(clustered), "--mode", "schedule", *CONF)
@@ -138,7 +139,7 @@ tables:
     assert report["zone"] == {"in_force": "Asia/Tokyo", "from": "daemon.timezone: Asia/Tokyo"}
     services = report["services"]
     assert services["clustering"]["enabled"] is False
-    assert services["cleaning"]["runnable"] and services["cleaning"]["next"]["files_to_delete"] > 0
+    assert services["cleaning"]["runnable"] and services["cleaning"]["trigger"]["threshold"] == 1
     compaction = services["compaction"]
     assert not compaction["runnable"] and compaction["fix"] == "hoodie.compaction.strategy"
     assert "DayBasedCompactionStrategy" in compaction["refusal"]
