@@ -76,7 +76,9 @@ class HudiTable:
         """The confinement rule for paths read from the stored file `source` (named in refusals)."""
         return PathGuard(self.storage.location, self.name, bool(self.config.partition_fields), source)
 
-    def timeline_zone(self, local_zone: tzinfo | None, setting: str = "the writers' time zone") -> tzinfo:
+    def timeline_zone(
+        self, local_zone: tzinfo | None, setting: str = "--timezone (the CLI) or daemon.timezone (the daemon)"
+    ) -> tzinfo:
         """The zone instant times are written in: UTC, or the writers' zone for a LOCAL timeline.
 
         Java writers use their JVM's zone for LOCAL (`HoodieInstantTimeGenerator`); guessing it would

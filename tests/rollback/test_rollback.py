@@ -11,10 +11,10 @@ import pytest
 
 import service.rollback as rollback_module
 from service.errors import (
-    ConfigError,
     CorruptTableError,
     HudiTableServiceError,
     InstantOwnedError,
+    NeedsConfigurationError,
     PlanRefusedError,
     UnsupportedTableError,
 )
@@ -356,7 +356,7 @@ def test_rollback_local_timezone_table_needs_writers_zone(tmp_path: Path) -> Non
     config = s.table.config.with_updates({"hoodie.table.timeline.timezone": "LOCAL"})
     store_table_config(s.table.storage, config)
     table = HudiTable.open(str(s.base))
-    with pytest.raises(ConfigError, match="time zone"):
+    with pytest.raises(NeedsConfigurationError, match=r"LOCAL .* no zone is known: set --timezone"):
         rollback_instant(table, T, RecordingLock(s.base), now=NOW)
     assert rollback_instant(table, T, RecordingLock(s.base), now=NOW, tz=UTC).rollback_time is not None
 
