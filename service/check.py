@@ -157,12 +157,10 @@ def _service(
         if zone_refusal is not None:
             raise zone_refusal
         assert zone is not None
-        if kind is TableServiceKind.COMPACTION and inputs.config.compaction.strategy_kind is None:
-            raise NeedsConfigurationError(
-                inputs.config.compaction.strategy_refusal or "compaction strategy not supported",
-                setting="hoodie.compaction.strategy",
-                reason="compaction_strategy",
-            )
+        if kind is TableServiceKind.COMPACTION:
+            refused = inputs.config.compaction.strategy_not_planned("hoodie.compaction.strategy")
+            if refused is not None:
+                raise refused
         entry.update(_dry_run(table, inputs.config, kind, zone, now))
         entry["runnable"] = True
     except TableServicesRefusedError as exc:

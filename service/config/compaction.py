@@ -10,7 +10,7 @@ from enum import auto
 from service.config.hoodie_keys import COMPACTION_STRATEGY
 from service.config.reader import KeyReader
 from service.config.values import JavaEnum
-from service.errors import ConfigError
+from service.errors import ConfigError, NeedsConfigurationError
 
 _STRATEGY = "org.apache.hudi.table.action.compact.strategy."
 
@@ -80,6 +80,17 @@ class CompactionConfig:
             strategy_refusal=refusal,
             target_io_mb=r.get_int("hoodie.compaction.target.io"),
             log_file_size_threshold_bytes=r.get_int("hoodie.compaction.logfile.size.threshold"),
+        )
+
+    def strategy_not_planned(self, setting: str) -> NeedsConfigurationError | None:
+        """Scheduling's refusal of a strategy the planner does not reproduce, lifted by `setting` (where
+        the caller's `hoodie.compaction.strategy` comes from); None when the strategy is planned."""
+        if self.strategy_kind is not None:
+            return None
+        return NeedsConfigurationError(
+            self.strategy_refusal or f"{COMPACTION_STRATEGY} is not supported",
+            setting=setting,
+            reason="compaction_strategy",
         )
 
     def require_strategy(self) -> CompactionStrategyKind:

@@ -51,7 +51,6 @@ from service.daemon.slots import PrioritySlots, SlotClaim
 from service.errors import (
     DeleteFailedError,
     InstantOwnedError,
-    NeedsConfigurationError,
     TableServicesRefusedError,
     UnsupportedMergeError,
 )
@@ -275,15 +274,13 @@ class TableTicker:
             # Java's async compactor and `HoodieCompactor`'s execute mode run the earliest first.
             instant_time = pending[0].timestamp
         else:
-            if config.compaction.strategy_kind is None:
-                # A strategy whose plans are not reproduced: a refusal, not a failure (a failure would
-                # quarantine the table, and its cleaning and clustering with it); pending plans still run.
-                raise NeedsConfigurationError(
-                    config.compaction.strategy_refusal
-                    or f"table {name!r}: compaction strategy not supported",
-                    setting="hoodie.compaction.strategy (the table entry's hoodie or defaults)",
-                    reason="compaction_strategy",
-                )
+            # A strategy whose plans are not reproduced: a refusal, not a failure (a failure would
+            # quarantine the table, and its cleaning and clustering with it); pending plans still run.
+            refused = config.compaction.strategy_not_planned(
+                "hoodie.compaction.strategy (the table entry's hoodie or defaults)"
+            )
+            if refused is not None:
+                raise refused
             scheduled = schedule_compaction(table, config, lock, now=now, zone=zone)
             if scheduled.instant_time is None:
                 log.debug("table %s: no compaction scheduled: %s", name, scheduled.reason)
