@@ -98,8 +98,7 @@ class TableRuntime:
     errors: deque[FailureRecord] = field(init=False)
     quarantined_at_timeline: tuple[tuple[str, int], ...] | None = None
     refusal: Refusal | None = None
-    refused_services: set[TableService] = field(default_factory=set)
-    # Why each of `refused_services` is refused (a `NeedsConfigurationError` names its setting).
+    # The services refused one by one, and why (a `NeedsConfigurationError` names its setting).
     service_refusals: dict[TableService, TableServicesRefusedError] = field(default_factory=dict)
     # The instant another executor owns, per service, once logged: later ticks skipping it log at DEBUG.
     owned_elsewhere: dict[TableService, str] = field(default_factory=dict)
@@ -133,6 +132,10 @@ class TableRuntime:
     @property
     def refused(self) -> bool:
         return self.refusal is not None
+
+    @property
+    def refused_services(self) -> set[TableService]:
+        return set(self.service_refusals.copy())  # a tick may add one while a status request reads
 
     def service_fix(self, service: TableService) -> str | None:
         """The setting of ours that lifts `service`'s own refusal; None if the table must change."""

@@ -128,8 +128,7 @@ class TableTicker:
                 outcome = self._cluster(runtime, now)
         except TableServicesRefusedError as exc:
             newly = False
-            if runtime.refusal is None and service not in runtime.refused_services:  # one service only
-                runtime.refused_services.add(service)
+            if runtime.refusal is None and service not in runtime.service_refusals:  # one service only
                 runtime.service_refusals[service] = exc
                 log.warning("table %s: %s refused: %s", runtime.name, service, exc)
                 newly = True
