@@ -18,6 +18,11 @@ from service.table.fs_view import FileSystemView
 BUCKET_BOUNDS = tuple(4**k * 1024 for k in range(1, 11))
 
 
+def bucket_index(n_bytes: int) -> int:
+    """The distribution's bucket of a file of `n_bytes` (the last one: 1 GiB and more)."""
+    return next((i for i, b in enumerate(BUCKET_BOUNDS) if n_bytes < b), len(BUCKET_BOUNDS))
+
+
 def bucket_label(index: int) -> str:
     if index >= len(BUCKET_BOUNDS):
         return f">= {size(BUCKET_BOUNDS[-1])}"
@@ -40,7 +45,7 @@ class FileSizes:
         sizes = [s.base_size_bytes for s in view.latest_file_slices() if s.base_file is not None]
         buckets = [0] * (len(BUCKET_BOUNDS) + 1)
         for n in sizes:
-            buckets[next((i for i, b in enumerate(BUCKET_BOUNDS) if n < b), len(BUCKET_BOUNDS))] += 1
+            buckets[bucket_index(n)] += 1
         return cls(FileStats.of(sizes, small_limit), small_limit, tuple(buckets), as_of, target)
 
     def to_json(self) -> dict[str, Any]:

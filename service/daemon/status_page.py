@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from service.daemon.file_sizes import BUCKET_BOUNDS, bucket_label
+from service.daemon.file_sizes import BUCKET_BOUNDS, bucket_index, bucket_label
 from service.daemon.run_log import size
 from service.daemon.status_api import StatusSource
 
@@ -54,7 +54,7 @@ def _text(value: Any) -> str:
 
 def _x_of(n_bytes: int, slot: int) -> float:
     """Where `n_bytes` falls on the chart: bucket i spans [BOUNDS[i-1], BOUNDS[i]), log-scaled within."""
-    index = next((i for i, b in enumerate(BUCKET_BOUNDS) if n_bytes < b), len(BUCKET_BOUNDS))
+    index = bucket_index(n_bytes)
     if index >= len(BUCKET_BOUNDS):
         return index * slot + slot / 2
     upper = BUCKET_BOUNDS[index]
@@ -109,18 +109,13 @@ def _ago(iso: str | None, now: datetime) -> str:
         return "-"
     at = datetime.fromisoformat(iso)
     seconds = (now - at).total_seconds()
-    amount = abs(seconds)
-    for unit, per in (("d", 86400), ("h", 3600), ("min", 60)):
-        if amount >= per:
-            text = f"{int(amount // per)} {unit}"
-            break
-    else:
-        text = f"{int(amount)} s"
+    text = _age(abs(seconds))
     phrase = f"{text} ago" if seconds >= 0 else f"in {text}"
     return f'<time datetime="{escape(iso)}" title="{escape(iso)}">{phrase}</time>'
 
 
 def _age(seconds: float | None) -> str:
+    """A duration in its largest whole unit: "3 min", "2 h"; "-" for None."""
     if seconds is None:
         return "-"
     for unit, per in (("d", 86400), ("h", 3600), ("min", 60)):
