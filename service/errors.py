@@ -19,12 +19,14 @@ class TableServicesRefusedError(UnsupportedTableError):
     """The table is readable (`status`), but a table service must not touch it (clustering of a
     merge-on-read table whose merge the reader does not reproduce: `TableConfig.check_service_supported`).
     `reason` is the kind of refusal, the `reason` label of `hudi_table_service_table_refused`:
-    table_feature (an index, metadata-table partition or key generator not handled), table_version,
-    table_type, merge, timezone, compaction_strategy."""
+    table_feature (a metadata-table partition or key generator not handled), table_version,
+    table_type, merge, index_type (the writers' index a clustering would leave stale), timezone,
+    compaction_strategy. `fix`, when known, says what lifts it (`check`, the status page)."""
 
-    def __init__(self, message: str, *, reason: str = "table_feature") -> None:
+    def __init__(self, message: str, *, reason: str = "table_feature", fix: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+        self.fix = fix
 
 
 class NeedsConfigurationError(TableServicesRefusedError):
@@ -32,7 +34,7 @@ class NeedsConfigurationError(TableServicesRefusedError):
     state to show with its fix, not a failure to retry."""
 
     def __init__(self, message: str, *, setting: str, reason: str) -> None:
-        super().__init__(message, reason=reason)
+        super().__init__(message, reason=reason, fix=setting)
         self.setting = setting
 
 

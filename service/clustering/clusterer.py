@@ -28,6 +28,7 @@ from service.clustering.orchestrator import (
     purge_pending_clustering,
     schedule_clustering,
 )
+from service.clustering.preflight import check_index_kept_current
 from service.config.hoodie import HoodieConfig
 from service.config.schedule import ClusteringSchedule
 from service.lock.base import TableLock
@@ -103,6 +104,7 @@ class Clusterer:
     ) -> ClusteringPassResult:
         """One pass; `scheduled_at` names a new plan's instant (default: now), `instant_time` picks
         the pending plan to execute instead of the oldest."""
+        check_index_kept_current(self.table, self.config)  # before any plan, ours or Hudi's, runs
         timeline = self.table.load_timeline()
         now = scheduled_at or self.now()
         options = self.options

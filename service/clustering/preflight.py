@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from service.config.clustering import SORT_COLUMNS_KEY
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import INDEX_TYPE
-from service.errors import HudiTableServiceError, PlanRefusedError
+from service.errors import HudiTableServiceError, PlanRefusedError, TableServicesRefusedError
 from service.table.avro_schema import parse_avro_schema, with_meta_fields
 from service.table.base_file_writer import parquet_writer_options
 from service.table.clustering_plan import PlannedClustering
@@ -36,20 +36,34 @@ INDEXES_CLUSTERING_MUST_UPDATE: dict[str, str] = {
     "INMEMORY": "record locations are kept in the writer's memory (HoodieInMemoryHashIndex)",
     "BUCKET": "file ids encode the bucket a record hashes to (HoodieBucketIndex)",
 }
+INDEX_FIX = (
+    "the writers' hoodie.index.type (and the table entry's): an index that reads the table "
+    "(SIMPLE, BLOOM, GLOBAL_SIMPLE, GLOBAL_BLOOM, RECORD_INDEX)"
+)
+
+
+def check_index_kept_current(table: HudiTable, config: HoodieConfig) -> None:
+    """Refuse clustering (a state with its fix, not a failure: nothing we can retry) when the writers'
+    index (`hoodie.index.type`, as the writers are configured) would go stale: executing any plan,
+    Hudi's pending ones too, moves records to file groups that index does not know."""
+    index = config.raw.get(INDEX_TYPE, "").strip().upper()
+    if index in INDEXES_CLUSTERING_MUST_UPDATE:
+        raise TableServicesRefusedError(
+            f"table {table.name!r} at {table.base_uri}: {INDEX_TYPE}={index}: "
+            f"{INDEXES_CLUSTERING_MUST_UPDATE[index]}; a clustering must update that index, which this "
+            "service cannot",
+            reason="index_type",
+            fix=INDEX_FIX,
+        )
 
 
 def check_plan_executable(
     table: HudiTable, config: HoodieConfig, plan: PlannedClustering, table_schema: str | None
 ) -> None:
-    """Raise PlanRefusedError (naming table, key and value) if executing `plan` is bound to fail,
-    or would leave the writers' index (`hoodie.index.type`, as the writers are configured) stale."""
+    """Raise PlanRefusedError (naming table, key and value) if executing `plan` is bound to fail;
+    TableServicesRefusedError if it would leave the writers' index stale (`check_index_kept_current`)."""
     where = f"table {table.name!r} at {table.base_uri}"
-    index = config.raw.get(INDEX_TYPE, "").strip().upper()
-    if index in INDEXES_CLUSTERING_MUST_UPDATE:
-        raise PlanRefusedError(
-            f"{where}: {INDEX_TYPE}={index}: {INDEXES_CLUSTERING_MUST_UPDATE[index]}; a clustering must "
-            "update that index, which this service cannot"
-        )
+    check_index_kept_current(table, config)
     if any(s.log_file_paths for g in plan.groups for s in g.slices):
         try:
             MergeConfig.from_table_properties(table.config.raw, table.name)

@@ -116,7 +116,8 @@ class StatusSource:
             "fix": "; ".join(runtime.fixes()) or None,
             "refused_services": sorted(str(s) for s in runtime.refused_services),
             "service_refusals": {
-                str(s): {"reason": str(e), "fix": runtime.service_fix(s)}
+                # `change`: what the table or its writers must change instead, when the refusal says.
+                str(s): {"reason": str(e), "fix": runtime.service_fix(s), "change": e.fix}
                 for s, e in sorted(runtime.service_refusals.copy().items())
             },
             "services": {str(s): self._service(runtime, s, now) for s in TableService},

@@ -62,6 +62,12 @@ def _x_of(n_bytes: int, slot: int) -> float:
     return index * slot + fraction * slot
 
 
+def _fix_text(setting: str | None, change: str | None) -> str:
+    if setting:
+        return f"set {setting} in the daemon config"
+    return f"change {change}" if change else "change what the reason names"
+
+
 def _chart(files: dict[str, Any]) -> str:
     """Files per size bucket as bars (orange: below the small-file limit), with the small-file limit
     and clustering's target size marked: what clustering should move files from and to."""
@@ -196,13 +202,14 @@ def _section(table: dict[str, Any], now: datetime) -> str:
         )
     else:
         summary = "<p class='muted'>file sizes not measured yet</p>"
-    refusals = [(None, table["refusal"], table["fix"])] if table["refusal"] else []
-    refusals += [(service, r["reason"], r["fix"]) for service, r in table["service_refusals"].items()]
+    refusals = [(None, table["refusal"], table["fix"], None)] if table["refusal"] else []
+    refusals += [
+        (service, r["reason"], r["fix"], r.get("change")) for service, r in table["service_refusals"].items()
+    ]
     refusal = "".join(
         f"<p class='refusal'>{escape(service + ' ') if service else ''}refused: {escape(reason)}</p>"
-        f"<p class='fix'>to serve it: "
-        f"{escape(f'set {fix} in the daemon config' if fix else 'change what the reason names')}</p>"
-        for service, reason, fix in refusals
+        f"<p class='fix'>to serve it: {escape(_fix_text(fix, change))}</p>"
+        for service, reason, fix, change in refusals
     )
     return (
         f'<section class="table" id="table-{name}" data-state="{escape(state)}">'

@@ -342,6 +342,34 @@ def test_daemon_compaction_strategy_not_reproduced_is_refused_not_failed(
     assert _value(registry, "deleted_files_total", table="t") == 1
 
 
+def test_daemon_clustering_of_a_table_whose_index_it_would_leave_stale_is_refused_not_failed(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """Writers keeping record locations in HBase: clustering is refused with what to change (no
+    failure, no backoff, no plan written) and the table is still cleaned."""
+    t = FixtureTable(tmp_path / "t", name="t")
+    _history(t)
+    text = _config_text({"t": t.base}, backoff=30, clustering=True).replace(
+        "hoodie.clustering.async.max.commits: 100",
+        "hoodie.clustering.async.max.commits: 1\n  hoodie.index.type: HBASE",
+    )
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    for n in range(3):
+        at = NOW + timedelta(seconds=n)
+        assert daemon.run_iteration(runtime, TableService.CLUSTERING, at) is Outcome.REFUSED
+    assert runtime.refused_services == {TableService.CLUSTERING}
+    assert not runtime.consecutive_failures and not runtime.quarantined and not runtime.retry_at
+    assert _value(registry, "table_refused", table="t", service="clustering", reason="index_type") == 1
+    assert not runtime.needs_configuration  # the writers' index must change, not a setting of ours
+    refusal = daemon.status.table(runtime, NOW)["service_refusals"]["clustering"]
+    assert "hoodie.index.type=HBASE" in refusal["reason"] and refusal["fix"] is None
+    assert refusal["change"].startswith("the writers' hoodie.index.type")
+    assert not list((t.base / ".hoodie").glob("*.replacecommit.*"))
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
+    assert _value(registry, "deleted_files_total", table="t") == 1
+
+
 def test_a_table_lost_to_another_replica_while_waiting_for_a_slot_is_not_cleaned(
     tmp_path: Path, registry: CollectorRegistry
 ) -> None:

@@ -293,7 +293,8 @@ def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_
     """One page per state, as Chromium renders it (screenshots under test-artifacts/): a healthy table
     (idle, cleaned 3 min before the page), one needing configuration (a LOCAL timeline on a machine
     naming no zone), one refused (a payload class clustering does not merge), one backing off (a
-    failed tick waiting 30 s for its retry) and one running (a clustering executing)."""
+    failed tick waiting 30 s for its retry) and one running (a clustering executing); one more refused
+    (writers' HBase index, which a clustering would leave stale) shows the writers' change to make."""
     monkeypatch.setattr(daemon_config, "machine_zone", lambda: None)
     healthy = _clustered_and_cleaned(tmp_path / "healthy", "healthy")
     local = FixtureTable(tmp_path / "local", name="local", timeline_timezone="LOCAL")
@@ -303,9 +304,13 @@ def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_
     broken.commit(ts(1), [FileSpec("a", fid(1))])
     (broken.base / ".hoodie" / f"{ts(2)}.commit").write_bytes(b"garbage")
     running = _clustered_and_cleaned(tmp_path / "running", "running")
+    hbase = _clustered_and_cleaned(tmp_path / "hbase", "hbase")
     tables = {"healthy": (healthy.base, True), "local": (local.base, False), "mor": (mor.base, True),
-              "broken": (broken.base, False), "running": (running.base, True)}  # fmt: skip
+              "broken": (broken.base, False), "running": (running.base, True),
+              "hbase": (hbase.base, True)}  # fmt: skip
     text = _config_text(tables).replace("backoff_initial_seconds: 0", "backoff_initial_seconds: 30")
+    entry = f"base_path: {hbase.base}\n    clustering: {{enabled: true}}\n    hoodie: {{"
+    text = text.replace(entry, entry + "hoodie.index.type: HBASE, ")
     daemon = Daemon(
         parse_daemon_config(text), registry=CollectorRegistry(), clock=lambda: NOW, serve_http=False
     )
@@ -315,11 +320,12 @@ def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_
     assert daemon.run_iteration(runtimes["local"], TableService.CLEANING, NOW) is Outcome.REFUSED
     assert daemon.run_iteration(runtimes["mor"], TableService.CLUSTERING, NOW) is Outcome.REFUSED
     assert daemon.run_iteration(runtimes["broken"], TableService.CLEANING, NOW) is Outcome.FAILED
+    assert daemon.run_iteration(runtimes["hbase"], TableService.CLUSTERING, NOW) is Outcome.REFUSED
     runtimes["running"].phase[TableService.CLUSTERING] = (
         Phase.EXECUTING
     )  # what a tick sets while its groups run
     expected = {"healthy": "idle", "local": "needs configuration", "mor": "refused",
-                "broken": "backing off", "running": "executing"}  # fmt: skip
+                "broken": "backing off", "running": "executing", "hbase": "refused"}  # fmt: skip
     for name, state in expected.items():
         # The page 3 min after the ticks; the failed tick's page 10 s after it, inside its 30 s backoff.
         page_time = NOW + (timedelta(seconds=10) if name == "broken" else timedelta(minutes=3))
@@ -327,8 +333,8 @@ def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_
             daemon.status, runtimes=lambda n=name: {n: runtimes[n]}, now=lambda t=page_time: t
         )
         page = tmp_path / f"{name}.html"
+        slug = state.replace(" ", "-") + ("-index" if name == "hbase" else "")
         page.write_text(status_page.render(only), encoding="utf-8")
-        slug = state.replace(" ", "-")
         shot = chromium.screenshot(
             page.as_uri(), chromium.ARTIFACTS_DIR / f"status-page-{slug}.png", tmp_path / "p"
         )
@@ -348,6 +354,8 @@ def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_
             )
         if name == "mor":
             assert "to serve it: change what the reason names" in dom and "CustomPayload" in dom
+        if name == "hbase":
+            assert "to serve it: change the writers' hoodie.index.type" in dom
         if name == "broken":  # retried in 20 s; the failed run 10 s ago
             assert re.search(r'<time datetime="2024-01-02T00:00:30\+00:00" title="[^"]+">in 20 s</time>', dom)
             assert ">10 s ago</time>" in dom
