@@ -19,13 +19,19 @@ from typing import Any
 
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
+from service.clustering.attempts import SCHEDULER_NAME, failed_attempts, is_our_plan
 from service.clustering.orchestrator import schedule_clustering
+from service.clustering.preflight import INDEXES_CLUSTERING_MUST_UPDATE, check_index_kept_current
 from service.compaction.scheduler import schedule_compaction
 from service.config.hoodie import HoodieConfig, TimelineTimezone
+from service.config.hoodie_keys import INDEX_TYPE
+from service.config.locking import WriteConcurrencyMode, ZookeeperLockSettings
 from service.config.zones import ZoneChoice
 from service.errors import NeedsConfigurationError, TableServicesRefusedError, UnsupportedMergeError
 from service.lock.in_process import InProcessTableLock
+from service.lock.probe import probe_zookeeper_lock
 from service.table.heartbeat import last_heartbeat_ms
+from service.table.instant import Action, Instant
 from service.table.properties import TableServiceKind, TableType
 from service.table.table import HudiTable
 from service.table.timeline import parse_instant_time
@@ -64,8 +70,10 @@ def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = No
             "partitions": list(table.config.metadata_partitions),
             "served": [p for p in table.config.metadata_partitions if p in accepted],
         },
+        "keys": _keys(table),
+        "index": _index(inputs.config),
         "merge": _merge(table),
-        "lock": _lock(inputs),
+        "lock": _lock(table, inputs),
     }
     zone: tzinfo | None = None
     zone_refusal: NeedsConfigurationError | None = None
@@ -90,8 +98,31 @@ def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = No
 
 
 def exit_code(report: Mapping[str, Any]) -> int:
+    """0: every enabled service can run; 2: one is refused; 1: the lock cannot be reached (an error to
+    fix before any service can commit, not a refusal)."""
+    probe = report["lock"]["zookeeper"]
+    if probe is not None and not probe["reachable"]:
+        return 1
     services = report["services"].values()
     return REFUSED_EXIT if any(s["enabled"] and not s["runnable"] for s in services) else 0
+
+
+def _keys(table: HudiTable) -> dict[str, Any]:
+    """Meta fields or virtual keys (`hoodie.populate.meta.fields=false`: the key generator derives the
+    record key from the columns; clustering refuses a plan whose files lack its fields)."""
+    return {
+        "meta_fields": table.config.populate_meta_fields,
+        "record_key_fields": table.config.raw.get("hoodie.table.recordkey.fields"),
+        "key_generator": table.config.key_generator_class,
+    }
+
+
+def _index(config: HoodieConfig) -> dict[str, Any]:
+    """The writers' index as the config says it (unset: the engine's default, SIMPLE on Spark) and
+    whether a clustering keeps it current (`preflight.INDEXES_CLUSTERING_MUST_UPDATE`)."""
+    value = config.raw.get(INDEX_TYPE, "").strip().upper() or None
+    return {"type": value, "setting": INDEX_TYPE, "clustering_keeps_it_current": (
+        value not in INDEXES_CLUSTERING_MUST_UPDATE)}  # fmt: skip
 
 
 def _merge(table: HudiTable) -> dict[str, Any] | None:
@@ -110,16 +141,34 @@ def _merge(table: HudiTable) -> dict[str, Any] | None:
     }
 
 
-def _lock(inputs: CheckInputs) -> dict[str, Any]:
-    keys = {k: v for k, v in inputs.config.effective().items() if k.startswith("hoodie.write.lock.")}
-    mode = inputs.config.write_concurrency_mode.value
-    note = None
-    if inputs.lock_provider == "in-process":
-        note = (
+def _lock(table: HudiTable, inputs: CheckInputs) -> dict[str, Any]:
+    """The lock the services would take and what can be seen of the writers': Hudi's writers lock only
+    under optimistic concurrency, and exclude the services only on the same znode (`lock.probe`)."""
+    effective = inputs.config.effective()
+    keys = {k: v for k, v in effective.items() if k.startswith("hoodie.write.lock.")}
+    mode = inputs.config.write_concurrency_mode
+    notes = []
+    if mode is not WriteConcurrencyMode.OPTIMISTIC_CONCURRENCY_CONTROL:
+        notes.append(
+            f"writers in {mode.value} (hoodie.write.concurrency.mode) take no lock: the services must not "
+            "commit while one writes; beside running writers, set OPTIMISTIC_CONCURRENCY_CONTROL on the "
+            "writers and here, with the zookeeper lock"
+        )
+    probe = None
+    if inputs.lock_provider == "zookeeper":
+        settings = ZookeeperLockSettings.from_hoodie_props(effective, table.name)
+        found = probe_zookeeper_lock(settings)
+        probe = {"lock_path": found.lock_path, "connect_string": found.connect_string,
+                 "reachable": found.reachable, "lock_node_exists": found.lock_node_exists,
+                 "contenders": found.contenders, "other_locks": list(found.other_locks)}  # fmt: skip
+        notes.append(found.verdict)
+    else:
+        notes.append(
             "in-process: excludes only this process; writers in other processes must not run table "
             "services or use optimistic concurrency (hoodie.write.concurrency.mode)"
         )
-    return {"provider": inputs.lock_provider, "writers_concurrency_mode": mode, "keys": keys, "note": note}
+    return {"provider": inputs.lock_provider, "writers_concurrency_mode": mode.value, "keys": keys,
+            "zookeeper": probe, "notes": notes}  # fmt: skip
 
 
 def _pending(table: HudiTable, timeline: Any, zone: tzinfo | None, now: datetime) -> list[dict[str, Any]]:
@@ -129,14 +178,29 @@ def _pending(table: HudiTable, timeline: Any, zone: tzinfo | None, now: datetime
         if zone is not None:
             age = round(max((now - parse_instant_time(instant.timestamp, zone)).total_seconds(), 0.0))
         beat = last_heartbeat_ms(table.storage, instant.timestamp)
-        out.append({
+        entry = {
             "instant": instant.timestamp,
             "action": instant.action.value,
             "state": instant.state.name,
             "age_seconds": age,
             "heartbeat_age_seconds": round(time.time() - beat / 1000) if beat is not None else None,
-        })  # fmt: skip
+            "owner": _owner(table, instant),
+        }
+        if entry["owner"] == SCHEDULER_NAME:  # ours: purged after daemon.failures.purge_after failures
+            entry["failed_attempts"] = failed_attempts(table, timeline, instant.timestamp)
+        out.append(entry)
     return out
+
+
+def _owner(table: HudiTable, instant: Instant) -> str | None:
+    """Who scheduled a pending instant, as far as the timeline says: a clustering plan of ours carries
+    our mark (`attempts.mark_as_ours`); a commit or deltacommit is a writer's; other plans
+    (clean, compaction, rollback, a writer's replacecommit) do not say which process wrote them."""
+    if instant.action in (Action.COMMIT, Action.DELTA_COMMIT):
+        return "a Hudi writer"
+    if instant.action in (Action.REPLACE_COMMIT, Action.CLUSTERING):
+        return SCHEDULER_NAME if is_our_plan(table, instant) else "a Hudi writer"
+    return None
 
 
 def _service(
@@ -157,6 +221,8 @@ def _service(
         if zone_refusal is not None:
             raise zone_refusal
         assert zone is not None
+        if kind is TableServiceKind.CLUSTERING:
+            check_index_kept_current(table, inputs.config)
         if kind is TableServiceKind.COMPACTION:
             refused = inputs.config.compaction.strategy_not_planned("hoodie.compaction.strategy")
             if refused is not None:
@@ -164,8 +230,7 @@ def _service(
         entry.update(_dry_run(table, inputs.config, kind, zone, now))
         entry["runnable"] = True
     except TableServicesRefusedError as exc:
-        fix = exc.setting if isinstance(exc, NeedsConfigurationError) else TABLE_FIX
-        entry.update(refusal=str(exc), fix=fix)
+        entry.update(refusal=str(exc), fix=exc.fix or TABLE_FIX)
     return entry
 
 
@@ -229,6 +294,16 @@ def render_check(report: Mapping[str, Any]) -> str:
         lines.append(f"  metadata table: {', '.join(mdt['partitions'])}; served: {', '.join(mdt['served'])}")
     else:
         lines.append("  metadata table: off")
+    keys = report["keys"]
+    if keys["meta_fields"]:
+        lines.append("  keys: meta fields (_hoodie_record_key in every file)")
+    else:
+        lines.append(f"  keys: virtual (hoodie.populate.meta.fields=false): {keys['record_key_fields']} "
+                     f"by {keys['key_generator']}")  # fmt: skip
+    index = report["index"]
+    kept = "a clustering keeps it current" if index["clustering_keeps_it_current"] else (
+        "a clustering would leave it stale")  # fmt: skip
+    lines.append(f"  index: {index['type'] or 'not set (the engine default, SIMPLE on Spark)'}; {kept}")
     merge = report["merge"]
     if merge is not None and "refusal" in merge:
         lines.append(f"  merge: refused: {merge['refusal']}")
@@ -237,13 +312,14 @@ def render_check(report: Mapping[str, Any]) -> str:
         lines.append(f"  merge: {merge['mode']}, {merge['payload_class']}, ordering field {field}")
     lock = report["lock"]
     lines.append(f"  lock: {lock['provider']} (writers: {lock['writers_concurrency_mode']})")
-    if lock["note"]:
-        lines.append(f"    {lock['note']}")
+    lines.extend(f"    {note}" for note in lock["notes"])
     for p in report["pending"]:
         age = f"{p['age_seconds']} s old" if p["age_seconds"] is not None else "age unknown"
         beat = (f"heartbeat {p['heartbeat_age_seconds']} s ago" if p["heartbeat_age_seconds"] is not None
                 else "no heartbeat")  # fmt: skip
-        lines.append(f"  pending: {p['instant']} {p['action']} {p['state']}, {age}, {beat}")
+        owner = f", scheduled by {p['owner']}" if p["owner"] else ""
+        failed = f", {p['failed_attempts']} failed attempts" if p.get("failed_attempts") else ""
+        lines.append(f"  pending: {p['instant']} {p['action']} {p['state']}, {age}, {beat}{owner}{failed}")
     for name, s in report["services"].items():
         if not s["enabled"]:
             lines.append(f"  {name}: off{' (' + s['note'] + ')' if s.get('note') else ''}")

@@ -16,8 +16,10 @@ import pytest
 from service import command_context
 from service.check import TABLE_FIX
 from service.cli import main
+from service.clustering.preflight import INDEX_FIX
 from service.table.properties import PROPERTIES_FILE, TableConfig, load_table_config
 from service.table.storage import Storage
+from tests.support import hudi_tables as ht
 from tests.support.histories import HistoryCache
 from tests.support.mdt_histories import MdtHistory
 
@@ -76,6 +78,10 @@ def test_check_says_what_each_service_then_does(
     assert services["clustering"]["trigger"]["due"] is True
     assert len(cluster["plan"]["groups"]) == services["clustering"]["next"]["groups"] > 0
     assert cluster["plan"]["input_file_slices"] == services["clustering"]["next"]["input_files"]
+    # The plan just written is pending: check names who scheduled it (our mark) and its attempts.
+    _, after = _run(capsys, "check", "--base-path", str(clustered), *CONF)
+    [pending] = [p for p in after["pending"] if p["instant"] == cluster["plan"]["instant_time"]]
+    assert pending["owner"] == "hudi-table-service" and pending["failed_attempts"] == 0
 
     if name == "merge_on_read":
         compacted = table_of(name, "compact")
@@ -146,3 +152,47 @@ tables:
     with pytest.raises(SystemExit):
         main(["check", "--config", str(config), "--table"])
     assert main(["check", "--config", str(config), "--table", "nope"]) == 1
+
+
+def test_a_writers_index_a_clustering_would_leave_stale_refuses_clustering_only(
+    table_of: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = table_of("many_commits", "check")
+    hbase = ("--hoodie-conf", "hoodie.index.type=HBASE")
+    code, report = _run(capsys, "check", "--base-path", str(base), *CONF, *hbase)
+    assert code == 2
+    assert report["index"] == {
+        "type": "HBASE", "setting": "hoodie.index.type", "clustering_keeps_it_current": False
+    }  # fmt: skip
+    clustering = report["services"]["clustering"]
+    assert not clustering["runnable"] and "hoodie.index.type=HBASE" in clustering["refusal"]
+    assert clustering["fix"] == INDEX_FIX
+    assert report["services"]["cleaning"]["runnable"]
+    timeline = sorted(p.name for p in (base / ".hoodie").iterdir())
+    capsys.readouterr()
+    assert main(["cluster", "--base-path", str(base), "--mode", "scheduleAndExecute", *CONF, *hbase]) == 1
+    assert sorted(p.name for p in (base / ".hoodie").iterdir()) == timeline  # nothing planned
+
+
+def test_check_of_a_table_without_meta_fields_says_its_keys_and_plans_as_clustering_does(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Virtual keys (`hoodie.populate.meta.fields=false`, Hudi 0.15's writer with its SIMPLE index)."""
+    base = tmp_path / "virtual"
+    opts = {"hoodie.populate.meta.fields": "false", "hoodie.index.type": "SIMPLE"}
+    for start in range(0, 60, 20):  # three commits of small files in each partition
+        ht.write(
+            spark, base, ht.generate(spark, range(start, start + 20)), "insert",
+            partition_fields=["region"], extra_opts=opts,
+        )  # fmt: skip
+    code, report = _run(capsys, "check", "--base-path", str(base), *CONF)
+    assert code == 0
+    assert report["keys"] == {
+        "meta_fields": False, "record_key_fields": "id",
+        "key_generator": "org.apache.hudi.keygen.SimpleKeyGenerator",
+    }  # fmt: skip
+    planned = report["services"]["clustering"]["next"]
+    code, cluster = _run(capsys, "cluster", "--base-path", str(base), "--mode", "schedule", *CONF)
+    assert code == 0 and cluster["plan"]["written"]
+    assert len(cluster["plan"]["groups"]) == planned["groups"] == 3  # a group per partition
+    assert cluster["plan"]["input_file_slices"] == planned["input_files"] == 9

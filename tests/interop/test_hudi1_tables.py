@@ -180,6 +180,62 @@ def test_services_not_served_are_refused_by_name_and_nothing_changes(
     assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == before
 
 
+_CHECK_SETTINGS = ("hoodie.cleaner.commits.retained=1", "hoodie.clustering.async.max.commits=1",
+                   "hoodie.compact.inline.max.delta.commits=1")  # fmt: skip
+_CHECK_CONF = [a for setting in _CHECK_SETTINGS for a in ("--hoodie-conf", setting)]
+
+
+def _json_of(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main([*args, *_CHECK_CONF, "--json"])
+    out = capsys.readouterr().out
+    return code, (json.loads(out) if out.strip() else {})
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_check_says_what_each_service_then_does_on_a_1x_table(
+    hudi1: HudiJvm,
+    histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]],
+    tmp_path: Path,
+    table_type: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`check` on what Hudi 1.x wrote (metadata table on): each service it says can run plans what
+    check said (clean's files, clustering's groups, compaction's slices); each it refuses, the service
+    refuses too, changing nothing."""
+    history, _ = histories[(table_type, True)]
+    checked = tmp_path / "check"
+    shutil.copytree(history.base, checked)
+    code, report = _json_of(capsys, "check", "--base-path", str(checked))
+    assert report["table"]["table_version"] == hudi1.table_version
+    assert report["table"]["type"] == table_type and report["metadata_table"]["partitions"]
+    services = report["services"]
+    refused = {name for name, s in services.items() if s["enabled"] and not s["runnable"]}
+    assert code == (2 if refused else 0)
+    runs = {"cleaning": ["clean"], "clustering": ["cluster", "--mode", "schedule"],
+            "compaction": ["compact", "--mode", "schedule"]}  # fmt: skip
+    for name, argv in runs.items():
+        if not services[name]["enabled"]:
+            continue
+        copy = tmp_path / name
+        shutil.copytree(history.base, copy)
+        before = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
+        code, out = _json_of(capsys, argv[0], "--base-path", str(copy), *argv[1:])
+        if name in refused:
+            assert code == 1, (name, services[name])
+            assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == before
+            continue
+        assert code == 0, (name, out)
+        planned = services[name]["next"]
+        if name == "cleaning":
+            deleted = sum(c["files_deleted"] + c["files_already_gone"] for c in out["cleans"])
+            assert deleted == planned["files_to_delete"]
+        elif name == "clustering":
+            assert len(out["plan"]["groups"] if out["plan"] else []) == planned["groups"]
+        else:
+            assert len(out["operations"]) == planned["operations"]
+
+
 @pytest.mark.parametrize(("table_type", "metadata"), [("MERGE_ON_READ", True), ("COPY_ON_WRITE", True)])
 def test_commit_metadata_re_encodes_to_the_records_hudi_1x_wrote(
     histories: dict[tuple[str, bool], tuple[Hudi1History, list[HudiSlice]]], table_type: str, metadata: bool
