@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.table.data_files import parse_log_file, parse_log_file_name
+from service.table.log_format import avro_columnar, content
 from service.table.log_format.blocks import CommandBlock, CorruptBlock, DataBlock, DeleteBlock, LogBlockType
 from service.table.log_format.merge import MergeConfig
 from service.table.log_format.slice_reader import instant_filter, read_file_slice, read_log_file
@@ -124,6 +125,39 @@ def test_hudi_written_logs_hold_the_blocks_we_expect(mor_history: MorHistory) ->
     expected = LogBlockType.AVRO_DATA_BLOCK if "avro" in mor_history.name else LogBlockType.PARQUET_DATA_BLOCK
     assert kinds == {expected, DeleteBlock}
     assert rollback_targets == {mor_history.failed_instant}
+
+
+def test_hudi_written_avro_blocks_decode_as_columns_as_record_by_record(
+    mor_history: MorHistory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every Avro data block Hudi 0.15 wrote is decoded as columns (`avro_columnar`), to the same
+    table the per-record decode gives (the merged reads above equal Hudi's with the columnar one)."""
+    table = HudiTable.open(str(mor_history.base_path), check_supported=False)
+    logs = [
+        log
+        for partition, statuses in table.list_partitions().items()
+        for status in statuses
+        if (log := parse_log_file(partition, status.name, status.size)) is not None
+    ]
+    taken: list[bool] = []
+
+    def spy(*args: Any) -> Any:
+        result = avro_columnar.decode_columnar(*args)
+        taken.append(result is not None)
+        return result
+
+    def data_blocks() -> list[DataBlock]:
+        return [b for log in logs for b in read_log_file(table.storage, log) if isinstance(b, DataBlock)]
+
+    monkeypatch.setattr(content, "decode_columnar", spy)
+    columnar = data_blocks()
+    monkeypatch.setattr(content, "decode_columnar", lambda *args: None)
+    per_record = data_blocks()
+    avro = [b for b in columnar if b.block_type is LogBlockType.AVRO_DATA_BLOCK]
+    assert bool(avro) == ("avro" in mor_history.name) and taken == [True] * len(avro)
+    assert len(columnar) == len(per_record)
+    for ours, theirs in zip(columnar, per_record, strict=True):
+        assert ours.records.equals(theirs.records), ours.location.describe()
 
 
 def test_merged_read_agrees_with_hudi_rs(mor_history: MorHistory) -> None:

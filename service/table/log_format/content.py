@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from service.errors import CorruptLogBlockError, UnsupportedLogBlockError
 from service.table.log_format.avro_arrow import avro_record_to_arrow_schema
+from service.table.log_format.avro_columnar import decode_columnar
 from service.table.log_format.blocks import BLOCK_CONTENT_VERSION, BlockLocation, DeleteRecord
 
 _INT = struct.Struct(">i")
@@ -72,13 +73,44 @@ def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocat
     schema = _parse_schema(schema_json, location)
     raw_schema = _without_cast_logical_types(schema)
     parsed = fastavro.parse_schema(raw_schema)
+    data = bytes(content)
+    bounds = _datum_bounds(data, cursor.pos, count, location)
+    arrow_schema = avro_record_to_arrow_schema(schema)
+    # Most blocks: decoded as columns in one call, when that is provably the per-record decode.
+    columnar = decode_columnar(data, bounds, schema, arrow_schema)
+    if columnar is not None:
+        return columnar
     # One stream over the whole content, each datum decoded where its length prefix says it starts:
     # per-datum streams and fastavro's datetime objects cost more than the decoding itself.
-    data = bytes(content)
     stream = io.BytesIO(data)
-    pos, end = cursor.pos, len(data)
-    read_length = _INT.unpack_from
     rows: list[Any] = []
+    for index, (pos, length) in enumerate(bounds):
+        stream.seek(pos)
+        try:
+            row = fastavro.schemaless_reader(stream, parsed, None)
+        except _AVRO_FAILURES as err:
+            raise CorruptLogBlockError(
+                location.path,
+                location.offset,
+                f"record {index} is not an Avro datum of the block schema: {err}",
+            ) from err
+        # Java decodes each datum inside its length; one that needs more or fewer bytes is corrupt.
+        if stream.tell() != pos + length:
+            raise CorruptLogBlockError(
+                location.path,
+                location.offset,
+                f"record {index} decodes to {stream.tell() - pos} bytes, its length says {length}",
+            )
+        rows.append(row)
+    raw = pa.Table.from_pylist(rows, schema=avro_record_to_arrow_schema(raw_schema))
+    return raw.cast(arrow_schema)
+
+
+def _datum_bounds(data: bytes, pos: int, count: int, location: BlockLocation) -> list[tuple[int, int]]:
+    """(start, length) of each of the `count` length-prefixed datums from `pos`, each inside `data`."""
+    read_length = _INT.unpack_from
+    end = len(data)
+    bounds = []
     for index in range(count):
         if end - pos < 4:
             raise CorruptLogBlockError(
@@ -94,26 +126,9 @@ def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocat
                 location.offset,
                 f"record {index} needs {length} bytes at content offset {pos}, content has {end - pos} left",
             )
-        stream.seek(pos)
-        try:
-            row = fastavro.schemaless_reader(stream, parsed, None)
-        except _AVRO_FAILURES as err:
-            raise CorruptLogBlockError(
-                location.path,
-                location.offset,
-                f"record {index} is not an Avro datum of the block schema: {err}",
-            ) from err
+        bounds.append((pos, length))
         pos += length
-        # Java decodes each datum inside its length; one that needs more or fewer bytes is corrupt.
-        if stream.tell() != pos:
-            raise CorruptLogBlockError(
-                location.path,
-                location.offset,
-                f"record {index} decodes to {stream.tell() - (pos - length)} bytes, its length says {length}",
-            )
-        rows.append(row)
-    raw = pa.Table.from_pylist(rows, schema=avro_record_to_arrow_schema(raw_schema))
-    return raw.cast(avro_record_to_arrow_schema(schema))
+    return bounds
 
 
 # Logical types whose Arrow type is a plain cast of the Avro primitive (days, millis, micros since
