@@ -146,6 +146,11 @@ def _mdt_timeline(base: Path, failed: str) -> list[str]:
     return sorted(re.sub(r"\d{17}", "T", n) for n in names if n.startswith(failed) or "rollback" in n)
 
 
+# CI: each (table type, failure) once, each version with both types and both failures.
+@pytest.mark.long(hudi1="1.0.2", table_type="COPY_ON_WRITE", failure="after_mdt")
+@pytest.mark.long(hudi1="1.0.2", table_type="MERGE_ON_READ", failure="before_mdt")
+@pytest.mark.long(hudi1="1.1.1", table_type="COPY_ON_WRITE", failure="before_mdt")
+@pytest.mark.long(hudi1="1.1.1", table_type="MERGE_ON_READ", failure="after_mdt")
 @pytest.mark.parametrize("failure", FAILURES)
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
 def test_lazy_clean_rolls_back_a_failed_write_as_hudi_1x_does(

@@ -192,6 +192,8 @@ def _json_of(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[
     return code, (json.loads(out) if out.strip() else {})
 
 
+@pytest.mark.long(hudi1="1.0.2", table_type="MERGE_ON_READ")  # CI: each table type on one version
+@pytest.mark.long(hudi1="1.1.1", table_type="COPY_ON_WRITE")
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_check_says_what_each_service_then_does_on_a_1x_table(
     hudi1: HudiJvm,
@@ -324,6 +326,11 @@ def _hudi_clean(jvm: HudiJvm, base: Path, policy: str, retained: int) -> list[di
     return jvm.sql(f"call run_clean(table => '{name}', {args}, options => 'hoodie.metadata.enable=false')")
 
 
+# CI: each version with both table types and both policies (every case once); all with HTS_LONG_TESTS.
+@pytest.mark.long(hudi1="1.0.2", policy="KEEP_LATEST_COMMITS", table_type="MERGE_ON_READ")
+@pytest.mark.long(hudi1="1.0.2", policy="KEEP_LATEST_FILE_VERSIONS", table_type="COPY_ON_WRITE")
+@pytest.mark.long(hudi1="1.1.1", policy="KEEP_LATEST_COMMITS", table_type="COPY_ON_WRITE")
+@pytest.mark.long(hudi1="1.1.1", policy="KEEP_LATEST_FILE_VERSIONS", table_type="MERGE_ON_READ")
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 @pytest.mark.parametrize(("policy", "retained"), CLEAN_CONFIGS)
 def test_clean_deletes_what_hudi_1x_deletes_and_readers_agree(
@@ -592,6 +599,8 @@ def _mdt_blocks_of(base: Path, instant: str) -> dict[tuple[str, str], Any]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+@pytest.mark.long(hudi1="1.0.2", table_type="MERGE_ON_READ")  # CI: each case on one version
+@pytest.mark.long(hudi1="1.1.1", table_type="COPY_ON_WRITE")
 @pytest.mark.parametrize(
     ("table_type", "policy", "retained"),
     [("COPY_ON_WRITE", "KEEP_LATEST_FILE_VERSIONS", 1), ("MERGE_ON_READ", "KEEP_LATEST_COMMITS", 1)],
@@ -772,6 +781,11 @@ def test_a_clean_killed_while_writing_the_metadata_table_is_repaired_by_the_next
 # -- a version-6 table (Hudi 0.15) upgraded in place by a Hudi 1.x writer
 
 
+# CI: each (table type, metadata table) once, each version with both types and both metadata settings.
+@pytest.mark.long(hudi1="1.0.2", table_type="MERGE_ON_READ", metadata=True)
+@pytest.mark.long(hudi1="1.0.2", table_type="COPY_ON_WRITE", metadata=False)
+@pytest.mark.long(hudi1="1.1.1", table_type="COPY_ON_WRITE", metadata=True)
+@pytest.mark.long(hudi1="1.1.1", table_type="MERGE_ON_READ", metadata=False)
 @pytest.mark.parametrize(
     ("table_type", "metadata"),
     [("COPY_ON_WRITE", False), ("MERGE_ON_READ", False), ("COPY_ON_WRITE", True), ("MERGE_ON_READ", True)],
