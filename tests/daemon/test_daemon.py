@@ -18,6 +18,7 @@ from service.config import daemon as daemon_config
 from service.config.daemon import parse_daemon_config
 from service.config.zones import ZoneChoice
 from service.daemon import Daemon, Outcome, TableService
+from service.daemon.runtime import TableRuntime
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import State
 from service.table.timeline import parse_instant_time
@@ -312,6 +313,16 @@ def test_daemon_compaction_disabled_adds_no_job(tmp_path: Path, registry: Collec
         assert daemon.stop(grace_seconds=10)
 
 
+def _refused_at_every_tick(daemon: Daemon, service: TableService) -> TableRuntime:
+    """Three ticks of `service` on table t: each refused, no failure counted, no backoff, no quarantine."""
+    runtime = daemon.runtimes["t"]
+    for n in range(3):
+        assert daemon.run_iteration(runtime, service, NOW + timedelta(seconds=n)) is Outcome.REFUSED
+    assert runtime.refused_services == {service}
+    assert not runtime.consecutive_failures and not runtime.quarantined and not runtime.retry_at
+    return runtime
+
+
 def test_daemon_compaction_strategy_not_reproduced_is_refused_not_failed(
     tmp_path: Path, registry: CollectorRegistry
 ) -> None:
@@ -325,12 +336,7 @@ def test_daemon_compaction_strategy_not_reproduced_is_refused_not_failed(
         f"hoodie.clustering.async.max.commits: 100\n  hoodie.compaction.strategy: {strategy}",
     )
     daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
-    runtime = daemon.runtimes["t"]
-    for n in range(3):
-        at = NOW + timedelta(seconds=n)
-        assert daemon.run_iteration(runtime, TableService.COMPACTION, at) is Outcome.REFUSED
-    assert runtime.refused_services == {TableService.COMPACTION}
-    assert not runtime.consecutive_failures and not runtime.quarantined
+    runtime = _refused_at_every_tick(daemon, TableService.COMPACTION)
     assert (
         _value(registry, "table_refused", table="t", service="compaction", reason="compaction_strategy") == 1
     )
@@ -354,12 +360,7 @@ def test_daemon_clustering_of_a_table_whose_index_it_would_leave_stale_is_refuse
         "hoodie.clustering.async.max.commits: 1\n  hoodie.index.type: HBASE",
     )
     daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
-    runtime = daemon.runtimes["t"]
-    for n in range(3):
-        at = NOW + timedelta(seconds=n)
-        assert daemon.run_iteration(runtime, TableService.CLUSTERING, at) is Outcome.REFUSED
-    assert runtime.refused_services == {TableService.CLUSTERING}
-    assert not runtime.consecutive_failures and not runtime.quarantined and not runtime.retry_at
+    runtime = _refused_at_every_tick(daemon, TableService.CLUSTERING)
     assert _value(registry, "table_refused", table="t", service="clustering", reason="index_type") == 1
     assert not runtime.needs_configuration  # the writers' index must change, not a setting of ours
     refusal = daemon.status.table(runtime, NOW)["service_refusals"]["clustering"]
