@@ -324,6 +324,7 @@ def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_
     runtimes["running"].phase[TableService.CLUSTERING] = (
         Phase.EXECUTING
     )  # what a tick sets while its groups run
+    runtimes["running"].pending[TableService.CLUSTERING] = (ts(6),)  # and the plan they run
     expected = {"healthy": "idle", "local": "needs configuration", "mor": "refused",
                 "broken": "backing off", "running": "executing", "hbase": "refused"}  # fmt: skip
     for name, state in expected.items():
@@ -348,6 +349,8 @@ def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_
             assert re.search(
                 r'<time datetime="2024-01-02T00:00:00\+00:00" title="[^"]+">3 min ago</time>', dom
             )
+        if name == "running":  # planned at 00:06 the day before the page
+            assert f"{ts(6)} (23 h old)" in dom
         if name == "local":
             assert (
                 "to serve it: set daemon.timezone (or the table entry's timezone) in the daemon config" in dom
