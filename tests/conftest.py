@@ -19,7 +19,12 @@ from tests.support.zookeeper import ZookeeperServer
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytest_plugins = ["tests.support.histories", "tests.support.mdt_histories", "tests.support.no_skips"]
+pytest_plugins = [
+    "tests.support.histories",
+    "tests.support.mdt_histories",
+    "tests.support.no_skips",
+    "tests.faults.tables",
+]
 
 # Threads take a moment to end after close(): kazoo's connection thread waits out its select.
 LEAK_GRACE_SECONDS = 5.0

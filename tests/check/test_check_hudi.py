@@ -19,6 +19,8 @@ from service.cli import main
 from service.clustering.preflight import INDEX_FIX
 from service.table.properties import PROPERTIES_FILE, TableConfig, load_table_config
 from service.table.storage import Storage
+from tests.faults.matrix import TableType
+from tests.faults.tables import FaultTables
 from tests.support import hudi_tables as ht
 from tests.support.histories import HistoryCache
 from tests.support.mdt_histories import MdtHistory
@@ -39,11 +41,14 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str,
 
 @pytest.fixture
 def table_of(
-    hudi_histories: HistoryCache, mdt_history_built: MdtHistory, tmp_path: Path
+    hudi_histories: HistoryCache, mdt_history_built: MdtHistory, fault_tables: FaultTables, tmp_path: Path
 ) -> Callable[[str, str], Path]:
     """A fresh copy of the named table for each use (each service changes its copy)."""
 
     def copy(name: str, use: str) -> Path:
+        if name == "mor_mdt_indexes":  # merge-on-read, metadata table with files, column_stats, bloom
+            source = fault_tables.get(TableType.MOR).base.base_path
+            return Path(shutil.copytree(source, tmp_path / use / name))
         history = mdt_history_built.history if name == "mdt_files" else hudi_histories.get(name)
         source = history.base_path
         return Path(shutil.copytree(source, tmp_path / use / name))
@@ -51,7 +56,11 @@ def table_of(
     return copy
 
 
-@pytest.mark.parametrize("name", ["many_commits", "mdt_files", "merge_on_read"])
+MERGE_ON_READ = ("merge_on_read", "mor_mdt_indexes")
+
+
+# Copy-on-write without and with the metadata table, merge-on-read without and with it (and indexes).
+@pytest.mark.parametrize("name", ["many_commits", "mdt_files", "merge_on_read", "mor_mdt_indexes"])
 def test_check_says_what_each_service_then_does(
     name: str, table_of: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -70,7 +79,7 @@ def test_check_says_what_each_service_then_does(
     code, clean = _run(capsys, "clean", "--base-path", str(cleaned), *CONF)
     deleted = sum(c["files_deleted"] + c["files_already_gone"] for c in clean["cleans"])
     assert code == 0 and deleted == services["cleaning"]["next"]["files_to_delete"]
-    assert deleted > 0 or name == "merge_on_read"  # its upserts appended logs: no older slice to clean
+    assert deleted > 0 or name in MERGE_ON_READ  # upserts appended logs: maybe no older slice to clean
 
     clustered = table_of(name, "cluster")
     code, cluster = _run(capsys, "cluster", "--base-path", str(clustered), "--mode", "schedule", *CONF)
@@ -83,7 +92,7 @@ def test_check_says_what_each_service_then_does(
     [pending] = [p for p in after["pending"] if p["instant"] == cluster["plan"]["instant_time"]]
     assert pending["owner"] == "hudi-table-service" and pending["failed_attempts"] == 0
 
-    if name == "merge_on_read":
+    if name in MERGE_ON_READ:
         compacted = table_of(name, "compact")
         code, compact = _run(capsys, "compact", "--base-path", str(compacted), "--mode", "schedule", *CONF)
         assert code == 0 and services["compaction"]["trigger"]["due"] is True

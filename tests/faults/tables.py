@@ -1,10 +1,13 @@
-"""The fault tests' tables: written by real Hudi 0.15 on first use, read-only (cases copy them)."""
+"""The fault tests' tables: written by real Hudi 0.15 on first use, read-only (cases copy them).
+A pytest plugin (tests/conftest.py): `check`'s tests use the merge-on-read one too."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pytest
 
 from tests.faults.matrix import TableType
 from tests.support import hudi_tables as ht
@@ -58,3 +61,8 @@ class FaultTables:
         if table_type not in self.built:
             self.built[table_type] = _build(self.spark, self.root, table_type)
         return self.built[table_type]
+
+
+@pytest.fixture(scope="session")
+def fault_tables(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> FaultTables:
+    return FaultTables(spark, tmp_path_factory.mktemp("faults"))
