@@ -189,13 +189,25 @@ def same_rows(spark: SparkSession, left: Path, right: Path) -> tuple[bool, int]:
     return same and frames[1].exceptAll(frames[0]).isEmpty(), count
 
 
-def run_once(spark: SparkSession, source: Path, work: Path, extra: Mapping[str, str] | None = None) -> Run:
+def run_once(
+    spark: SparkSession,
+    source: Path,
+    work: Path,
+    extra: Mapping[str, str] | None = None,
+    ours_first: bool = False,
+) -> Run:
+    """One round on fresh copies; `ours_first` swaps the order (whoever runs second meets a JVM the
+    first one warmed and a page cache it filled, so rounds alternate)."""
     files, size, logs = _input_files(source)
     copies = {name: work / f"{name}-copy" for name in ("hudi", "ours")}
     for copy in copies.values():
         shutil.copytree(source, copy)
-    hudi = run_hudi(spark, copies["hudi"], extra)
-    ours = run_ours(spark, copies["ours"])
+    if ours_first:
+        ours = run_ours(spark, copies["ours"])
+        hudi = run_hudi(spark, copies["hudi"], extra)
+    else:
+        hudi = run_hudi(spark, copies["hudi"], extra)
+        ours = run_ours(spark, copies["ours"])
     same, rows = same_rows(spark, copies["hudi"], copies["ours"])
     for copy in copies.values():
         shutil.rmtree(copy)
@@ -220,9 +232,12 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
             run_once(session, work / "warm-up", work / "warm-up-copies", extra)
         rounds: list[Run] = []
         for number in range(options.rounds):
-            rounds.append(run_once(session, work / "table", work, extra))
+            ours_first = number % 2 == 1
+            rounds.append(run_once(session, work / "table", work, extra, ours_first=ours_first))
             r = rounds[-1]
-            print(f"round {number + 1}: Hudi {r.hudi.seconds:.1f}s, ours {r.ours.seconds:.1f}s", flush=True)
+            first = "ours" if ours_first else "Hudi"
+            said = f"Hudi {r.hudi.seconds:.1f}s, ours {r.ours.seconds:.1f}s ({first} first)"
+            print(f"round {number + 1}: {said}", flush=True)
             if not r.same_rows:
                 break  # reported below; more rounds would not mend it
         payload = _payload(options, rounds, command)
@@ -264,12 +279,21 @@ def _payload(options: Options, rounds: Sequence[Run], command: str | None) -> di
         "settings": {**EVERY_DELTACOMMIT, **options.hudi_options},
         "rounds": [
             {
+                "first": "ours" if n % 2 == 1 else "hudi",
                 "hudi_seconds": round(r.hudi.seconds, 3),
                 "ours_seconds": round(r.ours.seconds, 3),
                 "same_rows": r.same_rows,
             }
-            for r in rounds
+            for n, r in enumerate(rounds)
         ],
+        # The spread beside the medians in `run`: each contender's fastest and slowest round.
+        "seconds_min_max": {
+            name: [round(min(times), 3), round(max(times), 3)]
+            for name, times in (
+                ("hudi", [r.hudi.seconds for r in rounds]),
+                ("ours", [r.ours.seconds for r in rounds]),
+            )
+        },
         "run": asdict(result) | {"ours_over_hudi_seconds": round(ratio, 3) if ratio else None},
     }
 
