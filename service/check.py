@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
@@ -21,7 +21,11 @@ from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
 from service.clustering.attempts import SCHEDULER_NAME, failed_attempts, is_our_plan
 from service.clustering.orchestrator import schedule_clustering
-from service.clustering.preflight import INDEXES_CLUSTERING_MUST_UPDATE, check_index_kept_current
+from service.clustering.preflight import (
+    INDEXES_CLUSTERING_MUST_UPDATE,
+    check_index_kept_current,
+    writers_index,
+)
 from service.compaction.scheduler import schedule_compaction
 from service.config.hoodie import HoodieConfig, TimelineTimezone
 from service.config.hoodie_keys import INDEX_TYPE
@@ -120,7 +124,7 @@ def _keys(table: HudiTable) -> dict[str, Any]:
 def _index(config: HoodieConfig) -> dict[str, Any]:
     """The writers' index as the config says it (unset: the engine's default, SIMPLE on Spark) and
     whether a clustering keeps it current (`preflight.INDEXES_CLUSTERING_MUST_UPDATE`)."""
-    value = config.raw.get(INDEX_TYPE, "").strip().upper() or None
+    value = writers_index(config)
     return {"type": value, "setting": INDEX_TYPE, "clustering_keeps_it_current": (
         value not in INDEXES_CLUSTERING_MUST_UPDATE)}  # fmt: skip
 
@@ -158,9 +162,7 @@ def _lock(table: HudiTable, inputs: CheckInputs) -> dict[str, Any]:
     if inputs.lock_provider == "zookeeper":
         settings = ZookeeperLockSettings.from_hoodie_props(effective, table.name)
         found = probe_zookeeper_lock(settings)
-        probe = {"lock_path": found.lock_path, "connect_string": found.connect_string,
-                 "reachable": found.reachable, "lock_node_exists": found.lock_node_exists,
-                 "contenders": found.contenders, "other_locks": list(found.other_locks)}  # fmt: skip
+        probe = asdict(found)
         notes.append(found.verdict)
     else:
         notes.append(

@@ -42,11 +42,16 @@ INDEX_FIX = (
 )
 
 
+def writers_index(config: HoodieConfig) -> str | None:
+    """The writers' `hoodie.index.type` as configured, upper-cased; None when unset (the engine's)."""
+    return config.raw.get(INDEX_TYPE, "").strip().upper() or None
+
+
 def check_index_kept_current(table: HudiTable, config: HoodieConfig) -> None:
     """Refuse clustering (a state with its fix, not a failure: nothing we can retry) when the writers'
     index (`hoodie.index.type`, as the writers are configured) would go stale: executing any plan,
     Hudi's pending ones too, moves records to file groups that index does not know."""
-    index = config.raw.get(INDEX_TYPE, "").strip().upper()
+    index = writers_index(config)
     if index in INDEXES_CLUSTERING_MUST_UPDATE:
         raise TableServicesRefusedError(
             f"table {table.name!r} at {table.base_uri}: {INDEX_TYPE}={index}: "

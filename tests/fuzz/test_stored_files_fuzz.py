@@ -240,8 +240,8 @@ tables:
 
 
 def _stamps(base: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(base)): (p.stat().st_size, p.stat().st_mtime_ns) for p in base.rglob("*")
-            if p.is_file()}  # fmt: skip
+    stats = {str(p.relative_to(base)): p.stat() for p in base.rglob("*") if p.is_file()}
+    return {rel: (st.st_size, st.st_mtime_ns) for rel, st in stats.items()}
 
 
 def _working_copy(seed: Path, base: Path) -> None:
