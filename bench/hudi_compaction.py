@@ -6,11 +6,16 @@ batch adds groups), then `upserts` rounds each updating one in `upsert_every` ke
 group has a base file and a log file per round. Per contender the table is copied: Hudi's
 `CALL run_compaction(op => 'run')` (`RunCompactionProcedure`: schedule with Hudi's planner, then
 `SparkRDDWriteClient.compact`) compacts one copy, our `schedule_compaction` + `execute_compaction`
-(the operations as Spark tasks through `SparkExecutor`, in the same session) the other. Both
-compact every file slice (`hoodie.compact.inline.max.delta.commits=1`, Hudi's default strategy).
-Hudi's snapshot reads of both copies must hold the same rows (asserted); wall seconds of each and
-the ratio are recorded, as the medians of `--rounds` rounds (default 3, each on fresh copies; every
-round's seconds are kept). An untimed warm-up on a tiny table takes JIT and first-use costs out.
+(the operations as Spark tasks through `SparkExecutor`) the other. Both compact every file slice
+(`hoodie.compact.inline.max.delta.commits=1`, Hudi's default strategy).
+
+Each contender runs in a process of its own with its own SparkSession, configured alike
+(`bench.contenders`): warmed up once by an untimed compaction of a tiny table, then called once per
+round on a fresh copy, the rounds (`--rounds`, default 3) alternating who goes first. Recorded per
+round: each contender's wall seconds, the peak resident memory of its process tree (Python driver,
+JVM, Python workers) while it compacted, the load average before and after, and the row digest of
+each output as Hudi's snapshot reader reads it (in this process's session, which also built the
+table); the run fails when the digests differ. Medians and min-max are published.
 
 `--hudi 1.1` runs the same with Hudi 1.1.1 (bundle, writer, procedure and reader): the table is of
 version 9, with Hudi 1.1's metadata-table defaults (`column_stats`, `partition_stats`) and the record
@@ -19,6 +24,7 @@ index, which both compactions keep; results go to `hudi-compaction-v9.json`.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import statistics
 import tempfile
@@ -36,6 +42,15 @@ from bench.common import (
     rerun_without_jvm,
     stopwatch,
     write_results,
+)
+from bench.contenders import (
+    ContenderProcess,
+    RowDigest,
+    Spread,
+    load_average,
+    peak_mb,
+    round_order,
+    row_digest,
 )
 from service.compaction.executor import execute_compaction
 from service.compaction.scheduler import schedule_compaction
@@ -103,13 +118,26 @@ class Contender:
 
 @dataclass(frozen=True)
 class Run:
+    """One round: both contenders on fresh copies of the input, `first` first."""
+
     input_files: int
     input_bytes: int
     log_files: int
     hudi: Contender
     ours: Contender
-    same_rows: bool
-    rows: int
+    first: str
+    peak_rss_bytes: dict[str, int]  # contender -> its process tree's peak while it compacted
+    digests: dict[str, RowDigest]  # contender -> its output as Hudi's reader reads it
+    load_before: float
+    load_after: float
+
+    @property
+    def same_rows(self) -> bool:
+        return self.digests["hudi"] == self.digests["ours"]
+
+    @property
+    def rows(self) -> int:
+        return self.digests["hudi"].rows
 
 
 def build_table(
@@ -148,7 +176,7 @@ def _input_files(base: Path) -> tuple[int, int, int]:
     return len(data), sum(p.stat().st_size for p in data), sum(1 for p in data if ".log." in p.name)
 
 
-def run_hudi(spark: SparkSession, base: Path, extra: Mapping[str, str] | None = None) -> Contender:
+def run_hudi(spark: SparkSession, base: Path | str, extra: Mapping[str, str] | None = None) -> Contender:
     options = ",".join(f"{k}={v}" for k, v in {**EVERY_DELTACOMMIT, **(extra or {})}.items())
     call = f"CALL run_compaction(op => 'run', path => '{base}', options => '{options}')"
     with stopwatch() as sw:
@@ -156,7 +184,7 @@ def run_hudi(spark: SparkSession, base: Path, extra: Mapping[str, str] | None = 
     return _contender("hudi", base, sw.seconds, None)
 
 
-def run_ours(spark: SparkSession, base: Path) -> Contender:
+def run_ours(spark: SparkSession, base: Path | str) -> Contender:
     table = HudiTable.open(str(base))
     config = HoodieConfig.from_mapping(EVERY_DELTACOMMIT, table.name)
     lock = InProcessTableLock(table.name, key=str(base))
@@ -170,7 +198,7 @@ def run_ours(spark: SparkSession, base: Path) -> Contender:
     return _contender("ours", base, sw.seconds, scheduling.seconds)
 
 
-def _contender(name: str, base: Path, seconds: float, schedule_seconds: float | None) -> Contender:
+def _contender(name: str, base: Path | str, seconds: float, schedule_seconds: float | None) -> Contender:
     """The figures of the one compaction commit on `base`, from its commit metadata."""
     from service.table import codecs
     from service.table.instant import Action
@@ -181,43 +209,73 @@ def _contender(name: str, base: Path, seconds: float, schedule_seconds: float | 
     return Contender(name, seconds, schedule_seconds, len(stats), sum(s.file_size_in_bytes for s in stats))
 
 
-def same_rows(spark: SparkSession, left: Path, right: Path) -> tuple[bool, int]:
-    """Whether Hudi's snapshot reads of both copies hold the same rows (all but `_hoodie_file_name`)."""
-    frames = [spark.read.format("hudi").load(str(p)).drop("_hoodie_file_name") for p in (left, right)]
-    count = frames[0].count()
-    same = count == frames[1].count() and frames[0].exceptAll(frames[1]).isEmpty()
-    return same and frames[1].exceptAll(frames[0]).isEmpty(), count
+# What a contender's process runs (`bench.contender_child`): JSON in, JSON out.
+def hudi_in_child(spark: SparkSession, base: str, extra: dict[str, str]) -> dict[str, Any]:
+    return asdict(run_hudi(spark, base, extra))
+
+
+def ours_in_child(spark: SparkSession, base: str, extra: dict[str, str]) -> dict[str, Any]:
+    return asdict(run_ours(spark, base))
+
+
+CONTENDERS = ("hudi", "ours")
+IN_CHILD = {"hudi": f"{__name__}:hudi_in_child", "ours": f"{__name__}:ours_in_child"}
 
 
 def run_once(
     spark: SparkSession,
+    processes: Mapping[str, ContenderProcess],
     source: Path,
     work: Path,
-    extra: Mapping[str, str] | None = None,
-    ours_first: bool = False,
+    extra: Mapping[str, str],
+    order: Sequence[str] = CONTENDERS,
 ) -> Run:
-    """One round on fresh copies; `ours_first` swaps the order (whoever runs second meets a JVM the
-    first one warmed and a page cache it filled, so rounds alternate)."""
+    """One round on fresh copies, the contenders in `order` (whoever runs second meets a page cache the
+    first one filled, so rounds alternate); `spark` reads both outputs for their digests."""
     files, size, logs = _input_files(source)
-    copies = {name: work / f"{name}-copy" for name in ("hudi", "ours")}
+    copies = {name: work / f"{name}-copy" for name in CONTENDERS}
     for copy in copies.values():
         shutil.copytree(source, copy)
-    if ours_first:
-        ours = run_ours(spark, copies["ours"])
-        hudi = run_hudi(spark, copies["hudi"], extra)
-    else:
-        hudi = run_hudi(spark, copies["hudi"], extra)
-        ours = run_ours(spark, copies["ours"])
-    same, rows = same_rows(spark, copies["hudi"], copies["ours"])
+    load_before = load_average()
+    done: dict[str, Contender] = {}
+    peaks: dict[str, int] = {}
+    for name in order:
+        call = processes[name].call(IN_CHILD[name], base=str(copies[name]), extra=dict(extra))
+        done[name], peaks[name] = Contender(**call.result), call.peak_rss_bytes
+    load_after = load_average()
+    digests = {name: row_digest(spark, copies[name]) for name in CONTENDERS}
     for copy in copies.values():
         shutil.rmtree(copy)
-    return Run(files, size, logs, hudi, ours, same, rows)
+    return Run(
+        files, size, logs, done["hudi"], done["ours"], order[0], peaks, digests, load_before, load_after
+    )
+
+
+def contender_processes(
+    stack: contextlib.ExitStack, options: Options, work: Path
+) -> dict[str, ContenderProcess]:
+    """Each contender's own driver, configured alike; closed with `stack`."""
+    return {
+        name: stack.enter_context(
+            ContenderProcess(
+                name,
+                {
+                    "work_dir": work / f"{name}-driver",
+                    "driver_memory": options.driver_memory,
+                    "hudi": options.hudi,
+                },
+                work / f"{name}-driver.log",
+            )
+        )
+        for name in CONTENDERS
+    }
 
 
 def run(options: Options, spark: SparkSession | None = None, command: str | None = None) -> dict[str, Any]:
-    """Build the table, compact a copy with each contender, write the JSON."""
+    """Build the table, compact copies of it with each contender in its own process, write the JSON."""
     work = Path(tempfile.mkdtemp(prefix="hts-bench-hudi-compaction-", dir=options.work_dir))
     session: SparkSession | None = spark
+    load_before = load_average()
     try:
         if session is None:
             from bench.hudi_clustering import start_session
@@ -227,26 +285,33 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         with stopwatch() as built:
             build_table(session, work / "table", options.shape, extra)
         print(f"built {options.shape.rows:,} rows ({built.seconds:.1f}s)", flush=True)
-        if options.shape != TINY:  # untimed warm-up
+        if options.shape != TINY:
             build_table(session, work / "warm-up", TINY, extra)
-            run_once(session, work / "warm-up", work / "warm-up-copies", extra)
         rounds: list[Run] = []
-        for number in range(options.rounds):
-            ours_first = number % 2 == 1
-            rounds.append(run_once(session, work / "table", work, extra, ours_first=ours_first))
-            r = rounds[-1]
-            first = "ours" if ours_first else "Hudi"
-            said = f"Hudi {r.hudi.seconds:.1f}s, ours {r.ours.seconds:.1f}s ({first} first)"
-            print(f"round {number + 1}: {said}", flush=True)
-            if not r.same_rows:
-                break  # reported below; more rounds would not mend it
-        payload = _payload(options, rounds, command)
+        with contextlib.ExitStack() as stack:
+            processes = contender_processes(stack, options, work)
+            if options.shape != TINY:  # untimed: JIT and first-use costs out of the rounds
+                for name, process in processes.items():
+                    shutil.copytree(work / "warm-up", work / f"warm-up-{name}")
+                    process.call(IN_CHILD[name], base=str(work / f"warm-up-{name}"), extra=dict(extra))
+            for number in range(options.rounds):
+                order = round_order(CONTENDERS, number)
+                rounds.append(run_once(session, processes, work / "table", work, extra, order))
+                r = rounds[-1]
+                said = ", ".join(
+                    f"{name} {getattr(r, name).seconds:.1f}s {r.peak_rss_bytes[name] / 2**20:,.0f} MB"
+                    for name in order
+                )
+                print(f"round {number + 1}: {said}", flush=True)
+                if not r.same_rows:
+                    break  # reported below; more rounds would not mend it
+        payload = _payload(options, rounds, command, load_before)
         _print(payload)
         path = write_results(options.results_name, payload, options.results_dir)
         print(f"\nwrote {path}", flush=True)
         payload["results_path"] = str(path)
         if not payload["run"]["same_rows"]:
-            raise RuntimeError(f"Hudi's compaction and ours left different rows: {payload['run']}")
+            raise RuntimeError(f"Hudi's compaction and ours left different rows: {payload['rounds']}")
         return payload
     finally:
         if spark is None and session is not None:
@@ -254,47 +319,46 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _median(contenders: Sequence[Contender]) -> Contender:
-    """The contender's figures with the median seconds of its rounds (outputs are alike in each)."""
-    schedule = [c.schedule_seconds for c in contenders if c.schedule_seconds is not None]
-    return replace(
-        contenders[-1],
-        seconds=statistics.median(c.seconds for c in contenders),
-        schedule_seconds=statistics.median(schedule) if schedule else None,
-    )
-
-
-def _payload(options: Options, rounds: Sequence[Run], command: str | None) -> dict[str, Any]:
-    result = replace(
-        rounds[-1],
-        hudi=_median([r.hudi for r in rounds]),
-        ours=_median([r.ours for r in rounds]),
-        same_rows=all(r.same_rows for r in rounds),
-    )
-    ratio = result.ours.seconds / result.hudi.seconds if result.hudi.seconds else None
+def _payload(
+    options: Options, rounds: Sequence[Run], command: str | None, load_before: float
+) -> dict[str, Any]:
+    last = rounds[-1]
+    times = {name: Spread.of([getattr(r, name).seconds for r in rounds]) for name in CONTENDERS}
+    medians = {name: replace(getattr(last, name), seconds=times[name].median) for name in CONTENDERS}
+    schedule = [r.ours.schedule_seconds for r in rounds if r.ours.schedule_seconds is not None]
+    if schedule:
+        medians["ours"] = replace(medians["ours"], schedule_seconds=statistics.median(schedule))
+    ratio = times["ours"].median / times["hudi"].median if times["hudi"].median else None
     return {
         "command": command or f"bench.hudi_compaction.run({options})",
         "shape": asdict(options.shape) | {"updated_rows": options.shape.updated_rows},
         "hudi": options.hudi,
         "settings": {**EVERY_DELTACOMMIT, **options.hudi_options},
+        "load_before": load_before,
         "rounds": [
             {
-                "first": "ours" if n % 2 == 1 else "hudi",
-                "hudi_seconds": round(r.hudi.seconds, 3),
-                "ours_seconds": round(r.ours.seconds, 3),
+                "first": r.first,
+                **{f"{name}_seconds": round(getattr(r, name).seconds, 3) for name in CONTENDERS},
+                **{f"{name}_peak_rss_mb": peak_mb([r.peak_rss_bytes[name]]) for name in CONTENDERS},
+                **{f"{name}_rows": r.digests[name].text for name in CONTENDERS},
                 "same_rows": r.same_rows,
+                "load_before": r.load_before,
+                "load_after": r.load_after,
             }
-            for n, r in enumerate(rounds)
+            for r in rounds
         ],
-        # The spread beside the medians in `run`: each contender's fastest and slowest round.
-        "seconds_min_max": {
-            name: [round(min(times), 3), round(max(times), 3)]
-            for name, times in (
-                ("hudi", [r.hudi.seconds for r in rounds]),
-                ("ours", [r.ours.seconds for r in rounds]),
-            )
+        "seconds": {name: times[name].as_json() for name in CONTENDERS},
+        # Each contender's highest over the rounds.
+        "peak_rss_mb": {name: peak_mb([r.peak_rss_bytes[name] for r in rounds]) for name in CONTENDERS},
+        "run": {
+            "input_files": last.input_files,
+            "input_bytes": last.input_bytes,
+            "log_files": last.log_files,
+            **{name: asdict(medians[name]) for name in CONTENDERS},
+            "same_rows": all(r.same_rows for r in rounds),
+            "rows": last.rows,
+            "ours_over_hudi_seconds": round(ratio, 3) if ratio else None,
         },
-        "run": asdict(result) | {"ours_over_hudi_seconds": round(ratio, 3) if ratio else None},
     }
 
 
@@ -304,6 +368,7 @@ def _print(payload: Mapping[str, Any]) -> None:
         [
             c["name"], c["output_files"], c["output_bytes"], round(c["seconds"], 2),
             "" if c["schedule_seconds"] is None else round(c["schedule_seconds"], 2),
+            "{min:.2f}-{max:.2f}".format(**payload["seconds"][c["name"]]), payload["peak_rss_mb"][c["name"]],
         ]
         for c in (run_["hudi"], run_["ours"])
     ]  # fmt: skip
@@ -311,7 +376,7 @@ def _print(payload: Mapping[str, Any]) -> None:
         f"Compaction, ours vs Hudi's run_compaction ({run_['input_files']:,} files, "
         f"{run_['log_files']:,} log files, {run_['input_bytes']:,} bytes; same rows: {run_['same_rows']}; "
         f"ours/Hudi {run_['ours_over_hudi_seconds']})",
-        ["contender", "files", "bytes", "seconds", "of which scheduling"],
+        ["contender", "files", "bytes", "seconds (median)", "of which scheduling", "min-max", "peak RSS MB"],
         rows,
     )
 

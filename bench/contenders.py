@@ -1,0 +1,262 @@
+"""Contender pairs measured alike: each contender in its own process, rounds alternating who goes
+first, the spread beside the median, each contender's peak resident memory, and the outputs compared
+row for row.
+
+Why a process per contender: the memory a contender needs is only its own when nothing else shares its
+JVM, and a JVM keeps what its heap once grew to, so two contenders in one driver would each be charged
+the other's peak. Each `ContenderProcess` is one `python -m bench.contender_child` with its own
+SparkSession (the same configuration for both), warmed up once, then called once per round; the
+parent samples the resident memory of the child's whole process tree (the Python driver, its JVM, and
+the Python workers Spark forks) while a timed call runs.
+
+Linux only: memory is read from `/proc`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+SAMPLE_EVERY_S = 0.05
+MB = 1024 * 1024
+
+
+# ---------------------------------------------------------------- order and spread
+
+
+def round_order(names: Sequence[str], round_index: int) -> tuple[str, ...]:
+    """Who goes first in round `round_index` (from 0): the given order in even rounds, reversed in odd
+    ones, so whoever runs second (a page cache the first one filled) is each contender in turn."""
+    return tuple(names) if round_index % 2 == 0 else tuple(reversed(names))
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        if not values:
+            raise ValueError("a spread of no rounds")
+        return cls(statistics.median(values), min(values), max(values))
+
+    def as_json(self, digits: int = 3) -> dict[str, float]:
+        return {
+            "median": round(self.median, digits),
+            "min": round(self.min, digits),
+            "max": round(self.max, digits),
+        }
+
+
+def load_average() -> float:
+    """The 1-minute load average: recorded before and after every round, so a reader sees what else ran."""
+    return round(os.getloadavg()[0], 2)
+
+
+# ---------------------------------------------------------------- resident memory
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process now visible in /proc."""
+    out: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone since the listing
+        # The command name is in parentheses and may hold spaces: the fields after its last ')'.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        out[int(entry.name)] = int(fields[1])
+    return out
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and every process descended from it."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
+def tree_rss_bytes(root: int) -> int:
+    """The resident memory of `root`'s process tree: the sum of each process's RSS (pages a forked
+    Python worker shares with its parent count once per process, as `ps` counts them)."""
+    total = 0
+    for pid in process_tree(root):
+        try:
+            with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+                total += int(f.read().split()[1]) * PAGE_BYTES
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+class PeakRss:
+    """Samples `tree_rss_bytes(root)` every `SAMPLE_EVERY_S` seconds in a thread while in `with`."""
+
+    def __init__(self, root: int, every_s: float = SAMPLE_EVERY_S) -> None:
+        self.root, self.every_s, self.peak_bytes = root, every_s, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name=f"peak-rss-{root}", daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.root))
+            if self._stop.wait(self.every_s):
+                return
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.root))  # the last moment too
+
+
+# ---------------------------------------------------------------- the contender's process
+
+
+class ContenderError(RuntimeError):
+    """A call in a contender's process failed; the message carries the child's traceback."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """What one call in a contender's process returned, and the tree's peak memory while it ran."""
+
+    result: Any
+    wall_seconds: float
+    peak_rss_bytes: int
+
+
+class ContenderProcess:
+    """One contender's own Python driver and SparkSession (`bench.contender_child`).
+
+    `call("bench.x:fn", **kwargs)` runs `fn(spark, **kwargs)` there and returns its JSON result;
+    `session` goes to `bench.hudi_clustering.start_session` in the child (the same for each contender).
+    """
+
+    def __init__(self, name: str, session: Mapping[str, Any], log: Path) -> None:
+        self.name = name
+        self._log_file: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in close()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "bench.contender_child"],
+            cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log_file,
+        )  # fmt: skip
+        self.log = log
+        self._send({"session": dict(session)})
+        self._receive()  # the session is up
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.write((json.dumps(message, default=str) + "\n").encode())
+        self._process.stdin.flush()
+
+    def _receive(self) -> Any:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            code = self._process.wait()
+            raise ContenderError(f"{self.name}'s process ended (exit {code}); its output is in {self.log}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise ContenderError(f"{self.name}: {reply['error']} (its output is in {self.log})")
+        return reply["result"]
+
+    def call(self, function: str, **kwargs: Any) -> Call:
+        started = time.perf_counter()
+        with PeakRss(self.pid) as peak:
+            self._send({"function": function, "kwargs": kwargs})
+            result = self._receive()
+        return Call(result, time.perf_counter() - started, peak.peak_bytes)
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()  # the child stops its session and exits on end of input
+            try:
+                self._process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._log_file.close()
+
+    def __enter__(self) -> ContenderProcess:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True)
+class RowDigest:
+    """An order-free fingerprint of every row Hudi's snapshot reader returns: the row count and the
+    sums of two 64-bit hashes (xxHash64 under two seeds) of each row's JSON (every column but
+    `_hoodie_file_name`, nulls written out). Equal multisets of rows give equal digests; a changed, lost
+    or duplicated row changes them but for a chance of about 2^-128."""
+
+    rows: int
+    hash_sum: str
+    seeded_hash_sum: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.rows}:{self.hash_sum}:{self.seeded_hash_sum}"
+
+
+def row_digest(spark: SparkSession, base: Path | str) -> RowDigest:
+    from pyspark.sql import functions as F
+
+    frame = spark.read.format("hudi").load(str(base)).drop("_hoodie_file_name")
+    row = F.to_json(
+        F.struct(*[F.col(f"`{c}`") for c in sorted(frame.columns)]), {"ignoreNullFields": "false"}
+    )
+    wide = "decimal(38,0)"  # 3 M rows of 64-bit hashes sum far below 10^38
+    [got] = frame.select(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.xxhash64(row).cast(wide)).alias("x"),
+        # xxhash64 of several columns seeds each with the hash of the ones before: another seed.
+        F.sum(F.xxhash64(F.lit("hts-row-digest"), row).cast(wide)).alias("m"),
+    ).collect()
+    return RowDigest(int(got["rows"]), str(got["x"] or 0), str(got["m"] or 0))
+
+
+def peak_mb(values: Sequence[int]) -> float:
+    return round(max(values) / MB, 1) if values else 0.0
