@@ -144,8 +144,26 @@ def rerun_without_jvm(name: str, argv: Sequence[str]) -> int | None:
     return subprocess.call([sys.executable, "-m", "bench", name, *argv])
 
 
+def code_version() -> dict[str, Any]:
+    """The commit the benchmark's code is at, and whether the work tree differed from it: a published
+    figure names the code that produced it."""
+    repo = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=repo, capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "modified": None if status is None else bool(status)}
+
+
 def write_results(name: str, payload: Mapping[str, Any], results_dir: Path | None = None) -> Path:
-    """`<results_dir>/<name>.json` with the machine, when it ran, and `payload`."""
+    """`<results_dir>/<name>.json` with the machine, the code, when it ran, and `payload`."""
     directory = results_dir or RESULTS_DIR
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"
@@ -153,6 +171,7 @@ def write_results(name: str, payload: Mapping[str, Any], results_dir: Path | Non
         "benchmark": name,
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_info(),
+        "code": code_version(),
         **payload,
     }
     path.write_text(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
