@@ -3,7 +3,8 @@
 One run builds one input table (the clustering benchmark's many-small-files copy-on-write table, see
 `bench.clustering.build_input_table`), checks that Hudi reads it, and then for every layout (LINEAR,
 ZORDER and HILBERT, DIRECT and SAMPLE curves) rewrites a fresh copy of it with each contender, once
-per round, in one local SparkSession that carries the Hudi bundle:
+per round. Each contender runs in a process of its own with its own SparkSession carrying the Hudi
+bundle, configured alike (`bench.contenders`), warmed up once on a tiny table:
 
 * Hudi: `CALL run_clustering(path, order, order_strategy, options)` (`RunClusteringProcedure`, which
   schedules with `SparkSizeBasedClusteringPlanStrategy` and executes with
@@ -15,13 +16,16 @@ size, small-file limit, group size and count, compression codec). Hudi alone als
 `hoodie.metadata.enable=false` (the service refuses metadata-table tables, and building one would be
 work ours never does) and no automatic clean or archive after its commit.
 
-Recorded per layout and contender: wall seconds (the median of `--rounds` rounds, default 3, each on a
-fresh copy with the contenders alternating; every round's seconds are kept), input MB/s, the ratio
+Recorded per layout and contender: wall seconds (the median and min-max of `--rounds` rounds, default
+3, each on a fresh copy, the rounds alternating who goes first; every round's seconds are kept), the
+peak resident memory of the contender's process tree while it clustered, input MB/s, the ratio
 ours/Hudi, the plan's groups (file ids per group; the two plans follow the same strategy, so they
-should match), output files and their size spread, rows Hudi's reader reads back, and the rows a
-reader scans for each pruning predicate of `bench.pruning_count` (footer min/max pruning over the
-output files). The floor is pyarrow reading, sorting and encoding the same rows on every core (one
-process per core, each a share of the files), in the same run.
+should match), output files and their size spread, the digest of every row Hudi's reader reads back
+from each output (`bench.contenders.row_digest`, in this process's session; every round's output
+must hold the input's rows, or the run fails), and the rows a reader scans for each pruning
+predicate of `bench.pruning_count` (footer min/max pruning over the output files). The floor is
+pyarrow reading, sorting and encoding the same rows on every core (one process per core, each a
+share of the files), in the same run.
 """
 
 from __future__ import annotations
@@ -63,6 +67,15 @@ from bench.common import (
     rerun_without_jvm,
     stopwatch,
     write_results,
+)
+from bench.contenders import (
+    ContenderProcess,
+    RowDigest,
+    Spread,
+    load_average,
+    peak_mb,
+    round_order,
+    row_digest,
 )
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
 from service.clustering.orchestrator import read_clustering_plan
@@ -167,6 +180,8 @@ class Contender:
     rows_read_by_hudi: int
     rows_scanned: dict[str, float] = field(default_factory=dict)  # predicate -> mean rows scanned
     round_seconds: list[float] = field(default_factory=list)  # every round's, in order; `seconds` the median
+    round_peak_rss_bytes: list[int] = field(default_factory=list)  # the process tree's, every round
+    round_first: list[bool] = field(default_factory=list)  # whether it went first, every round
 
     @property
     def mb_per_s(self) -> float:
@@ -219,9 +234,7 @@ def _completed_clustering(table: HudiTable) -> Instant:
     return done[0]
 
 
-def _outcome(
-    spark: SparkSession, name: str, layout: str, method: str, table: InputTable, seconds: float
-) -> Contender:
+def _outcome(name: str, layout: str, method: str, table: InputTable, seconds: float, rows: int) -> Contender:
     """What one contender left: its plan's groups, its output files, and Hudi's reading of the table."""
     hudi = HudiTable.open(str(table.base))
     instant = _completed_clustering(hudi)
@@ -231,7 +244,6 @@ def _outcome(
     groups = [sorted(s.file_id for s in g.slices) for g in plan.groups]
     planned = [g.num_output_file_groups for g in plan.groups]
     outputs = new_base_files(table.base, instant.timestamp)
-    rows = spark.read.format("hudi").load(str(table.base)).count()
     return Contender(
         contender=name, layout=layout, method=method, seconds=seconds, input_bytes=table.bytes,
         instant_time=instant.timestamp, plan_groups=sorted(groups), output_groups_planned=planned,
@@ -252,12 +264,13 @@ def new_base_files(base: Path, instant_time: str) -> list[Path]:
 
 def run_hudi(
     spark: SparkSession,
-    table: InputTable,
+    table: InputTable | Path | str,
     settings: Mapping[str, str],
     hudi_only: Mapping[str, str] = HUDI_ONLY_SETTINGS,
 ) -> float:
+    base = table.base if isinstance(table, InputTable) else table
     with stopwatch() as sw:
-        spark.sql(run_clustering_call(table.base, settings, hudi_only)).collect()
+        spark.sql(run_clustering_call(base, settings, hudi_only)).collect()
     return sw.seconds
 
 
@@ -294,11 +307,27 @@ def upgrade_to_version_9(spark: SparkSession, table: InputTable) -> InputTable:
     )
 
 
-def run_ours(spark: SparkSession, table: InputTable, settings: Mapping[str, str]) -> float:
-    hudi = HudiTable.open(str(table.base))
+def run_ours(spark: SparkSession, table: InputTable | Path | str, settings: Mapping[str, str]) -> float:
+    hudi = HudiTable.open(str(table.base if isinstance(table, InputTable) else table))
     config = HoodieConfig.from_mapping(settings, hudi.name)
     _, _, seconds = cluster_ours(spark, hudi, config, InProcessTableLock(hudi.name))
     return seconds
+
+
+# What a contender's process runs (`bench.contender_child`): JSON in, seconds out.
+def hudi_in_child(
+    spark: SparkSession, base: str, settings: dict[str, str], hudi_only: dict[str, str]
+) -> float:
+    return run_hudi(spark, base, settings, hudi_only)
+
+
+def ours_in_child(
+    spark: SparkSession, base: str, settings: dict[str, str], hudi_only: dict[str, str]
+) -> float:
+    return run_ours(spark, base, settings)
+
+
+IN_CHILD = {"hudi": f"{__name__}:hudi_in_child", "ours": f"{__name__}:ours_in_child"}
 
 
 def measure_pruning(runs: Sequence[Contender], bases: Mapping[int, Path], count: int, seed: int) -> None:
@@ -382,6 +411,7 @@ def start_session(
     master: str = "local[2]",
     executor_memory: str | None = None,
     hudi: str = DEFAULT_HUDI,
+    cores_max: int | None = None,
 ) -> SparkSession:
     """local[2] (or `master`) with Hudi `hudi`'s bundle (0.15, or 1.1 for version-9 tables), the same
     session for both contenders (the clustering benchmark's configuration plus what Hudi's SQL
@@ -415,6 +445,8 @@ def start_session(
         conf["spark.executor.memory"] = executor_memory
         conf["spark.executor.extraJavaOptions"] = opens
         conf["spark.executorEnv.PYSPARK_PYTHON"] = sys.executable
+    if cores_max is not None:  # a standalone application's share of the cluster's cores
+        conf["spark.cores.max"] = str(cores_max)
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -431,18 +463,39 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         if options.standalone and spark is None:
             from bench.standalone import standalone_cluster
 
+            # Each contender's application holds its executor (and its cores) for the whole run, so
+            # the worker offers the machine's cores once per application; only one works at a time.
             cores = os.cpu_count() or 2
+            memory = f"{2 * int(options.executor_memory.rstrip('g'))}g"
             cluster = stack.enter_context(
-                standalone_cluster(work / "spark-cluster", cores=cores, memory=options.executor_memory)
+                standalone_cluster(work / "spark-cluster", cores=2 * cores, memory=memory)
             )
             master = cluster.master_url
         return _run(options, work, spark, master, command)
+
+
+def _contender_processes(
+    stack: contextlib.ExitStack, options: Options, work: Path, master: str
+) -> dict[str, ContenderProcess]:
+    """Each contender's own driver, configured alike; closed with `stack`."""
+    session: dict[str, Any] = {"driver_memory": options.driver_memory, "master": master, "hudi": options.hudi}
+    if options.standalone:
+        session |= {"executor_memory": options.executor_memory, "cores_max": os.cpu_count() or 2}
+    return {
+        name: stack.enter_context(
+            ContenderProcess(
+                name, {**session, "work_dir": work / f"{name}-driver"}, work / f"{name}-driver.log"
+            )
+        )
+        for name in CONTENDERS
+    }
 
 
 def _run(
     options: Options, work: Path, spark: SparkSession | None, master: str, command: str | None
 ) -> dict[str, Any]:
     session: SparkSession | None = spark
+    load_before = load_average()
     try:
         session = (
             spark
@@ -470,31 +523,62 @@ def _run(
             f"(built in {built.seconds:.1f}s; Hudi reads all rows)",
             flush=True,
         )
-        _warm_up(session, work / "warm-up", options)
+        expected = row_digest(session, source.base)
         runs: list[Contender] = []
         bases: dict[int, Path] = {}
-        for layout, method in options.layouts:
-            settings = plan_settings(options, layout, method)
-            timed: dict[str, list[float]] = {name: [] for name in CONTENDERS}
-            # Rounds alternate the contenders, so a slow spell of the machine falls on both.
-            for round_ in range(options.rounds):
-                last = round_ == options.rounds - 1
-                for name in CONTENDERS:
-                    copy = fresh_copy(source, work / f"{name}-{layout}-{method}")
-                    if name == "hudi":
-                        seconds = run_hudi(session, copy, settings, options.hudi_only_settings)
-                    else:
-                        seconds = run_ours(session, copy, settings)
-                    timed[name].append(seconds)
-                    print(f"  {name} {layout} {method} round {round_ + 1}: {seconds:.1f}s", flush=True)
-                    if last:  # the outputs of every round are alike: the last one's are measured
-                        median = statistics.median(timed[name])
-                        runs.append(_outcome(session, name, layout, method, copy, median))
-                        runs[-1].round_seconds = timed[name]
-                        bases[len(runs) - 1] = copy.base
+        comparisons_rounds: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        with contextlib.ExitStack() as stack:
+            processes = _contender_processes(stack, options, work, master)
+            _warm_up(session, processes, work / "warm-up", options)
+            for layout, method in options.layouts:
+                settings = plan_settings(options, layout, method)
+                timed: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+                peaks: dict[str, list[int]] = {name: [] for name in CONTENDERS}
+                firsts: dict[str, list[bool]] = {name: [] for name in CONTENDERS}
+                records = comparisons_rounds.setdefault((layout, method), [])
+                # Rounds alternate who goes first, so a slow spell or a warm cache falls on both.
+                for round_ in range(options.rounds):
+                    order = round_order(CONTENDERS, round_)
+                    record: dict[str, Any] = {"first": order[0], "load_before": load_average()}
+                    copies: dict[str, InputTable] = {}
+                    for name in order:
+                        copies[name] = fresh_copy(source, work / f"{name}-{layout}-{method}")
+                        call = processes[name].call(
+                            IN_CHILD[name], base=str(copies[name].base), settings=settings,
+                            hudi_only=options.hudi_only_settings,
+                        )  # fmt: skip
+                        timed[name].append(float(call.result))
+                        peaks[name].append(call.peak_rss_bytes)
+                        firsts[name].append(name == order[0])
+                        print(
+                            f"  {name} {layout} {method} round {round_ + 1}: {call.result:.1f}s, "
+                            f"{call.peak_rss_bytes / MB:,.0f} MB",
+                            flush=True,
+                        )
+                    record["load_after"] = load_average()
+                    digests = {name: row_digest(session, copies[name].base) for name in CONTENDERS}
+                    for name in CONTENDERS:
+                        record[f"{name}_seconds"] = round(timed[name][-1], 3)
+                        record[f"{name}_peak_rss_mb"] = peak_mb([peaks[name][-1]])
+                        record[f"{name}_rows"] = digests[name].text
+                    record["same_rows"] = all(d == expected for d in digests.values())
+                    records.append(record)
+                    if not record["same_rows"]:
+                        _fail_on_rows(layout, method, expected, digests)
+                for name in CONTENDERS:  # the outputs of every round are alike: the last one's are measured
+                    median = statistics.median(timed[name])
+                    runs.append(_outcome(name, layout, method, copies[name], median, digests[name].rows))
+                    runs[-1].round_seconds = timed[name]
+                    runs[-1].round_peak_rss_bytes = peaks[name]
+                    runs[-1].round_first = firsts[name]
+                    bases[len(runs) - 1] = copies[name].base
         measure_pruning(runs, bases, options.placements, options.seed)
         floor = machine_floor(source, work / "floor", options.codec)
         payload = _payload(options, source, runs, floor, command)
+        payload["input"]["rows_digest"] = expected.text
+        payload["load_before"] = load_before
+        for comparison in payload["comparisons"]:
+            comparison["rounds"] = comparisons_rounds[(comparison["layout"], comparison["method"])]
         payload["spark_master"] = "standalone" if master.startswith("spark://") else master
         _print(payload)
         path = write_results(options.results_name, payload, options.results_dir)
@@ -510,15 +594,27 @@ def _run(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _warm_up(spark: SparkSession, work: Path, options: Options) -> None:
-    """One untimed run of each contender on a tiny table, so neither timed run pays for JIT start-up."""
+def _warm_up(
+    spark: SparkSession, processes: Mapping[str, ContenderProcess], work: Path, options: Options
+) -> None:
+    """One untimed run of each contender on a tiny table, so no timed run pays for JIT start-up."""
     tiny = build_input_table(work / "input", 4, 4_000, options.seed, options.codec)
     if options.hudi != DEFAULT_HUDI:
         tiny = upgrade_to_version_9(spark, tiny)
     settings = plan_settings(options, "HILBERT", "DIRECT")
-    run_hudi(spark, fresh_copy(tiny, work / "hudi"), settings, options.hudi_only_settings)
-    run_ours(spark, fresh_copy(tiny, work / "ours"), settings)
+    for name, process in processes.items():
+        copy = fresh_copy(tiny, work / name)
+        process.call(
+            IN_CHILD[name], base=str(copy.base), settings=settings, hudi_only=options.hudi_only_settings
+        )
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _fail_on_rows(layout: str, method: str, expected: RowDigest, digests: Mapping[str, RowDigest]) -> None:
+    wrong = {name: d.text for name, d in digests.items() if d != expected}
+    raise RuntimeError(
+        f"clustering {layout} {method}: Hudi reads other rows than the input's ({expected.text}) from {wrong}"
+    )
 
 
 def _spread(sizes: Sequence[int], target: int) -> dict[str, float | None]:
@@ -549,6 +645,10 @@ def _payload(
                 "method": run.method,
                 "seconds": round(run.seconds, 3),
                 "round_seconds": [round(s, 3) for s in run.round_seconds],
+                "seconds_spread": Spread.of(run.round_seconds).as_json(),
+                "round_first": run.round_first,
+                "round_peak_rss_mb": [peak_mb([b]) for b in run.round_peak_rss_bytes],
+                "peak_rss_mb": peak_mb(run.round_peak_rss_bytes),
                 "input_mb_per_s": round(run.mb_per_s, 3),
                 "instant_time": run.instant_time,
                 "plan_groups": len(run.plan_groups),
