@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 import random
 import struct
 from decimal import Decimal
@@ -18,7 +19,7 @@ import pytest
 
 from service.errors import CorruptLogBlockError
 from service.table.log_format import avro_columnar, content
-from service.table.log_format.blocks import BlockLocation, DataBlock, HeaderKey, LogBlockType
+from service.table.log_format.blocks import DataBlock, HeaderKey, LogBlockType
 from service.table.log_format.reader import read_log_blocks
 from tests.log_format.encode import block
 
@@ -195,18 +196,15 @@ def test_a_record_not_filling_its_length_is_left_to_the_per_record_decode_which_
         {"name": "id", "type": "long"}, {"name": "s", "type": _nullable("string")}]}  # fmt: skip
     datums = _datums(schema, [{"id": i, "s": "x" * i} for i in range(20)])
     datums[5] += b"\x02"
-    location = BlockLocation(PATH, 0, 0)
     data = b"".join(struct.pack(">i", len(d)) + d for d in datums)
-    bounds = content._datum_bounds(data, 0, len(datums), location)
     arrow_schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
-    assert avro_columnar.decode_columnar(data, bounds, schema, arrow_schema) is None
+    assert avro_columnar.decode_columnar(data, 0, len(datums), schema, arrow_schema) is None
     with pytest.raises(CorruptLogBlockError, match="record 5 decodes to 8 bytes, its length says 9"):
         _decode(_block(schema, datums))
     # One byte short, the last record: the reader runs out (a Rust panic there) and gives way too.
     datums = [*datums[:5], datums[5][:-2]]
     data = b"".join(struct.pack(">i", len(d)) + d for d in datums)
-    bounds = content._datum_bounds(data, 0, len(datums), location)
-    assert avro_columnar.decode_columnar(data, bounds, schema, arrow_schema) is None
+    assert avro_columnar.decode_columnar(data, 0, len(datums), schema, arrow_schema) is None
 
 
 def test_an_overlong_varint_a_java_writer_never_writes_is_left_to_the_per_record_decode(
@@ -217,3 +215,25 @@ def test_an_overlong_varint_a_java_writer_never_writes_is_left_to_the_per_record
     schema = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "long"}]}
     ours, per_record, columnar = _both(_block(schema, [b"\x82\x00", b"\x04"]), monkeypatch)
     assert not columnar and ours.column("id").to_pylist() == [1, 2] and ours.equals(per_record)
+
+
+def test_bytes_after_the_last_record_leave_the_block_to_the_per_record_decode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`HoodieAvroDataBlock` reads its count of records and ignores what follows; read as one
+    container block, trailing bytes would be taken for records' bytes, so the columnar decode gives
+    way unless the last record ends where the content does."""
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "id", "type": "long"}, {"name": "s", "type": _nullable("string")}]}  # fmt: skip
+    rows = [{"id": i, "s": "x" * i} for i in range(20)]
+    datums = _datums(schema, rows)
+    clean = _block(schema, datums)
+    ours, per_record, columnar = _both(clean, monkeypatch)
+    assert columnar and ours.equals(per_record)
+    # The same records, and one record's worth of bytes after them that the count does not cover.
+    body = struct.pack(">ii", 3, len(datums)) + b"".join(struct.pack(">i", len(d)) + d for d in datums)
+    trailing = body + struct.pack(">i", len(datums[3])) + datums[3]
+    header = {HeaderKey.INSTANT_TIME: "001", HeaderKey.SCHEMA: json.dumps(schema)}
+    ours, per_record, columnar = _both(block(LogBlockType.AVRO_DATA_BLOCK, header, trailing), monkeypatch)
+    assert not columnar
+    assert ours.equals(per_record) and ours.num_rows == 20

@@ -6,12 +6,16 @@ are framed as one block of an Avro object container (the spec's header: magic, `
 `avro.codec=null`, sync marker) and decoded by polars' Avro reader (Rust, straight into Arrow
 columns).
 
-A container decode reads the datums back to back, while `HoodieAvroDataBlock`'s reader decodes each
-one inside the length that prefixes it. The two agree exactly when every record decoded from as
-many bytes as its length says, so the decode is accepted only then: the encoded size of every
-decoded record is computed from its values (the Avro binary encoding is a function of the values:
-zig-zag varints, length-prefixed strings and bytes, one varint per union branch, fixed sizes) and
-compared with its length. By induction each record then started where its length prefix put it.
+The content holds each record after its 4-byte big-endian length, so the container's records are
+not the block's alone: each is a wrapper record of a `fixed(4)` (the length, as bytes) and the
+block's record, and the content from the first length to its end is the container's one block as it
+stands, with no pass over it in Python. `HoodieAvroDataBlock`'s reader decodes each record inside the
+length that prefixes it; the container decode reads them back to back. The two agree exactly when
+every record decoded from as many bytes as its length says and the last one ends where the content
+does, so the decode is accepted only then: the encoded size of every decoded record is computed from
+its values (the Avro binary encoding is a function of the values: zig-zag varints, length-prefixed
+strings and bytes, one varint per union branch, fixed sizes) and compared with its length. By
+induction each record then started where its length prefix put it.
 Any other outcome (a schema outside what the size is computed for, a reader error or panic, one
 size off) returns None and the caller decodes record by record, which names the record at fault.
 Schemas with arrays or maps (their block counts let a writer split one value many ways), enums,
@@ -42,39 +46,62 @@ _TEMPORAL = frozenset({"date", "time-millis", "time-micros", "timestamp-millis",
 
 
 def decode_columnar(
-    data: bytes, bounds: Sequence[tuple[int, int]], schema: Mapping[str, Any], arrow_schema: pa.Schema
+    data: bytes, pos: int, count: int, schema: Mapping[str, Any], arrow_schema: pa.Schema
 ) -> pa.Table | None:
-    """The records at `bounds` ((start, length) in `data`, already checked to lie inside it) as a
-    table of `arrow_schema`, or None when this decode is not provably the per-record one."""
-    if not bounds or not _sized(schema):
+    """The `count` length-prefixed records from `pos` to the end of `data` as a table of
+    `arrow_schema`, or None when this decode is not provably the per-record one."""
+    if count <= 0 or not _sized(schema):
         return None
-    view = memoryview(data)
-    body_size = sum(length for _, length in bounds)
-    # One copy of the datums, straight into the container's one block.
-    container = b"".join(
-        [_header(schema, len(bounds), body_size), *(view[s : s + n] for s, n in bounds), _SYNC]
-    )
+    body_size = len(data) - pos
+    container = b"".join([_header(_framed(schema), count, body_size), memoryview(data)[pos:], _SYNC])
     # polars turns Rust backtraces on when unset: a panic on a corrupt block would print pages of them.
     os.environ.setdefault("RUST_BACKTRACE", "0")
     try:
         import polars
 
-        frame = polars.read_avro(io.BytesIO(container))
-        decoded = frame.to_arrow()
-        columns = [_cast(_one_chunk(c), f.type) for c, f in zip(decoded.columns, arrow_schema, strict=True)]
+        decoded = polars.read_avro(io.BytesIO(container)).to_arrow()
+        lengths = _big_endian_int32(_one_chunk(decoded.column(_LENGTH)))
+        record = _one_chunk(decoded.column(_RECORD))
+        fields = [record.field(i) for i in range(record.type.num_fields)]
+        columns = [_cast(c, f.type) for c, f in zip(fields, arrow_schema, strict=True)]
         table = pa.Table.from_arrays(columns, schema=arrow_schema)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException:  # a Rust panic surfaces as pyo3's PanicException, a BaseException
         return None
-    if table.num_rows != len(bounds):
+    if table.num_rows != count or 4 * count + int(lengths.sum()) != body_size:
         return None
-    lengths = np.fromiter((length for _, length in bounds), dtype=np.int64, count=len(bounds))
     try:
-        sizes = _record_sizes(table.columns, schema, np.ones(len(bounds), dtype=bool))
+        sizes = _record_sizes(table.columns, schema, np.ones(count, dtype=bool))
     except (pa.ArrowException, ValueError):
         return None
     return table if np.array_equal(sizes, lengths) else None
+
+
+# The wrapper record each length-prefixed datum is read as; names no Spark schema uses.
+_LENGTH, _RECORD = "hts_length_prefix", "hts_record"
+
+
+def _framed(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "record",
+        "name": "hts_length_prefixed_record",
+        "fields": [
+            {"name": _LENGTH, "type": {"type": "fixed", "name": "hts_int32_big_endian", "size": 4}},
+            {"name": _RECORD, "type": dict(schema)},
+        ],
+    }
+
+
+def _big_endian_int32(array: pa.Array) -> np.ndarray:
+    """Each 4-byte value of `array` (a `fixed(4)` column) as the int32 Java's `writeInt` wrote."""
+    fixed = array.cast(pa.binary(4))
+    if fixed.null_count:
+        raise ValueError("a null length prefix")
+    data = fixed.buffers()[1]
+    assert data is not None
+    words = np.frombuffer(data, dtype=">i4", count=len(fixed), offset=fixed.offset * 4)
+    return words.astype(np.int64)
 
 
 def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:

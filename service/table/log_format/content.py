@@ -74,12 +74,12 @@ def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocat
     raw_schema = _without_cast_logical_types(schema)
     parsed = fastavro.parse_schema(raw_schema)
     data = bytes(content)
-    bounds = _datum_bounds(data, cursor.pos, count, location)
     arrow_schema = avro_record_to_arrow_schema(schema)
     # Most blocks: decoded as columns in one call, when that is provably the per-record decode.
-    columnar = decode_columnar(data, bounds, schema, arrow_schema)
+    columnar = decode_columnar(data, cursor.pos, count, schema, arrow_schema)
     if columnar is not None:
         return columnar
+    bounds = _datum_bounds(data, cursor.pos, count, location)
     # One stream over the whole content, each datum decoded where its length prefix says it starts:
     # per-datum streams and fastavro's datetime objects cost more than the decoding itself.
     stream = io.BytesIO(data)
