@@ -162,6 +162,10 @@ def code_version() -> dict[str, Any]:
     return {"commit": git("rev-parse", "HEAD"), "modified": None if status is None else bool(status)}
 
 
+# Taken when the benchmark's process starts: the code it loaded, whatever the tree holds by its end.
+CODE_AT_START = code_version()
+
+
 def write_results(name: str, payload: Mapping[str, Any], results_dir: Path | None = None) -> Path:
     """`<results_dir>/<name>.json` with the machine, the code, when it ran, and `payload`."""
     directory = results_dir or RESULTS_DIR
@@ -171,7 +175,7 @@ def write_results(name: str, payload: Mapping[str, Any], results_dir: Path | Non
         "benchmark": name,
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_info(),
-        "code": code_version(),
+        "code": CODE_AT_START,
         **payload,
     }
     path.write_text(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")

@@ -10,12 +10,12 @@ group has a base file and a log file per round. Per contender the table is copie
 (`hoodie.compact.inline.max.delta.commits=1`, Hudi's default strategy).
 
 Each contender runs in a process of its own with its own SparkSession, configured alike
-(`bench.contenders`): warmed up once by an untimed compaction of a tiny table, then called once per
-round on a fresh copy, the rounds (`--rounds`, default 3) alternating who goes first. Recorded per
-round: each contender's wall seconds, the peak resident memory of its process tree (Python driver,
-JVM, Python workers) while it compacted, the load average before and after, and the row digest of
-each output as Hudi's snapshot reader reads it (in this process's session, which also built the
-table); the run fails when the digests differ. Medians and min-max are published.
+(`bench.contenders`): warmed up once by an untimed compaction of a table a twentieth the size, then
+called once per round on a fresh copy, the rounds (`--rounds`, default 3) alternating who goes
+first. Recorded per round: each contender's wall seconds, the peak resident memory of its process
+tree (Python driver, JVM, Python workers) while it compacted, the load average before and after,
+and the row digest of each output as Hudi's snapshot reader reads it (in this process's session,
+which also built the table); the run fails when the digests differ. Medians and min-max are published.
 
 `--hudi 1.1` runs the same with Hudi 1.1.1 (bundle, writer, procedure and reader): the table is of
 version 9, with Hudi 1.1's metadata-table defaults (`column_stats`, `partition_stats`) and the record
@@ -79,12 +79,21 @@ class TableShape:
     upsert_every: int  # each upsert round updates the keys with id % upsert_every == round
 
     @property
+    def warm_up(self) -> TableShape | None:
+        """The untimed warm-up's table: the same shape with a twentieth of the rows (a tiny table left
+        Hudi's first timed round half as slow again as the others); none for a tiny run."""
+        if self.rows <= TINY_ROWS:
+            return None
+        return replace(self, rows=max(TINY_ROWS, self.rows // 20))
+
+    @property
     def updated_rows(self) -> int:
         every = self.upsert_every
         return sum(len(range(r % every, self.rows, every)) for r in range(self.upserts))
 
 
-TINY = TableShape(rows=600, insert_batches=1, upserts=2, upsert_every=3)
+TINY_ROWS = 600
+TINY = TableShape(rows=TINY_ROWS, insert_batches=1, upserts=2, upsert_every=3)
 QUICK = TableShape(rows=60_000, insert_batches=2, upserts=3, upsert_every=5)
 FULL = TableShape(rows=3_000_000, insert_batches=4, upserts=4, upsert_every=5)
 
@@ -285,12 +294,13 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         with stopwatch() as built:
             build_table(session, work / "table", options.shape, extra)
         print(f"built {options.shape.rows:,} rows ({built.seconds:.1f}s)", flush=True)
-        if options.shape != TINY:
-            build_table(session, work / "warm-up", TINY, extra)
+        warm_up = options.shape.warm_up
+        if warm_up is not None:
+            build_table(session, work / "warm-up", warm_up, extra)
         rounds: list[Run] = []
         with contextlib.ExitStack() as stack:
             processes = contender_processes(stack, options, work)
-            if options.shape != TINY:  # untimed: JIT and first-use costs out of the rounds
+            if warm_up is not None:  # untimed: JIT and first-use costs out of the rounds
                 for name, process in processes.items():
                     shutil.copytree(work / "warm-up", work / f"warm-up-{name}")
                     process.call(IN_CHILD[name], base=str(work / f"warm-up-{name}"), extra=dict(extra))
