@@ -144,9 +144,12 @@ def rerun_without_jvm(name: str, argv: Sequence[str]) -> int | None:
     return subprocess.call([sys.executable, "-m", "bench", name, *argv])
 
 
+CODE_PATHS = ("bench", "service", "strategies", "pyproject.toml", "constraints.txt")
+
+
 def code_version() -> dict[str, Any]:
-    """The commit the benchmark's code is at, and whether the work tree differed from it: a published
-    figure names the code that produced it."""
+    """The commit the benchmark's code is at, and whether its code in the work tree differed from it:
+    a published figure names the code that produced it."""
     repo = Path(__file__).resolve().parent.parent
 
     def git(*args: str) -> str | None:
@@ -158,7 +161,8 @@ def code_version() -> dict[str, Any]:
             return None
         return done.stdout.strip() if done.returncode == 0 else None
 
-    status = git("status", "--porcelain", "--untracked-files=no")
+    # The code a run loads; documents and tests may change beside a run without changing its figures.
+    status = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
     return {"commit": git("rev-parse", "HEAD"), "modified": None if status is None else bool(status)}
 
 
