@@ -200,11 +200,17 @@ RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
 }
 
 
-def render(document: Mapping[str, Any]) -> str:
-    name = str(document["benchmark"])
+def renderer_for(benchmark: str) -> Callable[[Mapping[str, Any]], str]:
+    """The renderer of a result file's `benchmark`; a version-9 run's carries a suffix
+    (`hudi-compaction-v9`) and is rendered alike."""
+    name = re.sub(r"-v\d+$", "", benchmark)
     if name not in RENDERERS:
-        raise KeyError(f"no renderer for benchmark {name!r} (known: {sorted(RENDERERS)})")
-    return RENDERERS[name](document)
+        raise KeyError(f"no renderer for benchmark {benchmark!r} (known: {sorted(RENDERERS)})")
+    return RENDERERS[name]
+
+
+def render(document: Mapping[str, Any]) -> str:
+    return renderer_for(str(document["benchmark"]))(document)
 
 
 def regenerate(text: str, results: Path = RESULTS) -> str:
