@@ -65,6 +65,13 @@ class Spread:
         }
 
 
+def settle() -> None:
+    """Write the fresh copies' dirty pages back before a round's clock starts: left to the kernel, the
+    write-back of a few hundred MB just copied lands on whoever runs first (measured: Hudi's
+    compaction took 27.8 s median going first, 23.3 s going second; ours, 12.0 s either way)."""
+    os.sync()
+
+
 def load_average() -> float:
     """The 1-minute load average: recorded before and after every round, so a reader sees what else ran."""
     return round(os.getloadavg()[0], 2)

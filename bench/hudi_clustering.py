@@ -76,6 +76,7 @@ from bench.contenders import (
     peak_mb,
     round_order,
     row_digest,
+    settle,
 )
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
 from service.clustering.orchestrator import read_clustering_plan
@@ -539,10 +540,10 @@ def _run(
                 # Rounds alternate who goes first, so a slow spell or a warm cache falls on both.
                 for round_ in range(options.rounds):
                     order = round_order(CONTENDERS, round_)
+                    copies = {name: fresh_copy(source, work / f"{name}-{layout}-{method}") for name in order}
+                    settle()
                     record: dict[str, Any] = {"first": order[0], "load_before": load_average()}
-                    copies: dict[str, InputTable] = {}
                     for name in order:
-                        copies[name] = fresh_copy(source, work / f"{name}-{layout}-{method}")
                         call = processes[name].call(
                             IN_CHILD[name], base=str(copies[name].base), settings=settings,
                             hudi_only=options.hudi_only_settings,

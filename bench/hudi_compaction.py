@@ -51,6 +51,7 @@ from bench.contenders import (
     peak_mb,
     round_order,
     row_digest,
+    settle,
 )
 from service.compaction.executor import execute_compaction
 from service.compaction.scheduler import schedule_compaction
@@ -245,6 +246,7 @@ def run_once(
     copies = {name: work / f"{name}-copy" for name in CONTENDERS}
     for copy in copies.values():
         shutil.copytree(source, copy)
+    settle()
     load_before = load_average()
     done: dict[str, Contender] = {}
     peaks: dict[str, int] = {}
