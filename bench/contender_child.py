@@ -2,7 +2,8 @@
 read from standard input, one JSON line each, answered on the original standard output.
 
 The first line is `{"session": {...}}`, the keyword arguments of `bench.hudi_clustering.start_session`
-(answered once the session is up); every later one `{"function": "module:name", "kwargs": {...}}`,
+(answered once the session is up), or `{"session": null}` for a contender that runs without Spark
+(its functions get None); every later one `{"function": "module:name", "kwargs": {...}}`,
 which runs `name(spark, **kwargs)` and answers `{"result": ...}` or `{"error": "<traceback>"}`. End of
 input stops the session. Everything the benchmark code, Spark or the JVM print goes to standard error,
 so nothing but answers reaches the parent.
@@ -41,11 +42,12 @@ def main() -> int:
             request = json.loads(line)
             try:
                 if "session" in request:
-                    from bench.hudi_clustering import start_session
+                    if request["session"] is not None:  # None: a contender that needs no Spark
+                        from bench.hudi_clustering import start_session
 
-                    kwargs = dict(request["session"])
-                    kwargs["work_dir"] = Path(kwargs["work_dir"])
-                    session = start_session(**kwargs)
+                        kwargs = dict(request["session"])
+                        kwargs["work_dir"] = Path(kwargs["work_dir"])
+                        session = start_session(**kwargs)
                     _answer(answers, {"result": None})
                     continue
                 module_name, _, name = request["function"].partition(":")

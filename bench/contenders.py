@@ -167,10 +167,11 @@ class ContenderProcess:
     """One contender's own Python driver and SparkSession (`bench.contender_child`).
 
     `call("bench.x:fn", **kwargs)` runs `fn(spark, **kwargs)` there and returns its JSON result;
-    `session` goes to `bench.hudi_clustering.start_session` in the child (the same for each contender).
+    `session` goes to `bench.hudi_clustering.start_session` in the child (the same for each contender
+    that uses Spark); None starts no Spark (`spark` is then None).
     """
 
-    def __init__(self, name: str, session: Mapping[str, Any], log: Path) -> None:
+    def __init__(self, name: str, session: Mapping[str, Any] | None, log: Path) -> None:
         self.name = name
         self._log_file: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in close()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -179,7 +180,7 @@ class ContenderProcess:
             cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log_file,
         )  # fmt: skip
         self.log = log
-        self._send({"session": dict(session)})
+        self._send({"session": None if session is None else dict(session)})
         self._receive()  # the session is up
 
     @property

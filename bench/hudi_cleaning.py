@@ -2,23 +2,26 @@
 
 The table is the cleaning benchmark's (`bench.cleaning.build_table`: P partitions of G file groups, V
 versions each, empty placeholder base files; its commits carry the table schema so Hudi can register
-it), at table version 6 (against Hudi 0.15.0, in this process's SparkSession) or 9 (against Hudi
-1.1.1, in a child process: one bundle per JVM). Per policy and round it is copied twice: Hudi's
-`CALL run_clean` (`RunCleanProcedure`: plan and execute in one `SparkRDDWriteClient.clean`) cleans
-one copy, `service.cleaning.Cleaner` the other. The files left on both copies must be the same
-(asserted); wall seconds of each round, their medians and the ratio are recorded. Hudi runs without
+it), at table version 6 (against Hudi 0.15.0) or 9 (against Hudi 1.1.1). Per policy and round it is
+copied twice: Hudi's `CALL run_clean` (`RunCleanProcedure`: plan and execute in one
+`SparkRDDWriteClient.clean`) cleans one copy, `service.cleaning.Cleaner` the other. Hudi runs without
 the metadata table (the table has none). Ours runs with `force`: Hudi has no volume breaker, and a
 policy retaining one version deletes most of this table.
+
+Each contender runs in a process of its own (`bench.contenders`): Hudi's with a SparkSession carrying
+its bundle (`local[2]`), ours with none (the cleaner plans and deletes from Python). Both are warmed
+up by an untimed clean of a tiny table; then per policy `--rounds` rounds (default 3) alternate who
+goes first. Recorded per round: each contender's wall seconds, the peak resident memory of its
+process tree while it cleaned, the load average before and after; the files left on both copies
+must be the same in every round, or the run fails. Medians and min-max are published.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import shutil
-import statistics
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC
 from pathlib import Path
@@ -34,6 +37,7 @@ from bench.common import (
     stopwatch,
     write_results,
 )
+from bench.contenders import ContenderProcess, Spread, load_average, peak_mb, round_order
 from service.cleaning import Cleaner, CleanOptions
 from service.config.hoodie import HoodieConfig
 from service.lock.in_process import InProcessTableLock
@@ -42,8 +46,6 @@ from service.table.table import HudiTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from tests.support.hudi_jvm import HudiJvm
 
 NAME = "hudi-cleaning"
 # policy -> (run_clean argument, our hoodie.* key)
@@ -54,6 +56,8 @@ RETAINED = {
 
 
 HUDI_OF_VERSION = {6: "0.15.0", 9: "1.1.1"}
+BUNDLE_OF_VERSION = {6: "0.15", 9: "1.1"}  # `start_session`'s `hudi`
+CONTENDERS = ("hudi", "ours")
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,10 @@ class PolicyRun:
     ours_seconds: float
     hudi_rounds: tuple[float, ...]
     ours_rounds: tuple[float, ...]
+    first: tuple[str, ...]  # who went first, every round
+    hudi_peak_rss_mb: tuple[float, ...]  # the process tree's peak while it cleaned, every round
+    ours_peak_rss_mb: tuple[float, ...]
+    load: tuple[tuple[float, float], ...]  # the 1-minute load average before and after every round
     hudi_deleted: int
     ours_deleted: int
     same_files_left: bool
@@ -97,34 +105,7 @@ def data_files(base: Path) -> set[str]:
     return out
 
 
-HudiClean = Callable[[Path, str, int], float]  # (copy, policy, retained) -> seconds of run_clean
-
-
-def hudi_in_process(spark: SparkSession) -> HudiClean:
-    return lambda base, policy, retained: run_hudi(spark, base, policy, retained)
-
-
-def hudi_in_child(jvm: HudiJvm) -> HudiClean:
-    """Hudi 1.x's `run_clean` in the child's SparkSession; registering the table is untimed."""
-    names = itertools.count()
-
-    def clean(base: Path, policy: str, retained: int) -> float:
-        name = f"bench_clean_{next(names)}"
-        jvm.sql(f"create table {name} using hudi location '{base}'")
-        call = (
-            f"CALL run_clean(table => '{name}', clean_policy => '{policy}', "
-            f"{RETAINED[policy][0]} => {retained}, options => 'hoodie.metadata.enable=false')"
-        )
-        with stopwatch() as sw:
-            rows = jvm.sql(call)
-        if len(rows) != 1:
-            raise RuntimeError(f"{base}: run_clean returned {rows}")
-        return sw.seconds
-
-    return clean
-
-
-def run_hudi(spark: SparkSession, base: Path, policy: str, retained: int) -> float:
+def run_hudi(spark: SparkSession, base: Path | str, policy: str, retained: int) -> float:
     """`CALL run_clean` on `base` registered as a catalog table (0.15's procedure takes only a table
     name); registration is outside the timed part."""
     from tests.support.hudi_tables import registered_table
@@ -142,7 +123,7 @@ def run_hudi(spark: SparkSession, base: Path, policy: str, retained: int) -> flo
     return sw.seconds
 
 
-def run_ours(base: Path, policy: str, retained: int) -> float:
+def run_ours(base: Path | str, policy: str, retained: int) -> float:
     table = HudiTable.open(str(base))
     config = HoodieConfig.from_mapping(
         {"hoodie.cleaner.policy": policy, RETAINED[policy][1]: retained}, table.name
@@ -156,18 +137,46 @@ def run_ours(base: Path, policy: str, retained: int) -> float:
     return sw.seconds
 
 
+# What a contender's process runs (`bench.contender_child`): JSON in, seconds out.
+def hudi_in_child(spark: SparkSession, base: str, policy: str, retained: int) -> float:
+    return run_hudi(spark, base, policy, retained)
+
+
+def ours_in_child(spark: None, base: str, policy: str, retained: int) -> float:
+    return run_ours(base, policy, retained)
+
+
+IN_CHILD = {"hudi": f"{__name__}:hudi_in_child", "ours": f"{__name__}:ours_in_child"}
+
+
 def run_policy(
-    hudi: HudiClean, source: Path, work: Path, policy: str, retained: int, rounds: int = 1
+    processes: Mapping[str, ContenderProcess],
+    source: Path,
+    work: Path,
+    policy: str,
+    retained: int,
+    rounds: int = 1,
 ) -> PolicyRun:
     before = data_files(source)
-    hudi_rounds, ours_rounds = [], []
+    seconds: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+    peaks: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+    firsts: list[str] = []
+    loads: list[tuple[float, float]] = []
     left: dict[str, set[str]] = {}
-    for _ in range(rounds):
-        copies = {name: work / f"{name}-{policy}" for name in ("hudi", "ours")}
+    for index in range(rounds):
+        order = round_order(CONTENDERS, index)
+        copies = {name: work / f"{name}-{policy}" for name in CONTENDERS}
         for copy in copies.values():
             shutil.copytree(source, copy)
-        hudi_rounds.append(hudi(copies["hudi"], policy, retained))
-        ours_rounds.append(run_ours(copies["ours"], policy, retained))
+        load_before = load_average()
+        for name in order:
+            call = processes[name].call(
+                IN_CHILD[name], base=str(copies[name]), policy=policy, retained=retained
+            )
+            seconds[name].append(float(call.result))
+            peaks[name].append(peak_mb([call.peak_rss_bytes]))
+        loads.append((load_before, load_average()))
+        firsts.append(order[0])
         left = {name: data_files(copy) for name, copy in copies.items()}
         for copy in copies.values():
             shutil.rmtree(copy)
@@ -175,8 +184,9 @@ def run_policy(
             break  # reported below; more rounds would not mend it
     return PolicyRun(
         policy=policy, retained=retained, files_before=len(before),
-        hudi_seconds=statistics.median(hudi_rounds), ours_seconds=statistics.median(ours_rounds),
-        hudi_rounds=tuple(hudi_rounds), ours_rounds=tuple(ours_rounds),
+        hudi_seconds=Spread.of(seconds["hudi"]).median, ours_seconds=Spread.of(seconds["ours"]).median,
+        hudi_rounds=tuple(seconds["hudi"]), ours_rounds=tuple(seconds["ours"]), first=tuple(firsts),
+        hudi_peak_rss_mb=tuple(peaks["hudi"]), ours_peak_rss_mb=tuple(peaks["ours"]), load=tuple(loads),
         hudi_deleted=len(before - left["hudi"]), ours_deleted=len(before - left["ours"]),
         same_files_left=left["hudi"] == left["ours"],
         only_hudi_left=tuple(sorted(left["hudi"] - left["ours"])[:5]),
@@ -184,11 +194,28 @@ def run_policy(
     )  # fmt: skip
 
 
-def run(options: Options, spark: SparkSession | None = None, command: str | None = None) -> dict[str, Any]:
+def contender_processes(
+    stack: contextlib.ExitStack, options: Options, work: Path
+) -> dict[str, ContenderProcess]:
+    """Hudi's driver with the bundle of the table's version; ours without Spark. Closed with `stack`."""
+    hudi = {
+        "work_dir": work / "hudi-driver",
+        "driver_memory": options.driver_memory,
+        "hudi": BUNDLE_OF_VERSION[options.table_version],
+    }
+    return {
+        "hudi": stack.enter_context(ContenderProcess("hudi", hudi, work / "hudi-driver.log")),
+        "ours": stack.enter_context(ContenderProcess("ours", None, work / "ours.log")),
+    }
+
+
+def run(options: Options, command: str | None = None) -> dict[str, Any]:
     """Build the table, clean copies of it per policy with each contender, write the JSON."""
     work = Path(tempfile.mkdtemp(prefix="hts-bench-hudi-cleaning-", dir=options.work_dir))
+    load_before = load_average()
     try:
-        with _hudi_contender(options, spark, work) as hudi:
+        with contextlib.ExitStack() as stack:
+            processes = contender_processes(stack, options, work)
             source = work / "table"
             with stopwatch() as built:
                 build_table(source, options.shape, options.table_version)
@@ -196,18 +223,20 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
             # Untimed warm-up of both contenders on a tiny table: JIT and first-use costs out of the figures.
             warm = work / "warm-up"
             build_table(warm, TINY, options.table_version)
-            run_policy(hudi, warm, work / "warm-up-copies", "KEEP_LATEST_COMMITS", 1)
+            run_policy(processes, warm, work / "warm-up-copies", "KEEP_LATEST_COMMITS", 1)
             runs = []
             for policy, retained in options.policies:
-                result = run_policy(hudi, source, work, policy, retained, options.rounds)
+                result = run_policy(processes, source, work, policy, retained, options.rounds)
                 runs.append(result)
                 print(
-                    f"  {policy} {retained}: Hudi {result.hudi_seconds:.1f}s, "
-                    f"ours {result.ours_seconds:.1f}s (medians of {len(result.hudi_rounds)}), "
+                    f"  {policy} {retained}: Hudi {result.hudi_seconds:.1f}s "
+                    f"{max(result.hudi_peak_rss_mb):,.0f} MB, ours {result.ours_seconds:.1f}s "
+                    f"{max(result.ours_peak_rss_mb):,.0f} MB (medians of {len(result.hudi_rounds)}), "
                     f"same files left: {result.same_files_left}",
                     flush=True,
                 )
         payload = _payload(options, runs, command)
+        payload["load_before"] = load_before
         _print(payload)
         path = write_results(_result_name(options), payload, options.results_dir)
         print(f"\nwrote {path}", flush=True)
@@ -222,27 +251,6 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
 def _result_name(options: Options) -> str:
     """`hudi-cleaning.json` for version 6 (the figures published before), `hudi-cleaning-v9.json`."""
     return NAME if options.table_version == 6 else f"{NAME}-v{options.table_version}"
-
-
-@contextmanager
-def _hudi_contender(options: Options, spark: SparkSession | None, work: Path) -> Iterator[HudiClean]:
-    if options.table_version == 6:
-        if spark is not None:
-            yield hudi_in_process(spark)
-            return
-        from bench.hudi_clustering import start_session
-
-        session = start_session(work, options.driver_memory)
-        try:
-            yield hudi_in_process(session)
-        finally:
-            session.stop()
-        return
-    from tests.support.hudi_jvm import hudi_jvm
-
-    version = HUDI_OF_VERSION[options.table_version]
-    with hudi_jvm(version, work / "hudi-jvm", options.driver_memory) as jvm:
-        yield hudi_in_child(jvm)
 
 
 def _payload(options: Options, runs: Sequence[PolicyRun], command: str | None) -> dict[str, Any]:
@@ -260,6 +268,11 @@ def _payload(options: Options, runs: Sequence[PolicyRun], command: str | None) -
             | {
                 "hudi_seconds": round(r.hudi_seconds, 3),
                 "ours_seconds": round(r.ours_seconds, 3),
+                "seconds": {
+                    "hudi": Spread.of(r.hudi_rounds).as_json(),
+                    "ours": Spread.of(r.ours_rounds).as_json(),
+                },
+                "peak_rss_mb": {"hudi": max(r.hudi_peak_rss_mb), "ours": max(r.ours_peak_rss_mb)},
                 "ours_over_hudi_seconds": round(r.ours_seconds / r.hudi_seconds, 3)
                 if r.hudi_seconds
                 else None,
@@ -300,7 +313,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     parser.add_argument(
         "--table-version", type=int, choices=sorted(HUDI_OF_VERSION), default=6,
-        help="6: against Hudi 0.15.0 in this process; 9: against Hudi 1.1.1 in a child process",
+        help="6: against Hudi 0.15.0; 9: against Hudi 1.1.1",
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3, help="rounds per policy (medians reported)")
     args = parser.parse_args(list(argv))

@@ -1,11 +1,11 @@
-"""The ours-vs-Hudi cleaning benchmark at a toy size: Hudi's `run_clean` and our cleaner delete the same
-files from identical copies, under both policies, and the JSON says so (no timings asserted)."""
+"""The ours-vs-Hudi cleaning benchmark at a toy size: Hudi's `run_clean` and our cleaner, each in a
+process of its own, delete the same files from identical copies, under both policies, and the JSON
+says so with every round's order, spread and memory (no timings asserted)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,14 +17,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 @pytest.mark.parametrize(("table_version", "result"), [(6, "hudi-cleaning"), (9, "hudi-cleaning-v9")])
 def test_hudi_cleaning_bench_deletes_the_same_files_as_hudi(
-    spark: Any, tmp_path: Path, table_version: int, result: str
+    tmp_path: Path, table_version: int, result: str
 ) -> None:
-    """Version 6 against Hudi 0.15 in the test session; version 9 against Hudi 1.1.1 in a child."""
+    """Version 6 against Hudi 0.15, version 9 against Hudi 1.1.1."""
     options = Options(
         shape=TINY, work_dir=tmp_path, results_dir=tmp_path / "results", table_version=table_version,
         rounds=2, driver_memory="1g",
     )  # fmt: skip
-    run(options, spark=spark)
+    run(options)
 
     document = json.loads((tmp_path / "results" / f"{result}.json").read_text(encoding="utf-8"))
     assert document["benchmark"] == result
@@ -38,5 +38,17 @@ def test_hudi_cleaning_bench_deletes_the_same_files_as_hudi(
         assert r["hudi_deleted"] == r["ours_deleted"] > 0, policy
         assert r["hudi_seconds"] > 0 and r["ours_seconds"] > 0 and r["ours_over_hudi_seconds"] > 0
         assert len(r["hudi_rounds"]) == len(r["ours_rounds"]) == 2
+        assert r["first"] == ["hudi", "ours"], policy  # the order alternates
+        for name in ("hudi", "ours"):
+            rounds = r[f"{name}_rounds"]
+            assert r["seconds"][name] == {
+                "median": pytest.approx(sum(rounds) / 2, abs=2e-3),
+                "min": min(rounds),
+                "max": max(rounds),
+            }, policy
+            peaks = r[f"{name}_peak_rss_mb"]
+            assert r["peak_rss_mb"][name] == max(peaks) and min(peaks) > 0, policy
+        # Hudi's tree holds a JVM; ours is a Python process that starts none.
+        assert min(r["hudi_peak_rss_mb"]) > 300 > max(r["ours_peak_rss_mb"]), policy
     # One commit retained keeps each file group's latest slice and the newest one before the ECTR.
     assert runs["KEEP_LATEST_COMMITS"]["ours_deleted"] == TINY.files_deleted_retaining_one_commit
