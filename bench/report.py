@@ -194,9 +194,49 @@ def render_clustering(document: Mapping[str, Any]) -> str:
     )
 
 
+# ---------------------------------------------------------------- cleaning
+
+
+def render_cleaning(document: Mapping[str, Any]) -> str:
+    hudi = f"Hudi {document['hudi_version']}"
+    runs = document["runs"]
+    during = [x for r in runs for pair in r["load"] for x in pair]
+    shape = document["shape"]
+
+    def spread(r: Mapping[str, Any], name: str) -> str:
+        s = r["seconds"][name]
+        return f"{_s(s['median'])} ({_s(s['min'])}-{_s(s['max'])})"
+
+    rows = [
+        [
+            r["policy"], r["retained"], f"{r['hudi_deleted']:,}", f"{r['ours_deleted']:,}",
+            "yes" if r["same_files_left"] else "**no**", spread(r, "hudi"), spread(r, "ours"),
+            f"**{_ratio(r['seconds']['ours']['median'] / r['seconds']['hudi']['median'])}**",
+            f"{r['peak_rss_mb']['hudi']:,.0f}", f"{r['peak_rss_mb']['ours']:,.0f}",
+        ]
+        for r in runs
+    ]  # fmt: skip
+    headers = [
+        "policy", "retained", f"{hudi} deleted", "ours deleted", "same files left", f"{hudi} s",
+        "ours s", "ours/Hudi s", f"{hudi} MB", "ours MB",
+    ]  # fmt: skip
+    return "\n\n".join(
+        [
+            provenance(document, during, sum(len(r["load"]) for r in runs)),
+            f"Input: {shape['data_files']:,} data files in {shape['partitions']:,} partitions, table version "
+            f"{document['table_version']}. Seconds: median (min-max) of each policy's rounds, each on fresh "
+            "copies, the rounds alternating who goes first. Peak RSS: the contender's whole process tree "
+            "while it cleaned, highest of its rounds (Hudi's holds its driver JVM; ours is one Python "
+            "process with no JVM).",
+            _table(headers, rows, [False, True, True, True, False, True, True, True, True, True]),
+        ]
+    )
+
+
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "hudi-compaction": render_compaction,
     "hudi-clustering": render_clustering,
+    "hudi-cleaning": render_cleaning,
 }
 
 
