@@ -37,7 +37,7 @@ from bench.common import (
     stopwatch,
     write_results,
 )
-from bench.contenders import ContenderProcess, Spread, load_average, peak_mb, round_order
+from bench.contenders import ContenderProcess, Spread, load_average, peak_mb, round_order, settle
 from service.cleaning import Cleaner, CleanOptions
 from service.config.hoodie import HoodieConfig
 from service.lock.in_process import InProcessTableLock
@@ -168,6 +168,7 @@ def run_policy(
         copies = {name: work / f"{name}-{policy}" for name in CONTENDERS}
         for copy in copies.values():
             shutil.copytree(source, copy)
+        settle()
         load_before = load_average()
         for name in order:
             call = processes[name].call(
