@@ -99,7 +99,7 @@ def render_compaction(document: Mapping[str, Any]) -> str:
         [False, True, True, True, True, True],
     )  # fmt: skip
     per_round = _table(
-        ["round", "first", f"{hudi} s", "ours s", f"{hudi} MB", "ours MB", "same rows"],
+        ["round", "first", f"{hudi} s", "ours s", f"{hudi} peak RSS MB", "ours peak RSS MB", "same rows"],
         [
             [
                 number, "ours" if r["first"] == "ours" else hudi,
@@ -167,7 +167,8 @@ def render_clustering(document: Mapping[str, Any]) -> str:
     inputs = document["input"]
     headers = [
         "layout", "method", f"{hudi} s", "ours s", "ours/Hudi MB/s", "ours/floor s",
-        "Hudi/floor s", f"{hudi} MB", "ours MB", f"{hudi} files", "ours files", "same groups",
+        "Hudi/floor s", f"{hudi} peak RSS MB", "ours peak RSS MB", f"{hudi} files", "ours files",
+        "same groups",
     ]  # fmt: skip
     per_layout = len(comparisons[0]["rounds"]) if comparisons else 0
     return "\n\n".join(
@@ -218,7 +219,7 @@ def render_cleaning(document: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     headers = [
         "policy", "retained", f"{hudi} deleted", "ours deleted", "same files left", f"{hudi} s",
-        "ours s", "ours/Hudi s", f"{hudi} MB", "ours MB",
+        "ours s", "ours/Hudi s", f"{hudi} peak RSS MB", "ours peak RSS MB",
     ]  # fmt: skip
     return "\n\n".join(
         [

@@ -43,8 +43,8 @@ def test_hudi_cleaning_bench_deletes_the_same_files_as_hudi(
             rounds = r[f"{name}_rounds"]
             assert r["seconds"][name] == {
                 "median": pytest.approx(sum(rounds) / 2, abs=2e-3),
-                "min": min(rounds),
-                "max": max(rounds),
+                "min": pytest.approx(min(rounds), abs=1e-3),
+                "max": pytest.approx(max(rounds), abs=1e-3),
             }, policy
             peaks = r[f"{name}_peak_rss_mb"]
             assert r["peak_rss_mb"][name] == max(peaks) and min(peaks) > 0, policy
