@@ -20,8 +20,8 @@ import statistics
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -159,7 +159,6 @@ class Call:
     """What one call in a contender's process returned, and the tree's peak memory while it ran."""
 
     result: Any
-    wall_seconds: float
     peak_rss_bytes: int
 
 
@@ -204,11 +203,10 @@ class ContenderProcess:
         return reply["result"]
 
     def call(self, function: str, **kwargs: Any) -> Call:
-        started = time.perf_counter()
         with PeakRss(self.pid) as peak:
             self._send({"function": function, "kwargs": kwargs})
             result = self._receive()
-        return Call(result, time.perf_counter() - started, peak.peak_bytes)
+        return Call(result, peak.peak_bytes)
 
     def close(self) -> None:
         if self._process.poll() is None:
@@ -228,6 +226,23 @@ class ContenderProcess:
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def start_contenders(
+    stack: ExitStack, work: Path, sessions: Mapping[str, Mapping[str, Any] | None]
+) -> dict[str, ContenderProcess]:
+    """One `ContenderProcess` per name, each with `sessions[name]` (None: no Spark), its driver's
+    directory `<work>/<name>-driver` and its output in `<work>/<name>-driver.log`; closed with `stack`."""
+    return {
+        name: stack.enter_context(
+            ContenderProcess(
+                name,
+                None if session is None else {**session, "work_dir": work / f"{name}-driver"},
+                work / f"{name}-driver.log",
+            )
+        )
+        for name, session in sessions.items()
+    }
 
 
 # ---------------------------------------------------------------- rows

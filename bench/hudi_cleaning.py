@@ -37,9 +37,18 @@ from bench.common import (
     stopwatch,
     write_results,
 )
-from bench.contenders import ContenderProcess, Spread, load_average, peak_mb, round_order, settle
+from bench.contenders import (
+    ContenderProcess,
+    Spread,
+    load_average,
+    peak_mb,
+    round_order,
+    settle,
+    start_contenders,
+)
 from service.cleaning import Cleaner, CleanOptions
 from service.config.hoodie import HoodieConfig
+from service.demo.hudi_writer import HUDI_BUNDLES
 from service.lock.in_process import InProcessTableLock
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.table import HudiTable
@@ -55,8 +64,8 @@ RETAINED = {
 }
 
 
-HUDI_OF_VERSION = {6: "0.15.0", 9: "1.1.1"}
-BUNDLE_OF_VERSION = {6: "0.15", 9: "1.1"}  # `start_session`'s `hudi`
+BUNDLE_OF_VERSION = {6: "0.15", 9: "1.1"}  # the Hudi of each table version (`start_session`'s `hudi`)
+HUDI_OF_VERSION = {version: HUDI_BUNDLES[bundle] for version, bundle in BUNDLE_OF_VERSION.items()}
 CONTENDERS = ("hudi", "ours")
 
 
@@ -195,28 +204,15 @@ def run_policy(
     )  # fmt: skip
 
 
-def contender_processes(
-    stack: contextlib.ExitStack, options: Options, work: Path
-) -> dict[str, ContenderProcess]:
-    """Hudi's driver with the bundle of the table's version; ours without Spark. Closed with `stack`."""
-    hudi = {
-        "work_dir": work / "hudi-driver",
-        "driver_memory": options.driver_memory,
-        "hudi": BUNDLE_OF_VERSION[options.table_version],
-    }
-    return {
-        "hudi": stack.enter_context(ContenderProcess("hudi", hudi, work / "hudi-driver.log")),
-        "ours": stack.enter_context(ContenderProcess("ours", None, work / "ours.log")),
-    }
-
-
 def run(options: Options, command: str | None = None) -> dict[str, Any]:
     """Build the table, clean copies of it per policy with each contender, write the JSON."""
     work = Path(tempfile.mkdtemp(prefix="hts-bench-hudi-cleaning-", dir=options.work_dir))
     load_before = load_average()
     try:
         with contextlib.ExitStack() as stack:
-            processes = contender_processes(stack, options, work)
+            # Hudi's driver with the bundle of the table's version; ours without Spark.
+            hudi = {"driver_memory": options.driver_memory, "hudi": BUNDLE_OF_VERSION[options.table_version]}
+            processes = start_contenders(stack, work, {"hudi": hudi, "ours": None})
             source = work / "table"
             with stopwatch() as built:
                 build_table(source, options.shape, options.table_version)

@@ -77,6 +77,7 @@ from bench.contenders import (
     round_order,
     row_digest,
     settle,
+    start_contenders,
 )
 from bench.pruning_count import PREDICATES, placements, read_row_group_stats, rows_scanned
 from service.clustering.orchestrator import read_clustering_plan
@@ -182,7 +183,6 @@ class Contender:
     rows_scanned: dict[str, float] = field(default_factory=dict)  # predicate -> mean rows scanned
     round_seconds: list[float] = field(default_factory=list)  # every round's, in order; `seconds` the median
     round_peak_rss_bytes: list[int] = field(default_factory=list)  # the process tree's, every round
-    round_first: list[bool] = field(default_factory=list)  # whether it went first, every round
 
     @property
     def mb_per_s(self) -> float:
@@ -265,11 +265,10 @@ def new_base_files(base: Path, instant_time: str) -> list[Path]:
 
 def run_hudi(
     spark: SparkSession,
-    table: InputTable | Path | str,
+    base: Path | str,
     settings: Mapping[str, str],
     hudi_only: Mapping[str, str] = HUDI_ONLY_SETTINGS,
 ) -> float:
-    base = table.base if isinstance(table, InputTable) else table
     with stopwatch() as sw:
         spark.sql(run_clustering_call(base, settings, hudi_only)).collect()
     return sw.seconds
@@ -308,8 +307,8 @@ def upgrade_to_version_9(spark: SparkSession, table: InputTable) -> InputTable:
     )
 
 
-def run_ours(spark: SparkSession, table: InputTable | Path | str, settings: Mapping[str, str]) -> float:
-    hudi = HudiTable.open(str(table.base if isinstance(table, InputTable) else table))
+def run_ours(spark: SparkSession, base: Path | str, settings: Mapping[str, str]) -> float:
+    hudi = HudiTable.open(str(base))
     config = HoodieConfig.from_mapping(settings, hudi.name)
     _, _, seconds = cluster_ours(spark, hudi, config, InProcessTableLock(hudi.name))
     return seconds
@@ -475,21 +474,12 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         return _run(options, work, spark, master, command)
 
 
-def _contender_processes(
-    stack: contextlib.ExitStack, options: Options, work: Path, master: str
-) -> dict[str, ContenderProcess]:
-    """Each contender's own driver, configured alike; closed with `stack`."""
+def _contender_session(options: Options, master: str) -> dict[str, Any]:
+    """`start_session`'s arguments for each contender's own driver, configured alike."""
     session: dict[str, Any] = {"driver_memory": options.driver_memory, "master": master, "hudi": options.hudi}
     if options.standalone:
         session |= {"executor_memory": options.executor_memory, "cores_max": os.cpu_count() or 2}
-    return {
-        name: stack.enter_context(
-            ContenderProcess(
-                name, {**session, "work_dir": work / f"{name}-driver"}, work / f"{name}-driver.log"
-            )
-        )
-        for name in CONTENDERS
-    }
+    return session
 
 
 def _run(
@@ -529,13 +519,13 @@ def _run(
         bases: dict[int, Path] = {}
         comparisons_rounds: dict[tuple[str, str], list[dict[str, Any]]] = {}
         with contextlib.ExitStack() as stack:
-            processes = _contender_processes(stack, options, work, master)
+            session_of_each = _contender_session(options, master)
+            processes = start_contenders(stack, work, dict.fromkeys(CONTENDERS, session_of_each))
             _warm_up(session, processes, work / "warm-up", options)
             for layout, method in options.layouts:
                 settings = plan_settings(options, layout, method)
                 timed: dict[str, list[float]] = {name: [] for name in CONTENDERS}
                 peaks: dict[str, list[int]] = {name: [] for name in CONTENDERS}
-                firsts: dict[str, list[bool]] = {name: [] for name in CONTENDERS}
                 records = comparisons_rounds.setdefault((layout, method), [])
                 # Rounds alternate who goes first, so a slow spell or a warm cache falls on both.
                 for round_ in range(options.rounds):
@@ -550,7 +540,6 @@ def _run(
                         )  # fmt: skip
                         timed[name].append(float(call.result))
                         peaks[name].append(call.peak_rss_bytes)
-                        firsts[name].append(name == order[0])
                         print(
                             f"  {name} {layout} {method} round {round_ + 1}: {call.result:.1f}s, "
                             f"{call.peak_rss_bytes / MB:,.0f} MB",
@@ -571,7 +560,6 @@ def _run(
                     runs.append(_outcome(name, layout, method, copies[name], median, digests[name].rows))
                     runs[-1].round_seconds = timed[name]
                     runs[-1].round_peak_rss_bytes = peaks[name]
-                    runs[-1].round_first = firsts[name]
                     bases[len(runs) - 1] = copies[name].base
         measure_pruning(runs, bases, options.placements, options.seed)
         floor = machine_floor(source, work / "floor", options.codec)
@@ -647,7 +635,6 @@ def _payload(
                 "seconds": round(run.seconds, 3),
                 "round_seconds": [round(s, 3) for s in run.round_seconds],
                 "seconds_spread": Spread.of(run.round_seconds).as_json(),
-                "round_first": run.round_first,
                 "round_peak_rss_mb": [peak_mb([b]) for b in run.round_peak_rss_bytes],
                 "peak_rss_mb": peak_mb(run.round_peak_rss_bytes),
                 "input_mb_per_s": round(run.mb_per_s, 3),

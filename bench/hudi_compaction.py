@@ -52,6 +52,7 @@ from bench.contenders import (
     round_order,
     row_digest,
     settle,
+    start_contenders,
 )
 from service.compaction.executor import execute_compaction
 from service.compaction.scheduler import schedule_compaction
@@ -262,26 +263,6 @@ def run_once(
     )
 
 
-def contender_processes(
-    stack: contextlib.ExitStack, options: Options, work: Path
-) -> dict[str, ContenderProcess]:
-    """Each contender's own driver, configured alike; closed with `stack`."""
-    return {
-        name: stack.enter_context(
-            ContenderProcess(
-                name,
-                {
-                    "work_dir": work / f"{name}-driver",
-                    "driver_memory": options.driver_memory,
-                    "hudi": options.hudi,
-                },
-                work / f"{name}-driver.log",
-            )
-        )
-        for name in CONTENDERS
-    }
-
-
 def run(options: Options, spark: SparkSession | None = None, command: str | None = None) -> dict[str, Any]:
     """Build the table, compact copies of it with each contender in its own process, write the JSON."""
     work = Path(tempfile.mkdtemp(prefix="hts-bench-hudi-compaction-", dir=options.work_dir))
@@ -301,7 +282,9 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
             build_table(session, work / "warm-up", warm_up, extra)
         rounds: list[Run] = []
         with contextlib.ExitStack() as stack:
-            processes = contender_processes(stack, options, work)
+            # Each contender's own driver, configured alike.
+            driver = {"driver_memory": options.driver_memory, "hudi": options.hudi}
+            processes = start_contenders(stack, work, dict.fromkeys(CONTENDERS, driver))
             if warm_up is not None:  # untimed: JIT and first-use costs out of the rounds
                 for name, process in processes.items():
                     shutil.copytree(work / "warm-up", work / f"warm-up-{name}")

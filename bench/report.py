@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from service.demo.hudi_writer import HUDI_BUNDLES
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOC = REPO_ROOT / "docs" / "benchmarks.md"
 RESULTS = REPO_ROOT / "docs" / "results"
@@ -83,7 +85,7 @@ def provenance(document: Mapping[str, Any], during: Sequence[float], rounds: int
 
 def render_compaction(document: Mapping[str, Any]) -> str:
     run, rounds = document["run"], document["rounds"]
-    hudi = "Hudi " + ("0.15.0" if document["hudi"] == "0.15" else "1.1.1")
+    hudi = f"Hudi {HUDI_BUNDLES[document['hudi']]}"
     during = [r[k] for r in rounds for k in ("load_before", "load_after")]
     seconds, peaks = document["seconds"], document["peak_rss_mb"]
     ratio = seconds["ours"]["median"] / seconds["hudi"]["median"]
@@ -132,7 +134,7 @@ def render_compaction(document: Mapping[str, Any]) -> str:
 
 
 def render_clustering(document: Mapping[str, Any]) -> str:
-    hudi = "Hudi " + ("0.15.0" if document["hudi"] == "0.15" else "1.1.1")
+    hudi = f"Hudi {HUDI_BUNDLES[document['hudi']]}"
     runs = {(r["contender"], r["layout"], r["method"]): r for r in document["runs"]}
     comparisons = document["comparisons"]
     rounds = [r for c in comparisons for r in c["rounds"]]
