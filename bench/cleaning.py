@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import hudi_record_schema, print_table, stopwatch, write_results
+from bench.contenders import PeakRss, load_average, peak_mb, round_order
 from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import commit_partitions, load_clean_snapshot
@@ -335,14 +336,19 @@ def measure_planning(base: Path, shape: TableShape, repeat: int) -> dict[str, An
     dry: dict[str, list[float]] = {mode: [] for mode in configs}
     dry_files: dict[str, int] = {}
     json_only: list[float] = []
-    for _ in range(repeat):
+    loads: list[dict[str, Any]] = []
+    for round_index in range(repeat):
+        # Rounds alternate which mode goes first, so neither always finds the other's cache warm.
+        order = round_order(list(configs), round_index)
+        load = {"first": order[0], "load_before": load_average()}
         json_only.append(_commit_json_seconds(base))
-        for mode, config in configs.items():
-            runs[mode].append(_plan_once(base, config))
-            seconds, files = _dry_run_seconds(base, config)
+        for mode in order:
+            runs[mode].append(_plan_once(base, configs[mode]))
+            seconds, files = _dry_run_seconds(base, configs[mode])
             dry[mode].append(seconds)
             dry_files[mode] = files
-    out: dict[str, Any] = {}
+        loads.append(load | {"load_after": load_average()})
+    out: dict[str, Any] = {"rounds": loads}
     for mode, mode_runs in runs.items():
         first = mode_runs[0]
         out[mode] = {
@@ -399,44 +405,65 @@ class _TimedDelete:
         return removed
 
 
-def measure_deletes(work: Path, shape: TableShape, parallelisms: Sequence[int]) -> list[dict[str, Any]]:
-    """A real clean (one commit retained) on a fresh copy per `hoodie.cleaner.parallelism` value."""
+def measure_deletes(
+    work: Path, shape: TableShape, parallelisms: Sequence[int], rounds: int = 1
+) -> list[dict[str, Any]]:
+    """A real clean (one commit retained) on a fresh copy per `hoodie.cleaner.parallelism` value and
+    round; each value's figures are the medians of its rounds, every round kept."""
+    per_value: dict[int, list[dict[str, Any]]] = {p: [] for p in parallelisms}
+    for round_index in range(rounds):
+        for parallelism in round_order(parallelisms, round_index):
+            per_value[parallelism].append(_delete_once(work, shape, parallelism))
     results = []
-    for parallelism in parallelisms:
-        base = work / f"delete-p{parallelism}"
-        with stopwatch() as build:
-            build_table(base, shape)
-        config = HoodieConfig.from_mapping(
-            {
-                "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
-                "hoodie.cleaner.commits.retained": "1",
-                "hoodie.cleaner.parallelism": str(parallelism),
-            },
-            TABLE_NAME,
-        )
-        table = HudiTable.open(str(base))
-        lock = create_lock("in-process", TABLE_NAME, {"hoodie.base.path": str(base)})
-        timed = _TimedDelete(table.storage)
-        cleaner = Cleaner(table, config, lock, UTC, CleanOptions(), now=lambda: NOW, delete=timed)
-        with stopwatch() as run:
-            result = cleaner.run()
-        deleted = sum(c.files_deleted for c in result.cleans)
-        delete_seconds = (timed.last - timed.first) if timed.first is not None else 0.0
+    for parallelism, runs in per_value.items():
+        medians = {key: statistics.median(r[key] for r in runs) for key in ("delete_phase_s", "clean_run_s")}
+        deleted = runs[0]["files_deleted"]
         results.append(
             {
                 "parallelism": parallelism,
                 "files_deleted": deleted,
                 "expected_files_deleted": shape.files_deleted_retaining_one_commit,
-                "delete_calls": timed.calls,
-                "delete_phase_s": delete_seconds,
-                "files_per_s": deleted / delete_seconds if delete_seconds > 0 else None,
-                "clean_run_s": run.seconds,
-                "end_to_end_files_per_s": deleted / run.seconds if run.seconds > 0 else None,
-                "build_s": build.seconds,
+                "delete_calls": runs[0]["delete_calls"],
+                **medians,
+                "files_per_s": deleted / medians["delete_phase_s"] if medians["delete_phase_s"] > 0 else None,
+                "end_to_end_files_per_s": deleted / medians["clean_run_s"]
+                if medians["clean_run_s"] > 0
+                else None,
+                "rounds": runs,
             }
         )
-        shutil.rmtree(base)
     return results
+
+
+def _delete_once(work: Path, shape: TableShape, parallelism: int) -> dict[str, Any]:
+    base = work / f"delete-p{parallelism}"
+    with stopwatch() as build:
+        build_table(base, shape)
+    config = HoodieConfig.from_mapping(
+        {
+            "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
+            "hoodie.cleaner.commits.retained": "1",
+            "hoodie.cleaner.parallelism": str(parallelism),
+        },
+        TABLE_NAME,
+    )
+    table = HudiTable.open(str(base))
+    lock = create_lock("in-process", TABLE_NAME, {"hoodie.base.path": str(base)})
+    timed = _TimedDelete(table.storage)
+    cleaner = Cleaner(table, config, lock, UTC, CleanOptions(), now=lambda: NOW, delete=timed)
+    load_before = load_average()
+    with stopwatch() as run:
+        result = cleaner.run()
+    shutil.rmtree(base)
+    return {
+        "files_deleted": sum(c.files_deleted for c in result.cleans),
+        "delete_calls": timed.calls,
+        "delete_phase_s": (timed.last - timed.first) if timed.first is not None else 0.0,
+        "clean_run_s": run.seconds,
+        "build_s": build.seconds,
+        "load_before": load_before,
+        "load_after": load_average(),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- entry
@@ -464,13 +491,18 @@ def run(
     shape = shape or (QUICK if quick else FULL)
     repeat = repeat or (3 if quick else 5)
     parallelisms = tuple(parallelisms or ((1, 200) if quick else (1, 8, 200)))
+    delete_rounds = 1 if quick else 3
+    load_before = load_average()
     with _work_dir(work_dir) as work:
         base = work / "table"
         with stopwatch() as build:
             build_table(base, shape)
         report(f"built {shape.data_files:,} files, {shape.partitions:,} partitions ({build.seconds:.1f}s)")
-        planning = measure_planning(base, shape, repeat)
-        deletes = measure_deletes(work, shape, parallelisms)
+        # The planner is Python in this process: its resident memory is the process's.
+        with PeakRss(os.getpid()) as planning_memory:
+            planning = measure_planning(base, shape, repeat)
+        with PeakRss(os.getpid()) as deleting_memory:
+            deletes = measure_deletes(work, shape, parallelisms, delete_rounds)
         if work_dir is not None:
             shutil.rmtree(work)
     payload: dict[str, Any] = {
@@ -487,6 +519,11 @@ def run(
             "commits_retained": shape.commits_retained,
         },
         "repeat": repeat,
+        "load_before": load_before,
+        "peak_rss_mb": {
+            "planning": peak_mb([planning_memory.peak_bytes]),
+            "deleting": peak_mb([deleting_memory.peak_bytes]),
+        },
         "build_s": build.seconds,
         "planning": planning,
         "deletes": deletes,

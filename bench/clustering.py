@@ -16,6 +16,7 @@ read and read+sort without a write (`noop` sink), so the reader can see where ti
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -43,6 +44,19 @@ from bench.common import (
     print_table,
     stopwatch,
     write_results,
+)
+from bench.contenders import (
+    Call,
+    ContenderProcess,
+    RowDigest,
+    Spread,
+    frame_digest,
+    load_average,
+    peak_mb,
+    round_order,
+    row_digest,
+    settle,
+    start_contenders,
 )
 from bench.fixtures import cow_table_properties, write_partition_metafile
 from service.clustering import ClusteringResult, execute_clustering, schedule_clustering
@@ -79,6 +93,7 @@ AVRO_SCHEMA = hudi_record_schema(
     ],
 )
 FILES_PER_COMMIT = 100
+DRIVER_MEMORY = "6g"
 
 
 @dataclass(frozen=True)
@@ -92,14 +107,14 @@ class Options:
     work_dir: Path | None = None
     results_dir: Path | None = None
     seed: int = 7
-    repeat: int = 1
+    repeat: int = 3  # timed rounds of every run, after an untimed warm-up of each contender
     split_groups: int = 0  # an extra LINEAR run with the input split into this many groups (<= 1: none)
     # An extra LINEAR run at this target (MB), big enough that the group gets one writer task (0: none).
     one_task_target_mb: int = 64
 
     @classmethod
     def quick(cls) -> Options:
-        return cls(files=200, rows=1_000_000, target_file_mb=2, snappy=False, sample=False)
+        return cls(files=200, rows=1_000_000, target_file_mb=2, snappy=False, sample=False, repeat=1)
 
     @classmethod
     def full(cls) -> Options:
@@ -114,6 +129,16 @@ class InputTable:
     rows: int
     bytes: int
     commits: int
+
+    def as_json(self) -> dict[str, Any]:
+        """What a contender's process gets (`bench.contenders`): JSON, rebuilt by `of_json`."""
+        return asdict(self) | {"base": str(self.base), "files": list(self.files)}
+
+    @classmethod
+    def of_json(cls, value: Mapping[str, Any]) -> InputTable:
+        return cls(
+            Path(value["base"]), tuple(value["files"]), value["rows"], value["bytes"], value["commits"]
+        )
 
 
 @dataclass
@@ -135,7 +160,6 @@ class Run:
     groups: int | None = None
     file_sizes: list[int] = field(default_factory=list)
     writer_tasks: int | None = None
-    all_seconds: list[float] = field(default_factory=list)  # every round; `seconds` is the fastest
     stages: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -458,78 +482,184 @@ def start_session(work_dir: Path) -> SparkSession:
     return session
 
 
-def warm_up(spark: SparkSession, work: Path, seed: int) -> None:
-    """One small untimed raw-Spark and clustering run, so no timed run pays for JIT and worker start-up."""
+CONTENDERS = ("raw-spark", "ours")
+IN_CHILD = {
+    "raw-spark": "bench.clustering:raw_spark_in_child",
+    "ours": "bench.clustering:clustering_in_child",
+}
+
+
+def raw_spark_in_child(spark: SparkSession, table: Mapping[str, Any], out: str, codec: str) -> dict[str, Any]:
+    """`run_raw_spark` in the raw-Spark contender's process; the run with its Spark stages, as JSON."""
+    before = last_stage_id(spark)
+    result = run_raw_spark(spark, InputTable.of_json(table), Path(out), codec)
+    result.stages = stage_figures(spark, before)
+    return asdict(result)
+
+
+def clustering_in_child(
+    spark: SparkSession,
+    table: Mapping[str, Any],
+    layout: str,
+    method: str,
+    codec: str,
+    target_file_bytes: int,
+    groups: int,
+    label_suffix: str,
+) -> dict[str, Any]:
+    """`run_clustering` in our contender's process; the run with its Spark stages, as JSON."""
+    before = last_stage_id(spark)
+    result = run_clustering(
+        spark,
+        InputTable.of_json(table),
+        layout,
+        method,
+        codec,
+        target_file_bytes,
+        groups,
+        label_suffix=label_suffix,
+    )
+    result.stages = stage_figures(spark, before)
+    return asdict(result)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One run of the plan: raw Spark ("SORT") or our clustering, and what it is given."""
+
+    layout: str
+    method: str
+    codec: str
+    groups: int
+    target_file_bytes: int
+    label_suffix: str = ""
+
+    @property
+    def contender(self) -> str:
+        return "raw-spark" if self.layout == "SORT" else "ours"
+
+    def call(self, processes: Mapping[str, ContenderProcess], table: InputTable, out: Path) -> Call:
+        if self.contender == "raw-spark":
+            return processes["raw-spark"].call(
+                IN_CHILD["raw-spark"], table=table.as_json(), out=str(out), codec=self.codec
+            )
+        return processes["ours"].call(
+            IN_CHILD["ours"], table=table.as_json(), layout=self.layout, method=self.method,
+            codec=self.codec, target_file_bytes=self.target_file_bytes, groups=self.groups,
+            label_suffix=self.label_suffix,
+        )  # fmt: skip
+
+
+def _plan(options: Options) -> list[Planned]:
+    target = options.target_file_mb * MB
+    codecs_to_run = ["gzip", "snappy"] if options.snappy else ["gzip"]
+    plan = [Planned("SORT", "", codec, 1, target) for codec in codecs_to_run]
+    curves = [("LINEAR", "DIRECT"), ("ZORDER", "DIRECT"), ("HILBERT", "DIRECT")]
+    if options.sample:
+        curves += [("ZORDER", "SAMPLE"), ("HILBERT", "SAMPLE")]
+    plan += [Planned(layout, method, "gzip", 1, target) for layout, method in curves]
+    if options.snappy:
+        plan.append(Planned("LINEAR", "DIRECT", "snappy", 1, target))
+    if options.one_task_target_mb > 0:
+        one_task = options.one_task_target_mb * MB
+        plan.append(
+            Planned("LINEAR", "DIRECT", "gzip", 1, one_task, f"{options.one_task_target_mb} MB target")
+        )
+    if options.split_groups > 1:
+        plan.append(Planned("LINEAR", "DIRECT", "gzip", options.split_groups, target))
+    return plan
+
+
+def warm_up(processes: Mapping[str, ContenderProcess], work: Path, seed: int) -> None:
+    """One small untimed run in each contender's process, so no timed run pays for JIT and worker
+    start-up."""
     tiny = build_input_table(work / "input", 10, 10_000, seed)
-    run_raw_spark(spark, fresh_copy(tiny, work / "raw"), work / "raw-out", "gzip")
-    run_clustering(spark, fresh_copy(tiny, work / "ours"), "HILBERT", "DIRECT", "gzip", MB)
+    for planned in (Planned("SORT", "", "gzip", 1, MB), Planned("HILBERT", "DIRECT", "gzip", 1, MB)):
+        planned.call(processes, fresh_copy(tiny, work / planned.contender), work / "out")
     shutil.rmtree(work, ignore_errors=True)
 
 
+def output_digest(spark: SparkSession, run: Run, copy: InputTable, out: Path) -> RowDigest:
+    """Every row of a run's output: raw Spark's Parquet as Spark reads it, ours as Hudi's snapshot
+    reader does (the replaced input files are then no longer read)."""
+    if run.kind == "spark":
+        return frame_digest(spark.read.parquet(str(out)).drop("_hoodie_file_name"))
+    return row_digest(spark, copy.base)
+
+
 def run(options: Options, spark: SparkSession | None = None, command: str | None = None) -> dict[str, Any]:
-    """Build the input, time every rewrite, print the tables, write the JSON; returns the payload."""
+    """Build the input, time every rewrite, print the tables, write the JSON; returns the payload.
+
+    Raw Spark and our clustering each run in a process of their own (`bench.contenders`), with the
+    same session settings; this process (`spark`, which must read Hudi) builds the input and reads
+    back every output."""
     work = Path(tempfile.mkdtemp(prefix="hts-bench-clustering-", dir=options.work_dir))
     session: SparkSession | None = spark
+    load_before = load_average()
     try:
-        session = spark if spark is not None else start_session(work)
+        if session is None:
+            from bench.hudi_clustering import start_session as start_hudi_session
+
+            session = start_hudi_session(work / "driver", DRIVER_MEMORY)
         with stopwatch() as built:
             source = build_input_table(work / "input", options.files, options.rows, options.seed)
+        expected = row_digest(session, source.base)
         print(
             f"input: {len(source.files)} files, {source.rows:,} rows, {source.bytes / MB:.1f} MB "
             f"in {source.commits} commits (built in {built.seconds:.1f}s)",
             flush=True,
         )
-        target = options.target_file_mb * MB
-        codecs_to_run = ["gzip", "snappy"] if options.snappy else ["gzip"]
-        # (layout, method, codec, groups, target bytes); "SORT" is raw Spark
-        plan: list[tuple[str, str, str, int, int]] = []
-        for codec in codecs_to_run:
-            plan.append(("SORT", "", codec, 1, target))
-        plan += [
-            ("LINEAR", "DIRECT", "gzip", 1, target),
-            ("ZORDER", "DIRECT", "gzip", 1, target),
-            ("HILBERT", "DIRECT", "gzip", 1, target),
-        ]
-        if options.sample:
-            plan += [("ZORDER", "SAMPLE", "gzip", 1, target), ("HILBERT", "SAMPLE", "gzip", 1, target)]
-        if options.snappy:
-            plan.append(("LINEAR", "DIRECT", "snappy", 1, target))
-        if options.one_task_target_mb > 0:
-            plan.append(("LINEAR", "DIRECT", "gzip", 1, options.one_task_target_mb * MB))
-        if options.split_groups > 1:
-            plan.append(("LINEAR", "DIRECT", "gzip", options.split_groups, target))
-        warm_up(session, work / "warm-up", options.seed)
-        # Rounds interleave the runs, so a burst of load elsewhere on the machine hits every run alike;
-        # each run reports its fastest round.
-        attempts: dict[int, list[Run]] = {}
-        for round_index in range(options.repeat):
-            for index, (layout, method, codec, groups, run_target) in enumerate(plan):
-                copy = fresh_copy(source, work / f"run-{index}")
-                before = last_stage_id(session)
-                if layout == "SORT":
-                    result = run_raw_spark(session, copy, work / f"run-{index}-out", codec)
-                else:
-                    suffix = f"{run_target // MB} MB target" if run_target != target else ""
-                    result = run_clustering(
-                        session, copy, layout, method, codec, run_target, groups, label_suffix=suffix
+        plan = _plan(options)
+        attempts: dict[int, list[Run]] = {index: [] for index in range(len(plan))}
+        rounds: dict[int, list[dict[str, Any]]] = {index: [] for index in range(len(plan))}
+        with contextlib.ExitStack() as stack:
+            processes = start_contenders(
+                stack, work, {name: {"driver_memory": DRIVER_MEMORY} for name in CONTENDERS}
+            )
+            warm_up(processes, work / "warm-up", options.seed)
+            # Rounds run the plan forwards, then backwards: raw Spark goes first in one and last in
+            # the next, so a slow spell or a warm cache falls on both contenders.
+            for round_index in range(options.repeat):
+                for index in round_order(range(len(plan)), round_index):
+                    planned = plan[index]
+                    copy = fresh_copy(source, work / f"run-{index}")
+                    out = work / f"run-{index}-out"
+                    settle()
+                    record: dict[str, Any] = {"load_before": load_average()}
+                    call = planned.call(processes, copy, out)
+                    record["load_after"] = load_average()
+                    result = Run(**call.result)
+                    digest = output_digest(session, result, copy, out)
+                    record |= {
+                        "seconds": round(result.seconds, 3),
+                        "peak_rss_mb": peak_mb([call.peak_rss_bytes]),
+                        "rows": digest.text,
+                        "same_rows": digest == expected,
+                    }
+                    attempts[index].append(result)
+                    rounds[index].append(record)
+                    print(
+                        f"  round {round_index + 1}: {result.label}: {result.seconds:.1f}s, "
+                        f"{result.mb_per_s:.2f} MB/s, {record['peak_rss_mb']:,.0f} MB",
+                        flush=True,
                     )
-                result.stages = stage_figures(session, before)
-                attempts.setdefault(index, []).append(result)
-                print(
-                    f"  round {round_index + 1}: {result.label}: {result.seconds:.1f}s, "
-                    f"{result.mb_per_s:.2f} MB/s",
-                    flush=True,
-                )
-                shutil.rmtree(copy.base, ignore_errors=True)
-                shutil.rmtree(work / f"run-{index}-out", ignore_errors=True)
+                    if not record["same_rows"]:
+                        raise RuntimeError(
+                            f"{result.label}: its output holds other rows than the input's "
+                            f"({digest.text}, not {expected.text})"
+                        )
+                    shutil.rmtree(copy.base, ignore_errors=True)
+                    shutil.rmtree(out, ignore_errors=True)
         runs = []
         for index in range(len(plan)):
-            best = min(attempts[index], key=lambda r: r.seconds)
-            best.all_seconds = [round(r.seconds, 3) for r in attempts[index]]
-            runs.append(best)
+            # The median round's output stands for the run; every round's seconds are kept.
+            by_time = sorted(attempts[index], key=lambda r: r.seconds)
+            runs.append(by_time[(len(by_time) - 1) // 2])
         keys = key_costs(options.key_rows, options.seed)
         components = component_costs(session, source, work)
-        payload = _payload(options, source, runs, keys, components, command)
+        payload = _payload(options, source, runs, rounds, keys, components, command)
+        payload["input"]["rows_digest"] = expected.text
+        payload["load_before"] = load_before
         _print(payload)
         path = write_results(NAME, payload, options.results_dir)
         print(f"\nwrote {path}", flush=True)
@@ -545,15 +675,17 @@ def _payload(
     options: Options,
     source: InputTable,
     runs: list[Run],
+    rounds: Mapping[int, list[dict[str, Any]]],
     keys: list[dict[str, Any]],
     components: dict[str, float],
     command: str | None,
 ) -> dict[str, Any]:
     spark_mbs = {r.codec: r.mb_per_s for r in runs if r.kind == "spark"}
     figures = []
-    for r in runs:
+    for index, r in enumerate(runs):
         ratios = r.size_ratios()
         baseline = spark_mbs.get(r.codec)
+        every = rounds[index]
         figures.append(
             {
                 "label": r.label,
@@ -562,7 +694,9 @@ def _payload(
                 "method": r.method,
                 "codec": r.codec,
                 "seconds": round(r.seconds, 3),
-                "all_rounds_seconds": r.all_seconds,
+                "seconds_spread": Spread.of([x["seconds"] for x in every]).as_json(),
+                "peak_rss_mb": max(x["peak_rss_mb"] for x in every),
+                "rounds": every,
                 "schedule_seconds": None if r.schedule_seconds is None else round(r.schedule_seconds, 3),
                 "input_mb": round(r.input_bytes / MB, 3),
                 "input_mb_per_s": round(r.mb_per_s, 3),
@@ -598,9 +732,53 @@ def _payload(
             ],
         },
         "runs": figures,
+        "targets": _targets(figures, options.target_file_mb),
         "curve_keys": keys,
         "components": {k: round(v, 3) for k, v in components.items()},
     }
+
+
+# Issue 6's goals for a rewrite at the benchmark's target (the one-task and split-group runs are context).
+TARGET_LINEAR_OVER_SPARK = 0.9
+TARGET_CURVES_OVER_SPARK = 0.8
+
+
+def _targets(figures: Sequence[Mapping[str, Any]], target_file_mb: int) -> list[dict[str, Any]]:
+    main = [
+        f for f in figures
+        if f["kind"] == "clustering" and f["codec"] == "gzip" and f["groups"] == 1
+        and f["target_file_mb"] == target_file_mb
+    ]  # fmt: skip
+    linear = [f["ratio_to_raw_spark"] for f in main if f["layout"] == "LINEAR"]
+    curves = [f["ratio_to_raw_spark"] for f in main if f["layout"] != "LINEAR"]
+    # Every group may end in one smaller file; with one group per run, all but one file in range.
+    short = [f["output_files"] - f["files_within_0_8_to_1_1"] for f in main]
+    out = []
+    for name, values, threshold in (
+        (
+            f"LINEAR (gzip) >= {TARGET_LINEAR_OVER_SPARK}x raw Spark's throughput",
+            linear,
+            TARGET_LINEAR_OVER_SPARK,
+        ),
+        (
+            f"curves (gzip) >= {TARGET_CURVES_OVER_SPARK}x raw Spark's throughput",
+            curves,
+            TARGET_CURVES_OVER_SPARK,
+        ),
+    ):
+        if values:
+            low, high = min(values), max(values)
+            shown = f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f}"
+            out.append({"target": name, "value": shown, "met": low >= threshold})
+    if short:
+        out.append(
+            {
+                "target": "all but one file per group within 0.8-1.1x of the target",
+                "value": f"at most {max(short)} file(s) of a run outside",
+                "met": max(short) <= 1,
+            }
+        )
+    return out
 
 
 def _rounded(value: Any) -> Any:
@@ -638,7 +816,7 @@ def _print(payload: dict[str, Any]) -> None:
     ]  # fmt: skip
     if stage_rows:
         print_table(
-            "Spark stages (fastest round)",
+            "Spark stages (median round)",
             ["run", "stage", "tasks", "wall s", "task s", "task CPU s", "input MB", "shuffle MB"],
             stage_rows,
         )
@@ -666,7 +844,8 @@ def main(argv: Sequence[str]) -> int:
         help="SAMPLE curve runs (default: on, off in --quick)",
     )
     parser.add_argument("--key-rows", type=int, help="rows for the order-key cost")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds; each run reports its fastest")
+    parser.add_argument("--repeat", type=int, help="timed rounds of every run (default 3, 1 in --quick)")
+    parser.add_argument("--results-dir", type=Path, help="where clustering.json goes (default bench/results)")
     parser.add_argument(
         "--split-groups", type=int, default=0, help="extra LINEAR run over this many groups (0: skip)"
     )
@@ -684,7 +863,8 @@ def main(argv: Sequence[str]) -> int:
         sample=base.sample if args.sample is None else args.sample,
         key_rows=args.key_rows or base.key_rows,
         work_dir=args.work_dir,
-        repeat=max(1, args.repeat),
+        results_dir=args.results_dir,
+        repeat=max(1, args.repeat or base.repeat),
         split_groups=args.split_groups,
         one_task_target_mb=args.one_task_target_mb,
     )

@@ -25,21 +25,22 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 SAMPLE_EVERY_S = 0.05
 MB = 1024 * 1024
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------- order and spread
 
 
-def round_order(names: Sequence[str], round_index: int) -> tuple[str, ...]:
+def round_order(names: Sequence[T], round_index: int) -> tuple[T, ...]:
     """Who goes first in round `round_index` (from 0): the given order in even rounds, reversed in odd
     ones, so whoever runs second (a page cache the first one filled) is each contender in turn."""
     return tuple(names) if round_index % 2 == 0 else tuple(reversed(names))
@@ -265,9 +266,15 @@ class RowDigest:
 
 
 def row_digest(spark: SparkSession, base: Path | str) -> RowDigest:
+    """Every row Hudi's snapshot reader returns from the table at `base` (`frame_digest`)."""
+    return frame_digest(spark.read.format("hudi").load(str(base)).drop("_hoodie_file_name"))
+
+
+def frame_digest(frame: DataFrame) -> RowDigest:
+    """The row count and two seeded sums of a 64-bit hash of each row's JSON (its columns by name):
+    equal for the same rows in any order and any file layout."""
     from pyspark.sql import functions as F
 
-    frame = spark.read.format("hudi").load(str(base)).drop("_hoodie_file_name")
     row = F.to_json(
         F.struct(*[F.col(f"`{c}`") for c in sorted(frame.columns)]), {"ignoreNullFields": "false"}
     )

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bench.common import hudi_record_schema, print_table, stopwatch, write_results
+from bench.contenders import load_average
 from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
 from service.table import codecs
 from service.table.avro_schema import HOODIE_META_FIELDS
@@ -662,6 +663,7 @@ def run(
 ) -> dict[str, Any]:
     """Build the tables, run the daemon in a child process, measure; print and write `daemon.json`."""
     shape = shape or (QUICK if quick else FULL)
+    load_before = load_average()
     with _work_dir(work_dir) as work:
         (work / "tables").mkdir()
         with stopwatch() as build:
@@ -675,7 +677,7 @@ def run(
         plans_before = sum(len(_plan_files(_table_dir(work, i) / ".hoodie")) for i in range(shape.tables))
         payload = _measure(work, config, shape, report)
         plans_after_idle = payload.pop("_plans_after_idle")
-    payload["build_s"] = build.seconds
+    payload["build_s"], payload["load_before"] = build.seconds, load_before
     payload["work_dir_filesystem"] = "tmpfs" if str(work).startswith("/dev/shm/") else "disk"
     payload["idle"]["plan_files_before"] = plans_before
     payload["idle"]["plan_files_after"] = plans_after_idle
@@ -740,9 +742,11 @@ def _measure(work: Path, config: Path, shape: Shape, report: Callable[[str], Non
             report(f"cold round done {cold_done - launched:.1f}s after launch")
             # Steady window: whole poll intervals, starting one interval after the cold round.
             time.sleep(min(shape.poll_seconds, 5.0))
+            window_load = {"load_before": load_average()}
             start = sample_process(child.pid)
             time.sleep(shape.steady_rounds * shape.poll_seconds)
             end = sample_process(child.pid)
+            window_load["load_after"] = load_average()
             if start is None or end is None:
                 raise RuntimeError(f"bench.daemon: the daemon exited early; see {log_path}")
             plans_after_idle = sum(
@@ -803,6 +807,7 @@ def _measure(work: Path, config: Path, shape: Shape, report: Callable[[str], Non
         },
         "steady": summarise_ticks(steady_ticks)
         | {
+            **window_load,
             "window_s": window,
             "rounds": rounds,
             "process_cpu_s": cpu,

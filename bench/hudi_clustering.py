@@ -143,6 +143,9 @@ class Options:
     executor_memory: str = "8g"
     hudi: str = DEFAULT_HUDI  # 1.1: Hudi 1.1.1 on the input upgraded to table version 9
     rounds: int = 1  # per layout, each contender on a fresh copy; `seconds` is the median
+    # Said after the benchmark's name in the result file's: a run of other sizes or on other Spark
+    # (`default-sizes`, `standalone`) keeps its own file beside the 4 M-row one.
+    results_suffix: str = ""
 
     @property
     def hudi_only_settings(self) -> dict[str, str]:
@@ -150,7 +153,8 @@ class Options:
 
     @property
     def results_name(self) -> str:
-        return NAME if self.hudi == DEFAULT_HUDI else f"{NAME}-v9"
+        name = NAME if self.hudi == DEFAULT_HUDI else f"{NAME}-v9"
+        return f"{name}-{self.results_suffix}" if self.results_suffix else name
 
     @classmethod
     def quick(cls) -> Options:
@@ -756,6 +760,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--rounds", type=int, default=3, help="rounds per layout and contender (medians reported)"
     )
+    parser.add_argument(
+        "--results-suffix",
+        default="",
+        help="the result file is hudi-clustering[-v9]-<suffix>.json (e.g. default-sizes, standalone)",
+    )
     args = parser.parse_args(list(argv))
     if (status := rerun_without_jvm(NAME, argv)) is not None:
         return status
@@ -769,6 +778,7 @@ def main(argv: Sequence[str]) -> int:
         standalone=args.standalone,
         hudi=args.hudi,
         rounds=args.rounds,
+        results_suffix=args.results_suffix,
     )
     run(options, command=command_line(NAME, argv))
     return 0

@@ -46,6 +46,7 @@ from bench.common import (
     stopwatch,
     write_results,
 )
+from bench.contenders import load_average
 from bench.hudi_clustering import Options as ClusteringOptions
 from bench.hudi_clustering import plan_settings, run_clustering_call, start_session
 from bench.moto_server import moto_server
@@ -311,6 +312,7 @@ def idle_ticks(
 def run(options: Options, command: str | None = None) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="hts-bench-hudi-s3-", dir=options.work_dir))
     session: SparkSession | None = None
+    load_before = load_average()
     try:
         session = start_session(work, "2g", extra_jars=s3a_jars())
         with moto_server() as moto, CountingProxy(moto) as proxy:
@@ -328,6 +330,8 @@ def run(options: Options, command: str | None = None) -> dict[str, Any]:
             "clustering": clustered,
             "cleaning": cleaned,
             "idle_daemon_ticks": ticks,
+            "load_before": load_before,
+            "load_after": load_average(),
         }
         _print(payload)
         path = write_results(NAME, payload, options.results_dir)

@@ -32,6 +32,7 @@ import numpy as np
 
 from bench.clustering import InputTable, build_input_table, fresh_copy, run_clustering, start_session
 from bench.common import RESULTS_DIR, bench_parser, command_line, print_table, stopwatch, write_results
+from bench.contenders import load_average
 from bench.pruning_count import (
     PREDICATES,
     Columns,
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 NAME = "pruning"
-DOCS_CHART = Path(__file__).resolve().parent.parent / "docs" / "benchmarks-pruning.png"
+DOCS_CHART = Path(__file__).resolve().parent.parent / "docs" / "results" / "pruning.png"
 CODEC = "snappy"
 FIRST_BYTES_PER_ROW = 75.0  # snappy, 50k-row groups of this table (measured); later runs use the last run's
 TARGETS = {
@@ -225,6 +226,8 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
     started = time.perf_counter()
     granularities = _granularities(options)
     small = granularities[1]
+    load_before = load_average()
+    loads: list[dict[str, Any]] = []
     try:
         with stopwatch() as built:
             source = build_input_table(work / "input", options.files, options.rows, options.seed, CODEC)
@@ -244,7 +247,9 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
         results: list[LayoutResult] = []
         checks: list[dict[str, Any]] = []
         for layout in LAYOUTS:
+            load = {"layout": layout.label, "load_before": load_average()}
             result = _measure(session, source, layout, work, options, bytes_per_row, chosen)
+            loads.append(load | {"load_after": load_average()})
             if layout.strategy is not None:
                 bytes_per_row = _next_bytes_per_row(
                     result.stats[small.key], bytes_per_row, small.nominal_rows
@@ -256,6 +261,7 @@ def run(options: Options, spark: SparkSession | None = None, command: str | None
             options, source, results, columns, chosen, matching, checks, granularities, command
         )
         payload["seconds_total"] = round(time.perf_counter() - started, 1)
+        payload["load_before"], payload["rounds"] = load_before, loads
         _print(payload)
         path = write_results(NAME, payload, options.results_dir)
         from bench.pruning_chart import draw

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -61,8 +62,11 @@ def _load_range(values: Sequence[float]) -> str:
     return f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}"
 
 
-def provenance(document: Mapping[str, Any], during: Sequence[float], rounds: int) -> str:
-    """Which run, on what, under what load: one paragraph every generated block opens with."""
+def provenance(
+    document: Mapping[str, Any], during: Sequence[float], rounds: int, unit: str | None = "timed rounds"
+) -> str:
+    """Which run, on what, under what load: one paragraph every generated block opens with (`unit`
+    None: a run of counts, with the load after it instead of around each round)."""
     machine = document["machine"]
     code = document.get("code") or {}
     commit = (code.get("commit") or "unknown")[:10]
@@ -75,15 +79,20 @@ def provenance(document: Mapping[str, Any], during: Sequence[float], rounds: int
         f"`{document['command']}`, finished {finished}, "
         f"code at `{commit}`{modified}; {cores} cores ({cpu}), {memory} GB, "
         f"Python {machine['python']}, {java}, Spark {machine['spark']}. Load average (1 min) "
-        f"{document['load_before']:.1f} before the run, {_load_range(during)} before and after each of "
-        f"{rounds} timed rounds (2 means the benchmark's own two busy cores)."
+        f"{document['load_before']:.1f} before the run, "
+        + (
+            f"{_load_range(during)} after it."
+            if unit is None
+            else f"{_load_range(during)} before and after each of {rounds} {unit} "
+            "(2 means the benchmark's own two busy cores)."
+        )
     )
 
 
-# ---------------------------------------------------------------- compaction
+# ---------------------------------------------------------------- section 5: compaction
 
 
-def render_compaction(document: Mapping[str, Any]) -> str:
+def render_hudi_compaction(document: Mapping[str, Any]) -> str:
     run, rounds = document["run"], document["rounds"]
     hudi = f"Hudi {HUDI_BUNDLES[document['hudi']]}"
     during = [r[k] for r in rounds for k in ("load_before", "load_after")]
@@ -130,10 +139,10 @@ def render_compaction(document: Mapping[str, Any]) -> str:
     )
 
 
-# ---------------------------------------------------------------- clustering
+# ---------------------------------------------------------------- section 5: clustering
 
 
-def render_clustering(document: Mapping[str, Any]) -> str:
+def render_hudi_clustering(document: Mapping[str, Any]) -> str:
     hudi = f"Hudi {HUDI_BUNDLES[document['hudi']]}"
     runs = {(r["contender"], r["layout"], r["method"]): r for r in document["runs"]}
     comparisons = document["comparisons"]
@@ -197,10 +206,10 @@ def render_clustering(document: Mapping[str, Any]) -> str:
     )
 
 
-# ---------------------------------------------------------------- cleaning
+# ---------------------------------------------------------------- section 5: cleaning
 
 
-def render_cleaning(document: Mapping[str, Any]) -> str:
+def render_hudi_cleaning(document: Mapping[str, Any]) -> str:
     hudi = f"Hudi {document['hudi_version']}"
     runs = document["runs"]
     during = [x for r in runs for pair in r["load"] for x in pair]
@@ -236,20 +245,368 @@ def render_cleaning(document: Mapping[str, Any]) -> str:
     )
 
 
+# ---------------------------------------------------------------- section 1: pruning
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def render_pruning(document: Mapping[str, Any]) -> str:
+    """Rows scanned per layout and predicate at both row-group sizes, the floors, the textbook curves,
+    the cross-check and the targets. The counts are fixed by the seed and the row-group sizes, so one
+    run gives them; clustering seconds are context, one round each."""
+    predicates = document["predicates"]
+    figures = {(f["layout"], f["granularity"], f["predicate"]): f for f in document["figures"]}
+    floors = {(f["granularity"], f["predicate"]): f for f in document["floors"]}
+    inputs, layouts = document["input"], document["layouts"]
+    during = [r[k] for r in document["rounds"] for k in ("load_before", "load_after")]
+    parts = [
+        provenance(document, during, len(document["rounds"]), "layouts"),
+        f"Input: {inputs['rows']:,} rows in {inputs['files']:,} files of {inputs['rows_per_file']:,} rows, "
+        f"{inputs['mb']:,.1f} MB ({inputs['codec']}); {document['placements']} random placements per "
+        f"predicate, seed {document['seed']}. Cells: mean rows scanned over the placements (worst "
+        "placement), and how many times fewer rows than the table as written; rows/group is the "
+        "layout's actual mean. The counts do not depend on the machine or the load.",
+    ]
+    headers = ["layout", "rows/group", *(p["label"] for p in predicates)]
+    for g in document["granularities"]:
+        rows: list[list[Any]] = []
+        for layout in layouts:
+            cells = [figures[(layout["label"], g["key"], p["key"])] for p in predicates]
+            rows.append(
+                [layout["label"], _count(cells[0]["mean_rows_per_group"])]
+                + [
+                    f"{_count(c['rows_scanned_mean'])} ({_count(c['rows_scanned_worst'])}) "
+                    f"{c['reduction_vs_unclustered']:.1f}x"
+                    for c in cells
+                ]
+            )
+        for name, key in (
+            ("*matching rows*", "matching_mean"),
+            ("*floor: perfect*", "perfect_floor_mean"),
+            ("*floor: sorted column*", "sorted_floor_mean"),
+            ("*floor: square tiles*", "square_tile_floor"),
+        ):
+            rows.append(
+                [name, _count(g["nominal_rows"])]
+                + [_count(floors[(g["key"], p["key"])][key]) for p in predicates]
+            )
+        parts.append(f"Row groups of ~{g['nominal_rows']:,} rows:")
+        parts.append(_table(headers, rows, [False, *([True] * (len(headers) - 1))]))
+    parts.append(
+        "Textbook curves of a sample of the same rows, cut into as many row groups as the SAMPLE layout, "
+        "on the same placements (rows scanned scaled to the table):"
+    )
+    parts.append(
+        _table(
+            ["curve", "groups", *(p["label"] for p in predicates)],
+            [
+                [t["curve"], t["groups"], *(_count(t["rows_scanned_mean"][p["key"]]) for p in predicates)]
+                for t in document["textbook_curves"]
+            ],
+            [False, True, *(True for _ in predicates)],
+        )
+    )
+    checks = document["cross_check"]
+    agreeing = sum(1 for c in checks if c["equal"])
+    parts.append(
+        f"**Cross-check**: in {agreeing} of {len(checks)} cases (each predicate's first placement on "
+        "every layout's files, and on files rewritten with the merged row groups) the rows "
+        "pyarrow.dataset keeps after statistics pruning equal the count above, and the rows it returns "
+        "equal the matching count."
+    )
+    parts.append(
+        _table(
+            ["target", "value", "threshold", "result", "figures"],
+            [
+                [
+                    t["target"],
+                    f"{t['value']:,.2f}",
+                    f"{t['comparison']} {t['threshold']}",
+                    "met" if t["met"] else "**missed**",
+                    t["detail"],
+                ]
+                for t in document["targets"]
+            ],
+            [False, True, False, False, False],
+        )
+    )
+    timed = [f"{x['label']} {x['clustering_seconds']:.0f} s" for x in layouts if x["strategy"]]
+    parts.append(
+        f"Clustering each layout into one file took (one round each; context, not a comparison): "
+        f"{', '.join(timed)}; the whole run {document['seconds_total']:,.0f} s."
+    )
+    return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------- section 2: clustering cost
+
+
+def render_clustering_cost(document: Mapping[str, Any]) -> str:
+    runs, inputs = document["runs"], document["input"]
+    rounds = [r for run in runs for r in run["rounds"]]
+    during = [r[k] for r in rounds for k in ("load_before", "load_after")]
+
+    def spread(run: Mapping[str, Any]) -> str:
+        s = run["seconds_spread"]
+        return f"{_s(s['median'])} ({_s(s['min'])}-{_s(s['max'])})"
+
+    def ratio(run: Mapping[str, Any]) -> str:
+        low, high = run["file_size_ratio_min"], run["file_size_ratio_max"]
+        return "-" if low is None else f"{low:.2f}-{high:.2f}"
+
+    rows = [
+        [
+            r["label"], spread(r), f"{r['input_mb_per_s']:.2f}", f"**{_ratio(r['ratio_to_raw_spark'])}**",
+            f"{r['peak_rss_mb']:,.0f}", r["writer_tasks"] or "-", r["output_files"],
+            f"{r['output_mb']:,.1f}", ratio(r),
+            "-" if r["files_within_0_8_to_1_1"] is None else r["files_within_0_8_to_1_1"],
+            "yes" if all(x["same_rows"] for x in r["rounds"]) else "**no**",
+        ]
+        for r in runs
+    ]  # fmt: skip
+    headers = [
+        "run", "seconds", "MB/s", "x raw Spark", "peak RSS MB", "tasks", "files", "out MB",
+        "min-max / target", "files in 0.8-1.1x", "same rows",
+    ]  # fmt: skip
+    keys = ", ".join(f"{k['layout']} {k['method']} {k['ns_per_row']:.0f}" for k in document["curve_keys"])
+    c = document["components"]
+    per_run = len(runs[0]["rounds"]) if runs else 0
+    return "\n\n".join(
+        [
+            provenance(document, during, len(rounds), "timed runs"),
+            f"Input: {inputs['rows']:,} rows in {inputs['files']:,} {inputs['codec']} files, "
+            f"{inputs['mb']:,.1f} MB. Raw Spark and ours each run in a process of their own with the same "
+            f"session settings. Seconds: median (min-max) of {per_run} rounds, each on a fresh copy, the "
+            'plan run forwards and backwards in turn; MB/s and "x raw Spark" (same codec) from the '
+            "medians. Peak RSS: the contender's whole process tree (driver, JVM, Python workers) during "
+            "the run, highest of its rounds (a JVM keeps the heap an earlier run grew). Same rows: in "
+            "every round the output held the input's rows (digest "
+            f"`{inputs['rows_digest']}`; raw Spark's read as Parquet, ours by Hudi's reader).",
+            _table(headers, rows, [False, True, True, True, True, True, True, True, False, True, False]),
+            _table(
+                ["target (issue 6)", "measured", "result"],
+                [[t["target"], t["value"], "met" if t["met"] else "**missed**"] for t in document["targets"]],
+                [False, False, False],
+            ),
+            f"Order key cost, one thread, {document['curve_keys'][0]['rows']:,} rows (ns/row): {keys}. "
+            f"Whole input, one thread: pyarrow read {c['pyarrow_read_1thread_s']:.1f} s, sort "
+            f"{c['pyarrow_sort_s']:.1f} s, gzip write {c['pyarrow_write_gzip_1thread_s']:.1f} s "
+            f"({c['pyarrow_write_gzip_output_mb']:.1f} MB), snappy write "
+            f"{c['pyarrow_write_snappy_1thread_s']:.1f} s; Spark read {c['spark_read_noop_s']:.1f} s, "
+            f"read and sort {c['spark_read_sort_noop_s']:.1f} s (no write).",
+        ]
+    )
+
+
+# ---------------------------------------------------------------- section 3: cleaning planning
+
+
+def render_cleaning_planning(document: Mapping[str, Any]) -> str:
+    planning, shape = document["planning"], document["shape"]
+    deletes = document["deletes"]
+    during = [r[k] for r in planning["rounds"] for k in ("load_before", "load_after")]
+    during += [r[k] for d in deletes for r in d["rounds"] for k in ("load_before", "load_after")]
+
+    def ms(mode: str, key: str) -> str:
+        values = [r[key] * 1000 for r in planning[mode]["runs"]]
+        return f"{statistics.median(values):,.1f} ({min(values):,.1f}-{max(values):,.1f})"
+
+    speedup = planning["speedup_full_over_incremental"]
+    rows: list[list[Any]] = [
+        [
+            mode, f"{planning[mode]['partitions_listed']:,}", ms(mode, "timeline"), ms(mode, "listing"),
+            ms(mode, "plan"), ms(mode, "warm_total"), ms(mode, "cold_total"),
+        ]
+        for mode in ("incremental", "full")
+    ]  # fmt: skip
+    rows.append(
+        ["**full / incremental**", "", "",
+         *(f"**{speedup[k]:.1f}x**" for k in ("listing", "plan", "warm_total", "cold_total"))]
+    )  # fmt: skip
+    delete_rows = []
+    for d in deletes:
+        phase = [r["delete_phase_s"] for r in d["rounds"]]
+        whole = [r["clean_run_s"] for r in d["rounds"]]
+        delete_rows.append(
+            [
+                d["parallelism"], f"{d['files_deleted']:,}",
+                f"{_s(statistics.median(phase))} ({_s(min(phase))}-{_s(max(phase))})",
+                f"{d['files_per_s']:,.0f}",
+                f"{_s(statistics.median(whole))} ({_s(min(whole))}-{_s(max(whole))})",
+            ]
+        )  # fmt: skip
+    memory = document["peak_rss_mb"]
+    target = document["target"]
+    met = "met" if target["met_warm"] else "**missed**"
+    return "\n\n".join(
+        [
+            provenance(
+                document, during, len(planning["rounds"]) + sum(len(d["rounds"]) for d in deletes), "rounds"
+            ),
+            f"Input: {shape['data_files']:,} base files in {shape['partitions']:,} partitions "
+            f"(KEEP_LATEST_COMMITS, {document['policy']['commits_retained']} commits retained). Planning: "
+            f"median (min-max) of {document['repeat']} cold rounds in ms, the modes alternating which goes "
+            "first; warm total is a daemon's tick (decoded commits cached), cold total a one-shot run. "
+            f"Plans equal in both modes: {'yes' if planning['plans_equal'] else '**no**'}.",
+            _table(
+                [
+                    "mode",
+                    "partitions listed",
+                    "timeline ms",
+                    "listing ms",
+                    "plan ms",
+                    "warm total ms",
+                    "cold total ms",
+                ],
+                rows,
+                [False, True, True, True, True, True, True],
+            ),
+            f"Target (incremental at least {target['speedup']:.0f}x faster than a full scan, for a daemon's "
+            f"tick): {met}. Reading and `json.loads` of every completed commit alone takes "
+            f"{planning['commit_json_parse_s'] * 1000:,.0f} ms of the cold timeline step. Peak RSS of the "
+            f"benchmark's one Python process (the cleaner runs in it, no JVM): {memory['planning']:,.0f} MB "
+            f"while planning, {memory['deleting']:,.0f} MB while deleting.",
+            "A real clean deleting every file version one retained commit no longer needs, on a fresh "
+            f"copy per round ({len(deletes[0]['rounds'])} rounds per `hoodie.cleaner.parallelism`), local "
+            "disk; seconds median (min-max):",
+            _table(
+                ["parallelism", "files deleted", "delete phase s", "files/s (median)", "whole clean s"],
+                delete_rows,
+                [True, True, True, True, True],
+            ),
+        ]
+    )
+
+
+# ---------------------------------------------------------------- section 4: daemon
+
+
+def render_daemon(document: Mapping[str, Any]) -> str:
+    steady, cold, memory = document["steady"], document["cold"], document["memory"]
+    idle, threshold, targets, shape = (
+        document["idle"],
+        document["threshold"],
+        document["targets"],
+        document["shape"],
+    )
+    during = [steady["load_before"], steady["load_after"]]
+    cpu, wall = steady["per_table_cpu_ms"], steady["per_table_wall_ms"]
+    services = steady["services"]
+
+    def met(flag: bool) -> str:
+        return "met" if flag else "**missed**"
+
+    listings = " / ".join(f"{v['hoodie_listings_per_tick']:g}" for v in services.values())
+    reads = " / ".join(f"{v['reads_per_tick']:g}" for v in services.values())
+    delays = ", ".join(f"{c['delay_s']:.1f}" for c in threshold["tables"] if c.get("planned"))
+    to_plan = [c["tick_start_to_plan_s"] for c in threshold["tables"] if "tick_start_to_plan_s" in c]
+    rows = [
+        ["table tick CPU (cleaning + clustering), mean / p50 / p99 / max (ms)",
+         f"{cpu['mean']:.2f} / {cpu['p50']:.2f} / {cpu['p99']:.2f} / {cpu['max']:.2f}",
+         f"<= {targets['tick_ms']:g} ms: {met(targets['tick_met'])}"],
+        ["table tick wall, mean / p99 (ms)", f"{wall['mean']:.2f} / {wall['p99']:.2f}", ""],
+        [" / ".join(f"{name} tick" for name in services) + " CPU, mean (ms)",
+         " / ".join(f"{v['cpu_ms']['mean']:.2f}" for v in services.values()), ""],
+        ["daemon CPU per table per round, everything included (ms)",
+         f"{steady['process_cpu_ms_per_table_round']:.2f}", ""],
+        [f"daemon CPU share of one core ({shape['poll_seconds']:g} s poll)",
+         f"{100 * steady['process_cpu_share_of_one_core']:.1f} %", ""],
+        ["RSS at the end of the window / peak (MB)",
+         f"{memory['rss_mb_end_of_steady_window']:,.0f} / {memory['peak_rss_mb']:,.0f}",
+         f"<= {targets['rss_mb']:g} MB: {met(targets['rss_met'])}"],
+        ["threads (peak)", memory["threads_peak"], ""],
+        ["`.hoodie` listings per " + " / ".join(f"{name} tick" for name in services), listings, ""],
+        ["file reads per " + " / ".join(f"{name} tick" for name in services), reads, ""],
+        ["partition listings, metadata decodes in the window",
+         f"{steady['partition_listings']}, {steady['decodes']}", ""],
+        ["cold round: table tick CPU, mean / p99 (ms); metadata decodes",
+         f"{cold['per_table_cpu_ms']['mean']:.2f} / {cold['per_table_cpu_ms']['p99']:.2f}; "
+         f"{cold['decodes']:,}", ""],
+        ["instant files written / Spark requests / failed ticks while idle",
+         f"{idle['instant_files_written']} / {idle['spark_session_requests']} / {idle['failed_ticks']}",
+         f"none: {met(targets['nothing_planned_while_idle'])}"],
+        [f"crossing commit to `.replacecommit.requested`, {len(threshold['tables'])} tables (s)", delays,
+         f"<= {targets['plan_delay_s']:g} s (one poll): {met(targets['plan_delay_met'])}"],
+        ["scheduling tick: start to plan written (s)",
+         ", ".join(f"{x:.2f}" for x in to_plan) or "-", ""],
+    ]  # fmt: skip
+    return "\n\n".join(
+        [
+            provenance(document, during, 1, f"steady windows of {shape['steady_rounds']} poll intervals"),
+            f"{shape['tables']:,} tables, {shape['active_instants_per_table']} active instants each, "
+            f"{shape['poll_seconds']:g} s poll interval; the window held {steady['rounds']:.1f} rounds "
+            f"({steady['window_s']:.0f} s, {steady['table_ticks']:,} table ticks). "
+            "Tick figures are over every table tick of the window (their spread is the p50, p99 and max); "
+            "memory is the daemon process's resident set, sampled every 0.25 s.",
+            _table(["figure (steady window unless noted)", "value", "target"], rows, [False, True, False]),
+        ]
+    )
+
+
+# ---------------------------------------------------------------- section 5: object store
+
+
+def render_hudi_s3(document: Mapping[str, Any]) -> str:
+    kinds = document["request_kinds"]
+    hudi = f"Hudi {HUDI_BUNDLES[document.get('hudi', '0.15')]}"
+    clustering, cleaning, ticks = document["clustering"], document["cleaning"], document["idle_daemon_ticks"]
+
+    def row(label: str, entry: Mapping[str, Any]) -> list[Any]:
+        listed = entry.get("partitions_listed")
+        return [
+            label, *(entry["requests"][k] for k in kinds),
+            "" if listed is None else f"{listed} of {cleaning['partitions']}",
+        ]  # fmt: skip
+
+    deleted = cleaning["ours"]["files_deleted"]
+    rows = [
+        row(f"clustering, {hudi} `run_clustering`", clustering["hudi"]),
+        row("clustering, ours", clustering["ours"]),
+        row(
+            f"clean ({cleaning['hudi']['files_deleted']} files deleted), {hudi} `run_clean`", cleaning["hudi"]
+        ),
+        row(f"clean ({deleted} files deleted), ours", cleaning["ours"]),
+        row("clean planning only, ours (dry run)", cleaning["ours_planning_only"]),
+        *(row(f"idle tick, {key.replace('_', ', ')}", entry) for key, entry in ticks.items()),
+    ]
+    inputs = clustering["input"]
+    rows_read = {name: clustering[name]["rows_read_by_hudi"] for name in ("hudi", "ours")}
+    return "\n\n".join(
+        [
+            provenance(document, [document["load_after"]], 1, None),
+            f"Clustering input: {inputs['rows']:,} rows in {inputs['files']} files; Hudi's reader read "
+            f"back {rows_read['hudi']:,} rows from Hudi's output and {rows_read['ours']:,} from ours. "
+            f"Cleaning input: {cleaning['data_files']:,} data files in {cleaning['partitions']} partitions, "
+            f"{cleaning['partitions_in_incremental_window']} of them written since the last clean; files "
+            f"left the same on both copies: {'yes' if cleaning['same_files_left'] else '**no**'}. Requests "
+            'per run; "partitions listed" counts the partition directories a LIST named. Counts do not '
+            "depend on the load; times on a loopback object store are not published.",
+            _table(["run", *kinds, "partitions listed"], rows, [False, *(True for _ in kinds), True]),
+        ]
+    )
+
+
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "hudi-compaction": render_compaction,
-    "hudi-clustering": render_clustering,
-    "hudi-cleaning": render_cleaning,
+    "pruning": render_pruning,
+    "clustering": render_clustering_cost,
+    "cleaning": render_cleaning_planning,
+    "daemon": render_daemon,
+    "hudi-compaction": render_hudi_compaction,
+    "hudi-clustering": render_hudi_clustering,
+    "hudi-cleaning": render_hudi_cleaning,
+    "hudi-s3": render_hudi_s3,
 }
 
 
 def renderer_for(benchmark: str) -> Callable[[Mapping[str, Any]], str]:
-    """The renderer of a result file's `benchmark`; a version-9 run's carries a suffix
-    (`hudi-compaction-v9`) and is rendered alike."""
-    name = re.sub(r"-v\d+$", "", benchmark)
-    if name not in RENDERERS:
+    """The renderer of a result file's `benchmark`: the longest registered name it is or starts with
+    before a `-` (a version-9 run's `hudi-compaction-v9`, `hudi-clustering-default-sizes`)."""
+    known = [name for name in RENDERERS if benchmark == name or benchmark.startswith(f"{name}-")]
+    if not known:
         raise KeyError(f"no renderer for benchmark {benchmark!r} (known: {sorted(RENDERERS)})")
-    return RENDERERS[name]
+    return RENDERERS[max(known, key=len)]
 
 
 def render(document: Mapping[str, Any]) -> str:

@@ -27,6 +27,7 @@ def test_clustering_bench_reports_every_run_with_all_rows(spark: Any, tmp_path: 
         one_task_target_mb=0,
         work_dir=tmp_path,
         results_dir=tmp_path / "results",
+        repeat=2,
     )
     run(options, spark=spark)
 
@@ -45,8 +46,16 @@ def test_clustering_bench_reports_every_run_with_all_rows(spark: Any, tmp_path: 
         ("clustering", "HILBERT", "SAMPLE", "gzip", 1),
         ("clustering", "LINEAR", None, "gzip", 2),  # the input split over two groups
     }
+    digest = document["input"]["rows_digest"]
+    assert digest.startswith(f"{ROWS}:")
     for r in document["runs"]:
         assert r["output_rows"] == ROWS, r["label"]
+        # Every round of every run, in its contender's own process: timed, measured, rows compared.
+        assert len(r["rounds"]) == 2, r["label"]
+        assert all(x["same_rows"] and x["rows"] == digest for x in r["rounds"]), r["label"]
+        assert all(x["peak_rss_mb"] > 100 for x in r["rounds"]), r["label"]  # a driver JVM at least
+        spread = r["seconds_spread"]
+        assert spread["min"] <= r["seconds"] <= spread["max"], r["label"]
         assert r["output_files"] >= 1 and r["seconds"] > 0 and r["input_mb_per_s"] > 0
         assert r["input_mb"] == document["input"]["mb"]  # every run read the same input
         if r["kind"] == "clustering":
