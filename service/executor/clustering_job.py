@@ -15,10 +15,11 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from service.config.parquet import ParquetWriteConfig
@@ -32,6 +33,7 @@ from service.table.log_format.slice_reader import read_file_slice
 from service.table.markers import marker_path
 from service.table.parquet_dictionary import first_page_row_limit
 from service.table.storage import Storage
+from strategies.execution.direct_read import reads_inputs_in_writer
 from strategies.execution.sort_and_size import (
     FEW_FILES_FILL,
     KEY_COLUMN,
@@ -271,24 +273,46 @@ def compressed_data_bytes(metadata: pq.FileMetaData) -> int:
 
 def _read_with_keys(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     storage = job.storage()
-    assert job.arrow_schema is not None
-    bounds = list(job.task_bounds)
     for batch in batches:
         for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-            offset = 0
-            for data in _input_batches(job, storage, index, path):
-                keys = order_keys(data, job.order, index, offset)
-                offset += data.num_rows
-                pids = pa.array(np.asarray(job.task_values, dtype=np.int32)[assign_tasks(keys, bounds)])
-                if not job.ship_key:
-                    yield pa.RecordBatch.from_arrays(
-                        [*data.columns, pids], names=[*data.schema.names, PID_COLUMN]
-                    )
-                    continue
-                keys = compact_sort_keys(keys, job.key_prefix)
-                yield pa.RecordBatch.from_arrays(
-                    [*data.columns, keys, pids], names=[*data.schema.names, KEY_COLUMN, PID_COLUMN]
-                )
+            yield from _keyed_batches(job, storage, index, path)
+
+
+def _keyed_batches(job: GroupJob, storage: Storage, index: int, path: str) -> Iterator[pa.RecordBatch]:
+    """Input slice `index` with each row's writer task (`PID_COLUMN`, one of `job.task_values`) and,
+    when the order key is shipped, the key."""
+    assert job.arrow_schema is not None
+    bounds = list(job.task_bounds)
+    offset = 0
+    for data in _input_batches(job, storage, index, path):
+        keys = order_keys(data, job.order, index, offset)
+        offset += data.num_rows
+        pids = pa.array(np.asarray(job.task_values, dtype=np.int32)[assign_tasks(keys, bounds)])
+        if not job.ship_key:
+            yield pa.RecordBatch.from_arrays([*data.columns, pids], names=[*data.schema.names, PID_COLUMN])
+            continue
+        keys = compact_sort_keys(keys, job.key_prefix)
+        yield pa.RecordBatch.from_arrays(
+            [*data.columns, keys, pids], names=[*data.schema.names, KEY_COLUMN, PID_COLUMN]
+        )
+
+
+def _own_rows(job: GroupJob, task: int) -> Iterator[pa.RecordBatch]:
+    """Writer task `task`'s rows read from the inputs themselves (`direct_read`): every input's rows
+    keyed as the shuffle would key them, those of other tasks dropped."""
+    storage = job.storage()
+    value = job.task_values[task]
+    for index, path in enumerate(job.input_paths):
+        for batch in _keyed_batches(job, storage, index, path):
+            mine = batch.filter(pc.equal(batch.column(PID_COLUMN), value))
+            if mine.num_rows:
+                yield mine
+
+
+def _write_own_rows(job: GroupJob, tasks: Iterable[int]) -> Iterator[dict[str, Any]]:
+    for task in tasks:
+        for written in _write_sorted(job, _own_rows(job, task)):
+            yield from written.to_pylist()
 
 
 def _write_sorted(job: GroupJob, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -634,6 +658,14 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     )
 
     shuffled = job.shuffled_schema
+    if reads_inputs_in_writer(shuffled, len(values), job.sort_in_writer, job.merged_read is not None):
+        # One Spark task per writer task, each reading the inputs itself: no shuffle (`direct_read`).
+        own = (
+            sc.parallelize(range(len(values)), len(values))
+            .mapPartitions(lambda tasks: _write_own_rows(job, tasks))
+            .collect()
+        )
+        return [BaseFileWriteResult(**row) for row in own]
     keyed_schema = shuffled.append(pa.field(KEY_COLUMN, pa.binary())) if job.ship_key else shuffled
     keyed_schema = keyed_schema.append(pa.field(PID_COLUMN, pa.int32()))
     paths_df = spark.createDataFrame(indexed, "idx int, path string").repartition(slices)

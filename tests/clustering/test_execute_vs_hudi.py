@@ -17,14 +17,14 @@ from service.clustering import execute_clustering, schedule_clustering
 from service.clustering.orchestrator import group_jobs, run_groups
 from service.clustering.records import read_clustering_plan
 from service.config.hoodie import HoodieConfig
-from service.executor import SparkExecutor
+from service.executor import SparkExecutor, clustering_job
 from service.executor.clustering_job import GroupJob, compressed_data_bytes, run_group
 from service.lock.in_process import InProcessTableLock
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action, Instant, State
 from service.table.table import HudiTable
 from service.table.timeline import create_instant_file
-from strategies.execution import writer_sort
+from strategies.execution import direct_read, writer_sort
 from strategies.layout import LayoutStrategy, curve_sort_key
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
@@ -348,21 +348,34 @@ def test_a_group_of_a_few_files_in_one_task_is_encoded_by_several_threads_into_e
     _assert_global_linear_order(base, result.written)
 
 
-@pytest.mark.parametrize(("files_worth", "files"), [(1.1, 2), (1.7, 4)])
+@pytest.mark.parametrize(
+    ("files_worth", "files", "read_by"), [(1.1, 2, "writer"), (1.7, 4, "writer"), (1.1, 2, "shuffle")]
+)
 def test_a_group_of_a_few_files_is_written_by_every_core(
-    spark: Any, tmp_path: Path, files_worth: float, files: int
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files_worth: float, files: int, read_by: str
 ) -> None:
     """Hudi's default sizes (1 GB files in 2 GB groups) give groups of a few files, too few for even
     cuts across tasks of 8. One task would sort the whole group on one core; instead the planned
     files (0.9 of the target) are spread over the two cores, and each task cuts its share evenly by
     its own size profile (here the output is ~11 % larger than the input's column bytes said, so at
-    1.7 files' worth each task's share is just under the target and becomes two even files)."""
+    1.7 files' worth each task's share is just under the target and becomes two even files).
+
+    Two writer tasks read the inputs themselves, each keeping its own key range (`direct_read`);
+    through Spark's shuffle (`read_by` "shuffle") the same rows land in the same tasks."""
+    decided: list[bool] = []
+
+    def reads_inputs_in_writer(*args: Any) -> bool:
+        decided.append(direct_read.reads_inputs_in_writer(*args) and read_by == "writer")
+        return decided[-1]
+
+    monkeypatch.setattr(clustering_job, "reads_inputs_in_writer", reads_inputs_in_writer)
     base = tmp_path / f"few-files-{files}"
     table, config, target, before = _sized_group(spark, base, 60_000, files_worth)
     instant = _schedule(table, config)
     result = execute_clustering(
         table, instant, config, lambda job: run_group(spark, job), InProcessTableLock(table.name), zone=UTC
     )
+    assert decided == [read_by == "writer"]
     assert result.committed and result.groups == 1
     assert _snapshots(spark, base) == before
     # Two writer tasks (Spark partition ids in the write tokens); no file over the target, none short.

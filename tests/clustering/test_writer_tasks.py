@@ -8,6 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from strategies.execution.direct_read import (
+    DIRECT_READ_MAX_TASKS,
+    passes_spark_unchanged,
+    reads_inputs_in_writer,
+)
 from strategies.execution.sort_and_size import (
     MIN_FILES_PER_WRITER_TASK,
     WeightedKeys,
@@ -131,3 +136,38 @@ def test_encode_threads_only_for_a_group_of_one_task_spanning_several_files() ->
     assert encode_thread_count(20 * TARGET, TARGET, tasks=1, cores=2) == 2
     assert encode_thread_count(1.9 * TARGET, TARGET, tasks=1, cores=8) == 1
     assert encode_thread_count(40 * TARGET, TARGET, tasks=2, cores=2) == 1
+
+
+@pytest.mark.parametrize(
+    ("data_type", "unchanged"),
+    [
+        (pa.int8(), True), (pa.int64(), True), (pa.float32(), True), (pa.float64(), True),
+        (pa.bool_(), True), (pa.string(), True), (pa.binary(), True), (pa.date32(), True),
+        (pa.timestamp("us", tz="UTC"), True), (pa.timestamp("us", tz="Asia/Tokyo"), True),
+        (pa.decimal128(38, 4), True),
+        # Spark converts these on the way through a shuffle: the writer must get what it would get.
+        (pa.timestamp("us"), False), (pa.timestamp("ns", tz="UTC"), False),
+        (pa.timestamp("ms", tz="UTC"), False),
+        (pa.uint32(), False), (pa.float16(), False), (pa.large_string(), False), (pa.large_binary(), False),
+        (pa.date64(), False), (pa.struct([("x", pa.int32())]), False), (pa.list_(pa.int32()), False),
+        (pa.map_(pa.string(), pa.int32()), False), (pa.dictionary(pa.int32(), pa.string()), False),
+    ],
+)  # fmt: skip
+def test_only_types_a_spark_round_trip_keeps_are_read_by_the_writer(
+    data_type: pa.DataType, unchanged: bool
+) -> None:
+    assert passes_spark_unchanged(data_type) is unchanged
+    schema = pa.schema([("id", pa.int64()), ("v", data_type)])
+    assert reads_inputs_in_writer(schema, 2, sorts_in_writer=True, merged=False) is unchanged
+
+
+def test_writer_tasks_read_their_inputs_only_when_few_sorting_and_base_files_alone() -> None:
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    assert reads_inputs_in_writer(schema, 1, sorts_in_writer=True, merged=False)
+    assert reads_inputs_in_writer(schema, DIRECT_READ_MAX_TASKS, sorts_in_writer=True, merged=False)
+    # Each task reads every input: past a few tasks the shuffle reads less.
+    assert not reads_inputs_in_writer(schema, DIRECT_READ_MAX_TASKS + 1, sorts_in_writer=True, merged=False)
+    # Spark sorts (past WRITER_SORT_MAX_ROWS, or nested sort columns): the rows go through its shuffle.
+    assert not reads_inputs_in_writer(schema, 2, sorts_in_writer=False, merged=False)
+    # A slice with log files would be merged once per task.
+    assert not reads_inputs_in_writer(schema, 2, sorts_in_writer=True, merged=True)
