@@ -95,7 +95,7 @@ class Options:
     seed: int = 7
     work_dir: Path | None = None
     results_dir: Path | None = None
-    chart_path: Path | None = None  # None: docs/benchmarks-pruning.png
+    chart_path: Path | None = None  # None: docs/results/pruning.png
 
     @property
     def files(self) -> int:
