@@ -53,6 +53,15 @@ def _s(value: float) -> str:
     return f"{value:,.2f}"
 
 
+def _spread(s: Mapping[str, float], cell: Callable[[float], str] = _s) -> str:
+    """A median and its rounds' range, as every table here shows seconds: `median (min-max)`."""
+    return f"{cell(s['median'])} ({cell(s['min'])}-{cell(s['max'])})"
+
+
+def _spread_of(values: Sequence[float], cell: Callable[[float], str] = _s) -> str:
+    return _spread({"median": statistics.median(values), "min": min(values), "max": max(values)}, cell)
+
+
 def _ratio(value: float) -> str:
     return f"{value:.2f}"
 
@@ -154,16 +163,12 @@ def render_hudi_clustering(document: Mapping[str, Any]) -> str:
     def files(r: Mapping[str, Any]) -> str:
         return f"{r['output_files']} ({r['min_to_target']:.2f}-{r['max_to_target']:.2f})"
 
-    def spread(r: Mapping[str, Any]) -> str:
-        s = r["seconds_spread"]
-        return f"{_s(s['median'])} ({_s(s['min'])}-{_s(s['max'])})"
-
     main = []
     for c in comparisons:
         h, o = runs[("hudi", c["layout"], c["method"])], runs[("ours", c["layout"], c["method"])]
         main.append(
             [
-                c["layout"], c["method"], spread(h), spread(o),
+                c["layout"], c["method"], _spread(h["seconds_spread"]), _spread(o["seconds_spread"]),
                 f"**{_ratio(c['ours_over_hudi_throughput'])}**",
                 _ratio(c["ours_over_floor_seconds"]), _ratio(c["hudi_over_floor_seconds"]),
                 f"{h['peak_rss_mb']:,.0f}", f"{o['peak_rss_mb']:,.0f}", files(h), files(o),
@@ -215,14 +220,11 @@ def render_hudi_cleaning(document: Mapping[str, Any]) -> str:
     during = [x for r in runs for pair in r["load"] for x in pair]
     shape = document["shape"]
 
-    def spread(r: Mapping[str, Any], name: str) -> str:
-        s = r["seconds"][name]
-        return f"{_s(s['median'])} ({_s(s['min'])}-{_s(s['max'])})"
-
     rows = [
         [
             r["policy"], r["retained"], f"{r['hudi_deleted']:,}", f"{r['ours_deleted']:,}",
-            "yes" if r["same_files_left"] else "**no**", spread(r, "hudi"), spread(r, "ours"),
+            "yes" if r["same_files_left"] else "**no**",
+            _spread(r["seconds"]["hudi"]), _spread(r["seconds"]["ours"]),
             f"**{_ratio(r['seconds']['ours']['median'] / r['seconds']['hudi']['median'])}**",
             f"{r['peak_rss_mb']['hudi']:,.0f}", f"{r['peak_rss_mb']['ours']:,.0f}",
         ]
@@ -348,17 +350,14 @@ def render_clustering_cost(document: Mapping[str, Any]) -> str:
     rounds = [r for run in runs for r in run["rounds"]]
     during = [r[k] for r in rounds for k in ("load_before", "load_after")]
 
-    def spread(run: Mapping[str, Any]) -> str:
-        s = run["seconds_spread"]
-        return f"{_s(s['median'])} ({_s(s['min'])}-{_s(s['max'])})"
-
     def ratio(run: Mapping[str, Any]) -> str:
         low, high = run["file_size_ratio_min"], run["file_size_ratio_max"]
         return "-" if low is None else f"{low:.2f}-{high:.2f}"
 
     rows = [
         [
-            r["label"], spread(r), f"{r['input_mb_per_s']:.2f}", f"**{_ratio(r['ratio_to_raw_spark'])}**",
+            r["label"], _spread(r["seconds_spread"]), f"{r['input_mb_per_s']:.2f}",
+            f"**{_ratio(r['ratio_to_raw_spark'])}**",
             f"{r['peak_rss_mb']:,.0f}", r["writer_tasks"] or "-", r["output_files"],
             f"{r['output_mb']:,.1f}", ratio(r),
             "-" if r["files_within_0_8_to_1_1"] is None else r["files_within_0_8_to_1_1"],
@@ -415,7 +414,7 @@ def render_cleaning_planning(document: Mapping[str, Any]) -> str:
             (r["warm_listing"] + r["warm_plan"] if key == "warm_total" else r[key]) * 1000
             for r in planning[mode]["runs"]
         ]
-        return f"{statistics.median(values):,.1f} ({min(values):,.1f}-{max(values):,.1f})"
+        return _spread_of(values, lambda v: f"{v:,.1f}")
 
     speedup = planning["speedup_full_over_incremental"]
     rows: list[list[Any]] = [
@@ -431,14 +430,11 @@ def render_cleaning_planning(document: Mapping[str, Any]) -> str:
     )  # fmt: skip
     delete_rows = []
     for d in deletes:
-        phase = [r["delete_phase_s"] for r in d["rounds"]]
-        whole = [r["clean_run_s"] for r in d["rounds"]]
         delete_rows.append(
             [
                 d["parallelism"], f"{d['files_deleted']:,}",
-                f"{_s(statistics.median(phase))} ({_s(min(phase))}-{_s(max(phase))})",
-                f"{d['files_per_s']:,.0f}",
-                f"{_s(statistics.median(whole))} ({_s(min(whole))}-{_s(max(whole))})",
+                _spread_of([r["delete_phase_s"] for r in d["rounds"]]), f"{d['files_per_s']:,.0f}",
+                _spread_of([r["clean_run_s"] for r in d["rounds"]]),
             ]
         )  # fmt: skip
     memory = document["peak_rss_mb"]

@@ -676,18 +676,5 @@ def run_group(spark: SparkSession, job: GroupJob) -> list[BaseFileWriteResult]:
     if not job.sort_in_writer:
         keyed = keyed.sortWithinPartitions(*(order.sort_columns if exact else [KEY_COLUMN]))
     written = keyed.mapInArrow(lambda it: _write_sorted(job, it), from_arrow_schema(_RESULT_SCHEMA))
-    rows = written.collect()
-    return [
-        BaseFileWriteResult(
-            path=r["path"],
-            partition_path=r["partition_path"],
-            file_id=r["file_id"],
-            file_name=r["file_name"],
-            file_size_bytes=r["file_size_bytes"],
-            record_count=r["record_count"],
-            min_record_key=r["min_record_key"],
-            max_record_key=r["max_record_key"],
-            write_time_ms=r["write_time_ms"],
-        )
-        for r in rows
-    ]
+    # Both paths return `_RESULT_SCHEMA`'s fields, which are `BaseFileWriteResult`'s.
+    return [BaseFileWriteResult(**r.asDict()) for r in written.collect()]
