@@ -18,6 +18,7 @@ from bench.daemon import (
     build_table,
     run,
 )
+from bench.report import render
 from service.config.hoodie import HoodieConfig
 from service.table.table import HudiTable
 from strategies.clustering.trigger import ClusteringStep, TriggerMode, clustering_due
@@ -53,6 +54,8 @@ def test_bench_daemon_quick_run_reports_every_figure(tmp_path: Path) -> None:
 
     document = json.loads((tmp_path / "results" / "daemon.json").read_text(encoding="utf-8"))
     assert document["benchmark"] == "daemon"
+    # docs/benchmarks.md's section 4 is generated from this file: it renders, with the targets.
+    assert "<= 5 ms" in render(document) and "<= 300 MB" in render(document)
     assert document["shape"]["tables"] == TOY.tables
     assert document["shape"]["active_instants_per_table"] == 101
     for phase in ("cold", "steady"):

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bench.clustering import Options, run
+from bench.report import render
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -69,3 +70,6 @@ def test_clustering_bench_reports_every_run_with_all_rows(spark: Any, tmp_path: 
     }
     assert all(k["ns_per_row"] > 0 for k in document["curve_keys"])
     assert {"spark_read_noop_s", "pyarrow_write_gzip_1thread_s"} <= document["components"].keys()
+    # docs/benchmarks.md's section 2 is generated from this file: it renders, every run in it.
+    rendered = render(document)
+    assert all(r["label"] in rendered for r in document["runs"])
