@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import ClassVar
 
 import pytest
 
@@ -72,6 +73,32 @@ def test_a_freed_slot_goes_to_the_best_waiting_table_not_the_first_to_arrive() -
         thread.join(10)
     assert served == ["high", "most_bytes", "first_low"]
     assert slots.in_use == 0 and slots.waiting() == []
+
+
+class _CountedClaim(SlotClaim):
+    """A claim that counts how often a slot pool computes its key."""
+
+    computed: ClassVar[list[int]] = [0]
+
+    @property
+    def sort_key(self) -> tuple[int, int, float]:
+        _CountedClaim.computed[0] += 1
+        return super().sort_key
+
+
+def test_a_release_wakes_only_the_waiter_it_serves() -> None:
+    """A waiter's key is computed once, when it arrives. Woken by every release to re-sort the queue,
+    a thousand tables waiting on two cleaning slots kept a core busy and held each tick for minutes."""
+    slots = PrioritySlots(1)
+    slots.acquire(SlotClaim("running"))
+    served: list[str] = []
+    threads = _start_waiters(slots, [_CountedClaim(f"t{i}", 0, i) for i in range(40)], served)
+    computed_while_queued = _CountedClaim.computed[0]
+    slots.release()
+    for thread in threads:
+        thread.join(10)
+    assert served == [f"t{i}" for i in reversed(range(40))]
+    assert _CountedClaim.computed[0] == computed_while_queued
 
 
 def test_capacity_caps_concurrent_holders_and_a_resize_admits_waiters() -> None:
