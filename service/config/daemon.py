@@ -126,6 +126,9 @@ class DaemonSettings(_Model):
     max_concurrent_cleans: int = Field(default=2, ge=1)
     # Compactions across all tables (Spark work, like clustering; its own slots).
     max_concurrent_compactions: int = Field(default=1, ge=1)
+    # Ticks reading timelines and planning at once, across tables and services (`TickGate`); a tick
+    # waiting for a slot or executing in one does not count. Unset: two per core.
+    max_concurrent_ticks: int | None = Field(default=None, ge=1)
     shutdown_grace_seconds: float = Field(default=60.0, ge=0)
     # How often the config file is checked for changes (hot reload; SIGHUP reloads at once). 0: never.
     config_watch_seconds: float = Field(default=5.0, ge=0)

@@ -15,7 +15,7 @@ from pathlib import Path
 from service.config.daemon import DaemonConfig, DaemonSettings, TableEntry
 
 # Daemon settings a running daemon cannot change: a reload only warns about them.
-RESTART_ONLY = ("spark", "metrics", "cluster", "run_history_size")
+RESTART_ONLY = ("spark", "metrics", "cluster", "run_history_size", "max_concurrent_ticks")
 
 
 def file_digest(path: str) -> str | None:

@@ -31,6 +31,7 @@ from service.daemon.slots import PrioritySlots
 from service.daemon.status_api import StatusSource
 from service.daemon.status_page import serve
 from service.daemon.tick import TableTicker
+from service.daemon.tick_gate import TickGate, default_capacity
 from service.errors import ConfigError
 from service.executor import SparkExecutor
 from service.lock.kazoo_pool import KazooClientPool
@@ -102,7 +103,7 @@ class Daemon:
         membership = self.membership
         self.ticker = TableTicker(
             self.metrics, self.executor, clock, lambda: self.config.daemon, self._slots, self.runtimes,
-            self._stopping, self.history,
+            self._stopping, self.history, TickGate(settings.max_concurrent_ticks or default_capacity()),
             holds=membership.holds if membership is not None else lambda table: True,
         )  # fmt: skip
         self.metrics.config_reload_success.set(1)
@@ -265,8 +266,13 @@ class Daemon:
             return
         with self._idle:
             self._active += 1
+        gate = self.ticker.gate
         try:
-            self.run_iteration(runtime, service, self.clock())
+            if gate.enter(self._stopping):  # `now` is read once through the gate: it may be waited for
+                try:
+                    self.run_iteration(runtime, service, self.clock())
+                finally:
+                    gate.leave()
         finally:
             with self._idle:
                 self._active -= 1

@@ -48,6 +48,7 @@ from service.daemon.history import FileStats, RunHistory, RunRecord
 from service.daemon.run_log import cleaning_outcome, clustering_outcome, compaction_outcome
 from service.daemon.runtime import FailureRecord, Outcome, Phase, TableRuntime, TableService
 from service.daemon.slots import PrioritySlots, SlotClaim
+from service.daemon.tick_gate import TickGate
 from service.errors import (
     DeleteFailedError,
     InstantOwnedError,
@@ -93,6 +94,8 @@ class TableTicker:
     runtimes: Mapping[str, TableRuntime]
     stopping: threading.Event
     history: RunHistory
+    # Caps the ticks doing their own work at once; `Daemon._job` enters it, `_slot` leaves it.
+    gate: TickGate
     # Whether this replica holds the table now (`Membership.holds`); always, without `daemon.cluster`.
     holds: Callable[[str], bool] = lambda table: True
 
@@ -493,7 +496,9 @@ class TableTicker:
     def _slot(self, service: TableService, claim: SlotClaim) -> Iterator[None]:
         """A global concurrency slot for `service`, given to the best claim waiting; gives up when the
         daemon stops (InterruptedError), or when the table went to another replica meanwhile (a slot
-        may be waited for long: no work starts on a table we no longer hold)."""
+        may be waited for long: no work starts on a table we no longer hold). The tick leaves the
+        tick gate first: the slots cap what runs in them, and a waiting tick must not hold up others."""
+        self.gate.leave()
         with self.slots[service].hold(claim, self.stopping):
             if not self.holds(claim.table):
                 raise _NotHeldError(claim.table)

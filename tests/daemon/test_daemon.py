@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from service.config.daemon import parse_daemon_config
 from service.config.zones import ZoneChoice
 from service.daemon import Daemon, Outcome, TableService
 from service.daemon.runtime import TableRuntime
+from service.daemon.slots import SlotClaim
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import State
 from service.table.timeline import parse_instant_time
@@ -455,3 +457,45 @@ def test_a_local_table_with_no_zone_known_needs_configuration_not_a_retry(
     )
     assert daemon.run_iteration(daemon.runtimes["t"], TableService.CLEANING, NOW) is Outcome.DONE
     assert daemon.runtimes["t"].zone == ZoneInfo("Asia/Kolkata") and len(_a_files(t.base)) == 2
+
+
+def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """A thousand tables' first ticks all runnable at once starved each other of the interpreter lock:
+    `daemon.max_concurrent_ticks` caps the ticks doing their own work. A tick waiting for a slot is
+    not doing its own work, so it must not keep the other services' ticks out."""
+    tables = {f"t{i}": FixtureTable(tmp_path / f"t{i}", name=f"t{i}") for i in range(4)}
+    for t in tables.values():
+        _history(t)
+    text = _config_text({name: t.base for name, t in tables.items()}, clustering=True)
+    text = text.replace("  shutdown_grace_seconds", "  max_concurrent_ticks: 1\n  shutdown_grace_seconds")
+    daemon = Daemon(parse_daemon_config(text), registry=registry, serve_http=False)
+    cleaning_slots = daemon.ticker.slots[TableService.CLEANING]
+    for _ in range(cleaning_slots.capacity):  # every cleaning tick waits for a slot
+        cleaning_slots.acquire(SlotClaim("elsewhere"))
+    active, most, ran = [0], [0], set()
+    guard = threading.Lock()
+    tick = daemon.ticker.run_iteration
+
+    def counted(runtime: TableRuntime, service: TableService, now: datetime) -> Outcome:
+        with guard:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.01)  # long enough for the jobs' threads to meet without the gate
+        with guard:
+            active[0] -= 1  # a cleaning tick leaves the gate before its wait, so it counts out first
+            ran.add((runtime.name, service))
+        return tick(runtime, service, now)
+
+    daemon.ticker.run_iteration = counted  # type: ignore[method-assign]
+    daemon.start()
+    try:
+        _wait_until(lambda: {name for name, s in ran if s is TableService.CLUSTERING} == set(tables))
+        _wait_until(lambda: len(cleaning_slots.waiting()) >= 1)
+        assert _cleans(tables["t0"].base) == []  # the slots are still held elsewhere
+        assert most[0] == 1
+    finally:
+        for _ in range(cleaning_slots.capacity):
+            cleaning_slots.release()
+        assert daemon.stop(grace_seconds=10)
