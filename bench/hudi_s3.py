@@ -278,6 +278,17 @@ def cleaning(
     return out, uris["ours"]
 
 
+def request_targets(requests: Sequence[tuple[str, str, str]], key: str) -> dict[str, int]:
+    """How many requests of each kind went to each object (a LIST: to its prefix) of table `key`."""
+    out: dict[str, int] = {}
+    for kind, _, target in requests:
+        parts = urlsplit(target)
+        name = parse_qs(parts.query).get("prefix", [""])[0] if kind == "LIST" else parts.path
+        name = name.removeprefix(f"/{BUCKET}/").removeprefix(f"{key}/")
+        out[f"{kind} {name}"] = out.get(f"{kind} {name}", 0) + 1
+    return dict(sorted(out.items()))
+
+
 def idle_ticks(
     spark: SparkSession, proxy: CountingProxy, uri: str, work: Path, retained: int
 ) -> dict[str, Any]:
@@ -300,9 +311,14 @@ def idle_ticks(
     out: dict[str, Any] = {}
     for service in (TableService.CLEANING, TableService.CLUSTERING):
         for phase in ("cold", "warm"):
+            mark = proxy.mark()
             with proxy.counting() as counts:
                 outcome = daemon.run_iteration(runtime, service, datetime.now(UTC))
-            out[f"{service.value.lower()}_{phase}"] = {"outcome": str(outcome), "requests": counts}
+            out[f"{service.value.lower()}_{phase}"] = {
+                "outcome": str(outcome),
+                "requests": counts,
+                "targets": request_targets(proxy.requests_since(mark), "cleaning-ours"),
+            }
     return out
 
 
