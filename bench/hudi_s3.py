@@ -176,13 +176,18 @@ def registered(spark: SparkSession, fs: pafs.S3FileSystem, key: str) -> Iterator
         restore()
 
 
+def _list_prefix(target: str) -> str:
+    """The `prefix` a LIST request (ListObjectsV2) asked for."""
+    return parse_qs(urlsplit(target).query).get("prefix", [""])[0]
+
+
 def partitions_listed(requests: Sequence[tuple[str, str, str]], key: str) -> int:
     """Distinct partition directories of table `key` listed (LIST requests with the prefix `p=.../`)."""
     listed = set()
     for kind, _, target in requests:
         if kind != "LIST":
             continue
-        prefix = parse_qs(urlsplit(target).query).get("prefix", [""])[0].removeprefix(f"{key}/")
+        prefix = _list_prefix(target).removeprefix(f"{key}/")
         partition = prefix.split("/", 1)[0]
         if partition.startswith("p=") and prefix == f"{partition}/":
             listed.add(partition)
@@ -282,8 +287,7 @@ def request_targets(requests: Sequence[tuple[str, str, str]], key: str) -> dict[
     """How many requests of each kind went to each object (a LIST: to its prefix) of table `key`."""
     out: dict[str, int] = {}
     for kind, _, target in requests:
-        parts = urlsplit(target)
-        name = parse_qs(parts.query).get("prefix", [""])[0] if kind == "LIST" else parts.path
+        name = _list_prefix(target) if kind == "LIST" else urlsplit(target).path
         name = name.removeprefix(f"/{BUCKET}/").removeprefix(f"{key}/")
         out[f"{kind} {name}"] = out.get(f"{kind} {name}", 0) + 1
     return dict(sorted(out.items()))
@@ -308,6 +312,7 @@ def idle_ticks(
     config_path.write_text(json.dumps(document), encoding="utf-8")
     daemon = Daemon(load_daemon_config(config_path), executor=SparkExecutor(session=spark), serve_http=False)
     runtime: TableRuntime = daemon.runtimes["idle"]
+    key = uri.removeprefix(f"s3a://{BUCKET}/")
     out: dict[str, Any] = {}
     for service in (TableService.CLEANING, TableService.CLUSTERING):
         for phase in ("cold", "warm"):
@@ -317,7 +322,7 @@ def idle_ticks(
             out[f"{service.value.lower()}_{phase}"] = {
                 "outcome": str(outcome),
                 "requests": counts,
-                "targets": request_targets(proxy.requests_since(mark), "cleaning-ours"),
+                "targets": request_targets(proxy.requests_since(mark), key),
             }
     return out
 

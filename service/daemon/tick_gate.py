@@ -27,7 +27,6 @@ class TickGate:
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError(f"tick gate capacity must be at least 1, got {capacity}")
-        self.capacity = capacity
         self._permits = threading.BoundedSemaphore(capacity)
         self._held = threading.local()
 

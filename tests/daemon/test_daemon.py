@@ -484,7 +484,7 @@ def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
             most[0] = max(most[0], active[0])
         time.sleep(0.01)  # long enough for the jobs' threads to meet without the gate
         with guard:
-            active[0] -= 1  # a cleaning tick leaves the gate before its wait, so it counts out first
+            active[0] -= 1  # counted before the tick runs: inside the gate, which `_job` entered
             ran.add((runtime.name, service))
         return tick(runtime, service, now)
 
