@@ -43,6 +43,7 @@ from typing import Any, NoReturn
 from bench.common import hudi_record_schema, print_table, stopwatch, write_results
 from bench.contenders import load_average
 from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
+from service.daemon.runtime import TableService
 from service.table import codecs
 from service.table.avro_schema import HOODIE_META_FIELDS
 from service.table.data_files import base_file_name
@@ -722,7 +723,7 @@ def _measure(work: Path, config: Path, shape: Shape, report: Callable[[str], Non
         sys.executable, "-m", "bench.daemon",
         "--serve", str(config), "--stats", str(stats_path), "--progress", str(progress_path),
     ]  # fmt: skip
-    expected_keys = 2 * shape.tables
+    expected_keys = len(TableService) * shape.tables  # one job per table and service
     with open(log_path, "wb") as log:
         launched = time.monotonic()
         child = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

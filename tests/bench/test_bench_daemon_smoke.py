@@ -67,6 +67,8 @@ def test_bench_daemon_quick_run_reports_every_figure(tmp_path: Path) -> None:
     assert document["cold"]["table_ticks"] == TOY.tables
     steady = document["steady"]
     assert steady["table_ticks"] >= TOY.tables  # at least one full round in the window
+    # A round is one tick of every table and service: a count of two services made it 1.5 rounds.
+    assert steady["rounds"] == pytest.approx(steady["table_ticks"] / TOY.tables, rel=0.2)
     assert steady["process_cpu_share_of_one_core"] is not None
     # An idle steady tick lists `.hoodie` once per service, no partition, decodes nothing.
     for service in ("clustering", "cleaning"):
