@@ -160,3 +160,16 @@ def test_commit_summary_rejects_what_the_full_decode_rejects(text: str) -> None:
 
 def test_commit_summary_rejects_non_utf8() -> None:
     assert _outcome(b'{"extraMetadata": {"a": "\xff"}}', replace=False)[0] == "error"
+
+
+def test_summaries_of_different_commits_share_one_copy_of_their_repeated_strings() -> None:
+    """The daemon caches a summary of every completed commit of every table, and each of Hudi's
+    writes repeats the table's schema (kilobytes) and its partition paths: one copy per process."""
+    first, second = (
+        decode_commit_summary(CLUSTERING_COMMIT.replace("30", "2024/01/30").encode(), SOURCE, True)
+        for _ in range(2)
+    )
+    assert first.table_schema == TABLE_SCHEMA
+    assert first.table_schema is second.table_schema
+    assert first.partitions_written == ("2024/01/30",)
+    assert first.partitions_written[0] is second.partitions_written[0]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -255,10 +256,11 @@ def decode_commit(model_type: type[M], data: bytes, source: str, *, avro: bool =
         raise CorruptTableError(f"{source}: invalid commit metadata: {e}") from e
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommitSummary:
     """What the timeline readers and the clean planner use of a commit's metadata, without its write
-    stats: building 100,000 WriteStat models costs seconds where this costs the JSON parse."""
+    stats: building 100,000 WriteStat models costs seconds where this costs the JSON parse. The daemon
+    keeps one per completed commit of every table, so it holds no per-instance `__dict__`."""
 
     partitions_written: tuple[str, ...] = ()  # partitionToWriteStats keys, in file order
     partition_to_replace_file_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -306,7 +308,7 @@ def decode_commit_summary(data: bytes, source: str, replace: bool, *, avro: bool
                 reader.as_stat(stat, partition)  # the full check: raises, or accepts a coercible value
     fields = _decode_commit_fields(reader, obj, replace)
     return CommitSummary(
-        partitions_written=tuple(written),
+        partitions_written=tuple(sys.intern(p) for p in written),
         partition_to_replace_file_ids=fields.get("partition_to_replace_file_ids", {}),
         compacted=fields["compacted"],
         extra_metadata=fields["extra_metadata"],
@@ -354,12 +356,20 @@ def _parse_avro_root(data: bytes, source: str) -> dict[str, Any]:
     return records[0]
 
 
+def _shared(value: str | None) -> str | None:
+    """One copy per process of a string that every commit repeats: the table's schema in
+    `extraMetadata` (kilobytes, in every commit Hudi's writers complete), and partition paths. The
+    daemon caches a summary of each completed commit of each table; without this, a thousand idle
+    tables held a copy of their schema per commit."""
+    return None if value is None else sys.intern(value)
+
+
 def _decode_commit_fields(reader: _Reader, obj: dict[str, Any], replace: bool) -> dict[str, Any]:
     """Everything but the write stats, checked in `decode_commit`'s order."""
     fields: dict[str, Any] = {
         "compacted": reader.as_boolean(obj.get("compacted"), "compacted"),
         "extra_metadata": {
-            k: reader.as_string(v, f"extraMetadata.{k}")
+            sys.intern(k): _shared(reader.as_string(v, f"extraMetadata.{k}"))
             for k, v in reader.as_object(obj.get("extraMetadata"), "extraMetadata").items()
         },
         "operation_type": reader.as_operation_type(obj.get("operationType")),
