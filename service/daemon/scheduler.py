@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_SUBMITTED, JobEvent, JobSubmissionEvent
-from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.executors.pool import BasePoolExecutor
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
@@ -66,13 +66,13 @@ class Daemon:
         self.runtimes: dict[str, TableRuntime] = {
             entry.name: self._new_runtime(entry, config) for entry in config.tables
         }
-        # Threads start lazily; room for every table's three services plus tables added by reloads, so
-        # a long clustering or compaction never holds up another table's tick.
-        workers = max(16, len(TableService) * len(self.runtimes) + 4)
+        # Every job runs through the tick gate: a few threads plan, a tick waiting for a slot (or
+        # running in one) has its own, so a long clustering never holds up another table's tick.
+        gate = TickGate(settings.max_concurrent_ticks or default_capacity())
         quiet_scheduler_logs()  # its "skipped: maximum number of running instances" is by design
         self._scheduler = BackgroundScheduler(
             timezone=UTC,
-            executors={"default": ThreadPoolExecutor(workers)},
+            executors={"default": _GateExecutor(gate)},
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None},
         )
         self._scheduler.add_listener(self._on_submitted, EVENT_JOB_SUBMITTED)
@@ -103,7 +103,7 @@ class Daemon:
         membership = self.membership
         self.ticker = TableTicker(
             self.metrics, self.executor, clock, lambda: self.config.daemon, self._slots, self.runtimes,
-            self._stopping, self.history, TickGate(settings.max_concurrent_ticks or default_capacity()),
+            self._stopping, self.history, gate,
             holds=membership.holds if membership is not None else lambda table: True,
         )  # fmt: skip
         self.metrics.config_reload_success.set(1)
@@ -266,13 +266,8 @@ class Daemon:
             return
         with self._idle:
             self._active += 1
-        gate = self.ticker.gate
         try:
-            if gate.enter(self._stopping):  # `now` is read once through the gate: it may be waited for
-                try:
-                    self.run_iteration(runtime, service, self.clock())
-                finally:
-                    gate.leave()
+            self.run_iteration(runtime, service, self.clock())  # read `now` here: the job may have queued
         finally:
             with self._idle:
                 self._active -= 1
@@ -295,3 +290,10 @@ class Daemon:
     def run_iteration(self, runtime: TableRuntime, service: TableService, now: datetime) -> Outcome:
         """One tick of one table service; never raises (`TableTicker.run_iteration`)."""
         return self.ticker.run_iteration(runtime, service, now)
+
+
+class _GateExecutor(BasePoolExecutor):
+    """APScheduler's pool executor over the tick gate: a job due waits in the gate's queue."""
+
+    def __init__(self, gate: TickGate) -> None:
+        super().__init__(gate)

@@ -464,8 +464,9 @@ def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
 ) -> None:
     """A thousand tables' first ticks all runnable at once starved each other of the interpreter lock:
     `daemon.max_concurrent_ticks` caps the ticks doing their own work. A tick waiting for a slot is
-    not doing its own work, so it must not keep the other services' ticks out."""
-    tables = {f"t{i}": FixtureTable(tmp_path / f"t{i}", name=f"t{i}") for i in range(4)}
+    not doing its own work, so it must not keep the other services' ticks out. A tick due waits for
+    the gate in a queue: parked on threads, a thousand tables' ticks held two thousand."""
+    tables = {f"t{i}": FixtureTable(tmp_path / f"t{i}", name=f"t{i}") for i in range(6)}
     for t in tables.values():
         _history(t)
     text = _config_text({name: t.base for name, t in tables.items()}, clustering=True)
@@ -474,14 +475,16 @@ def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
     cleaning_slots = daemon.ticker.slots[TableService.CLEANING]
     for _ in range(cleaning_slots.capacity):  # every cleaning tick waits for a slot
         cleaning_slots.acquire(SlotClaim("elsewhere"))
-    active, most, ran = [0], [0], set()
+    active, most, ran, threads = [0], [0], set(), [0]
     guard = threading.Lock()
     tick = daemon.ticker.run_iteration
+    before = threading.active_count()
 
     def counted(runtime: TableRuntime, service: TableService, now: datetime) -> Outcome:
         with guard:
             active[0] += 1
             most[0] = max(most[0], active[0])
+            threads[0] = max(threads[0], threading.active_count() - before)
         time.sleep(0.01)  # long enough for the jobs' threads to meet without the gate
         with guard:
             active[0] -= 1  # counted before the tick runs: inside the gate, which `_job` entered
@@ -495,6 +498,8 @@ def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
         _wait_until(lambda: len(cleaning_slots.waiting()) >= 1)
         assert _cleans(tables["t0"].base) == []  # the slots are still held elsewhere
         assert most[0] == 1
+        # The scheduler's thread, the gate's one, and one per cleaning tick left waiting for a slot.
+        assert threads[0] <= 2 + len(tables), threads[0]
     finally:
         for _ in range(cleaning_slots.capacity):
             cleaning_slots.release()

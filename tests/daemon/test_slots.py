@@ -11,7 +11,6 @@ from typing import ClassVar
 import pytest
 
 from service.daemon.slots import PrioritySlots, SlotClaim, serve_order
-from service.daemon.tick_gate import TickGate
 from strategies.clustering.small_files import PartitionSmallFiles, SmallFiles
 from tests.support.fixtures import ts
 
@@ -151,20 +150,3 @@ def test_bad_capacity_and_extra_release_are_refused() -> None:
         PrioritySlots(0)
     with pytest.raises(ValueError, match="released more often"):
         PrioritySlots(1).release()
-
-
-def test_the_tick_gate_is_left_once_per_entry_and_gives_up_when_the_daemon_stops() -> None:
-    gate = TickGate(1)
-    stopping = threading.Event()
-    assert gate.enter(stopping)
-    gate.leave()
-    gate.leave()  # a tick that left to wait for a slot leaves again, as a no-op, when it ends
-    assert gate.enter(stopping)
-    outcome: list[bool] = []
-    waiter = threading.Thread(target=lambda: outcome.append(gate.enter(stopping, poll_s=0.05)))
-    waiter.start()
-    stopping.set()
-    waiter.join(10)
-    assert outcome == [False]
-    with pytest.raises(ValueError, match="at least 1"):
-        TickGate(0)
