@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_SUBMITTED, JobEvent, JobSubmissionEvent
-from apscheduler.executors.pool import BasePoolExecutor
+from apscheduler.executors.pool import BasePoolExecutor, ThreadPoolExecutor
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
@@ -72,7 +72,8 @@ class Daemon:
         quiet_scheduler_logs()  # its "skipped: maximum number of running instances" is by design
         self._scheduler = BackgroundScheduler(
             timezone=UTC,
-            executors={"default": _GateExecutor(gate)},
+            # The config watch has a thread of its own: a reload must not queue behind a backlog of ticks.
+            executors={"default": _GateExecutor(gate), "control": ThreadPoolExecutor(1)},
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None},
         )
         self._scheduler.add_listener(self._on_submitted, EVENT_JOB_SUBMITTED)
@@ -124,7 +125,12 @@ class Daemon:
         watch = self.config.daemon.config_watch_seconds
         if watch > 0 and self._watch.loaded_digest is not None:
             self._scheduler.add_job(
-                self._watch_config, "interval", seconds=watch, id="config-watch", name="config watch"
+                self._watch_config,
+                "interval",
+                seconds=watch,
+                id="config-watch",
+                name="config watch",
+                executor="control",
             )
         if self.membership is not None:
             self.membership.start()

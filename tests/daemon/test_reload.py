@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -10,7 +11,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from service.config.daemon import load_daemon_config, parse_daemon_config
-from service.daemon import Daemon, Outcome, TableService
+from service.daemon import Daemon, Outcome, TableRuntime, TableService
 from service.daemon.reload import table_changes
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
@@ -132,3 +133,27 @@ def test_table_changes_names_removed_and_fresh_entries(tmp_path: Path) -> None:
     # A new poll interval reschedules every table, changed or not.
     slower = parse_daemon_config(_config({n: bases[n] for n in ("kept", "gone", "tuned")}, poll=1.0))
     assert [e.name for e in table_changes(current, old.daemon, slower).fresh] == ["kept", "gone", "tuned"]
+
+
+def test_a_reload_does_not_queue_behind_ticks_holding_the_tick_gate(tmp_path: Path) -> None:
+    """The tick gate queues every table's ticks; the config watch runs beside it, so a table added
+    while a start-up backlog drains is not waited for."""
+    one, two = _table(tmp_path, "one"), _table(tmp_path, "two")
+    path = tmp_path / "daemon.yaml"
+    path.write_text(_config({"one": one.base}).replace("  metrics:", "  max_concurrent_ticks: 1\n  metrics:"))
+    daemon = Daemon(load_daemon_config(path), registry=CollectorRegistry(), serve_http=False)
+    release = threading.Event()
+    tick = daemon.ticker.run_iteration
+
+    def held(runtime: TableRuntime, service: TableService, now: datetime) -> Outcome:
+        release.wait(30)  # the one place of the gate stays taken
+        return tick(runtime, service, now)
+
+    daemon.ticker.run_iteration = held  # type: ignore[method-assign]
+    daemon.start()
+    try:
+        path.write_text(_config({"one": one.base, "two": two.base}))
+        _wait_until(lambda: set(daemon.runtimes) == {"one", "two"}, timeout_s=10)
+    finally:
+        release.set()
+        assert daemon.stop(grace_seconds=10)
