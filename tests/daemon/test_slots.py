@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
@@ -13,16 +11,9 @@ import pytest
 from service.daemon.slots import PrioritySlots, SlotClaim, serve_order
 from strategies.clustering.small_files import PartitionSmallFiles, SmallFiles
 from tests.support.fixtures import ts
+from tests.support.waiting import wait_until
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
-
-
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.01)
 
 
 def test_priority_dominates_then_small_file_bytes_then_age() -> None:
@@ -57,7 +48,7 @@ def _start_waiters(
         thread = threading.Thread(target=wait, args=(claim,), daemon=True)
         thread.start()
         threads.append(thread)
-        _wait_until(lambda: len(slots.waiting()) == arrived)  # noqa: B023 (called before the loop moves on)
+        wait_until(lambda: len(slots.waiting()) == arrived)  # noqa: B023 (called before the loop moves on)
     return threads
 
 
@@ -115,10 +106,10 @@ def test_capacity_caps_concurrent_holders_and_a_resize_admits_waiters() -> None:
 
     thread = threading.Thread(target=wait, daemon=True)
     thread.start()
-    _wait_until(lambda: len(slots.waiting()) == 1)
+    wait_until(lambda: len(slots.waiting()) == 1)
     assert served == [] and slots.in_use == 2
     slots.resize(3)
-    _wait_until(lambda: served == ["c"])
+    wait_until(lambda: served == ["c"])
     assert slots.in_use == 3
     gate.set()
     thread.join(10)
@@ -139,7 +130,7 @@ def test_a_waiter_gives_up_when_the_daemon_stops_and_leaves_the_queue() -> None:
 
     thread = threading.Thread(target=wait, daemon=True)
     thread.start()
-    _wait_until(lambda: len(slots.waiting()) == 1)
+    wait_until(lambda: len(slots.waiting()) == 1)
     stopping.set()
     thread.join(10)
     assert len(errors) == 1 and slots.waiting() == [] and slots.in_use == 1

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
 from service.daemon.tick_gate import TickGate
-
-
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.01)
+from tests.support.waiting import wait_until
 
 
 def test_a_hundred_ticks_due_at_once_queue_for_two_threads() -> None:
@@ -65,7 +57,7 @@ def test_a_tick_that_leaves_finishes_on_its_thread_and_another_thread_takes_its_
     assert not first.done() and gate.threads() == 2
     release.set()
     first.result(10)
-    _wait_until(lambda: gate.threads() == 1)  # the thread that left ended with its tick
+    wait_until(lambda: gate.threads() == 1)  # the thread that left ended with its tick
     assert ran == ["planned 0", "planned 1", "planned 2", "left"]
     gate.leave()  # outside the pool: a no-op
     gate.shutdown()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
 from service.config.locking import ZookeeperLockSettings
+from tests.support.waiting import wait_until
 from tests.support.zookeeper import ZookeeperServer
+
+__all__ = ["inspector_client", "wait_until", "zk_settings"]
 
 
 def zk_settings(server: ZookeeperServer, base_path: str, lock_key: str = "trips") -> ZookeeperLockSettings:
@@ -35,12 +35,3 @@ def inspector_client(server: ZookeeperServer) -> KazooClient:
     )
     client.start(timeout=10)
     return client
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
-    """Poll observable state (never a blind sleep) until `condition()` holds."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
