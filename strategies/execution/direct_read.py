@@ -9,8 +9,8 @@ the shuffle would use, so every row lands in exactly one task) and spill them. E
 read once per task, so this is for groups of at most `DIRECT_READ_MAX_TASKS` tasks, where reading
 the inputs again costs less than converting and shuffling every row: at Hudi's default sizes a
 LINEAR clustering went from 1.33x to 1.22x the time of reading and writing its rows with pyarrow
-alone (docs/benchmarks.md section 5). The price is memory: each task holds the rows of its range
-until it spills them, where the shuffle would have streamed them.
+alone (docs/benchmarks.md section 5). Each task streams its rows to its spill as the shuffle's
+writer task would (`clustering_job._write_spilled`); what it adds is reading every input once per task.
 
 Only base files are read this way (a merge-on-read slice with log files would be merged once per
 task), and only columns whose type a round trip through Spark leaves as it is, so a file written
