@@ -48,7 +48,7 @@ from service.table.markers import delete_marker_dir, list_markers
 from service.table.properties import TableType
 from service.table.service_commit import complete_table_service
 from service.table.table import HudiTable
-from service.table.table_schema import latest_table_schema
+from service.table.table_schema import TableSchema, latest_table_schema, latest_table_schema_of
 from service.table.timeline import Timeline, create_instant_file, next_instant_time
 from strategies.clustering.size_based import plan_clustering
 from strategies.clustering.small_files import SmallFiles, small_files
@@ -86,10 +86,10 @@ class ClusteringResult:
         return sum(w.record_count for w in self.written)
 
 
-def _readable_schema(table: HudiTable, timeline: Timeline) -> str | None:
-    """`latest_table_schema`, with a commit file that cannot be decoded refusing the plan."""
+def _readable_schema(table: HudiTable, timeline: Timeline) -> TableSchema | None:
+    """`latest_table_schema_of`, with a commit file that cannot be decoded refusing the plan."""
     try:
-        return latest_table_schema(table, timeline)
+        return latest_table_schema_of(table, timeline)
     except HudiTableServiceError as exc:
         raise PlanRefusedError(
             f"table {table.name!r} at {table.base_uri}: the table schema cannot be read: {exc}"

@@ -26,6 +26,7 @@ from service.table.clustering_plan import PlannedClustering
 from service.table.key_generator import VirtualKeyGenerator
 from service.table.log_format.merge import MergeConfig
 from service.table.table import HudiTable
+from service.table.table_schema import TableSchema
 from strategies.layout.rank import is_supported
 
 # Writers' indexes a clustering must update, which this service cannot (Hudi's own clustering calls
@@ -63,7 +64,7 @@ def check_index_kept_current(table: HudiTable, config: HoodieConfig) -> None:
 
 
 def check_plan_executable(
-    table: HudiTable, config: HoodieConfig, plan: PlannedClustering, table_schema: str | None
+    table: HudiTable, config: HoodieConfig, plan: PlannedClustering, table_schema: TableSchema | None
 ) -> None:
     """Raise PlanRefusedError (naming table, key and value) if executing `plan` is bound to fail;
     TableServicesRefusedError if it would leave the writers' index stale (`check_index_kept_current`)."""
@@ -118,14 +119,16 @@ def check_plan_executable(
             )
 
 
-def _schema_fields(table: HudiTable, table_schema: str) -> list[str]:
-    """Top-level field names of the table's Avro schema; PlanRefusedError if it cannot be read."""
+def _schema_fields(table: HudiTable, table_schema: TableSchema) -> list[str]:
+    """Top-level field names of the table's Avro schema; PlanRefusedError, naming the commit file
+    the schema came from, if it cannot be read."""
     try:
-        return [str(f["name"]) for f in parse_avro_schema(with_meta_fields(table_schema))["fields"]]
+        return [str(f["name"]) for f in parse_avro_schema(with_meta_fields(table_schema.text))["fields"]]
     except (ValueError, KeyError, TypeError, HudiTableServiceError) as exc:
+        commit = table.storage.qualify(table.layout.instant_path(table_schema.commit))
         raise PlanRefusedError(
             f"table {table.name!r} at {table.base_uri}: the table schema in the commit metadata "
-            f"cannot be read: {exc}"
+            f"of {commit} cannot be read: {exc}"
         ) from exc
 
 

@@ -130,7 +130,10 @@ def test_table_schema_column_the_input_files_lack(tmp_path: Path) -> None:
 
 
 def test_unreadable_table_schema(tmp_path: Path) -> None:
-    _refused(_table(tmp_path, schema="{not json"), "table schema in the commit metadata cannot be read")
+    _refused(
+        _table(tmp_path, schema="{not json"),
+        rf"table schema in the commit metadata of \S*/\.hoodie/{ts(3)}\.commit cannot be read",
+    )
 
 
 def test_without_a_committed_schema_the_newest_input_file_schema_is_checked(tmp_path: Path) -> None:
