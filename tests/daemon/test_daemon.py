@@ -487,7 +487,7 @@ def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
             threads[0] = max(threads[0], threading.active_count() - before)
         time.sleep(0.01)  # long enough for the jobs' threads to meet without the gate
         with guard:
-            active[0] -= 1  # counted before the tick runs: inside the gate, which `_job` entered
+            active[0] -= 1  # counted before the tick runs, on a thread holding a place in the gate
             ran.add((runtime.name, service))
         return tick(runtime, service, now)
 

@@ -357,10 +357,11 @@ def _parse_avro_root(data: bytes, source: str) -> dict[str, Any]:
 
 
 def _shared(value: str | None) -> str | None:
-    """One copy per process of a string that every commit repeats: the table's schema in
-    `extraMetadata` (kilobytes, in every commit Hudi's writers complete), and partition paths. The
-    daemon caches a summary of each completed commit of each table; without this, a thousand idle
-    tables held a copy of their schema per commit."""
+    """`sys.intern` of an `extraMetadata` value that may be null: one copy per process of what every
+    commit repeats, the table's schema above all (kilobytes, in every commit Hudi's writers complete;
+    keys and partition paths are interned where they are read). The daemon caches a summary of each
+    completed commit of each table; without this, a thousand idle tables held a copy of their schema
+    per commit."""
     return None if value is None else sys.intern(value)
 
 
