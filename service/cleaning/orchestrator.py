@@ -54,7 +54,7 @@ from service.table.mdt.mdt_format import MdtFormat
 from service.table.paths import PathGuard
 from service.table.properties import TableConfig
 from service.table.table import HudiTable
-from service.table.table_schema import latest_table_schema
+from service.table.table_schema import latest_table_schema_of, schema_commit_path
 from service.table.timeline import Timeline, complete_instant, create_instant_file, next_instant_time
 from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, LastClean, clean_due, plan_clean
 from strategies.cleaning.trigger import commits_since_last_clean
@@ -401,8 +401,13 @@ class Cleaner:
             storage = self.table.storage
 
             def indexes(config: TableConfig, mdt: MdtFormat, _: MdtReader) -> IndexRecords:
-                schema = latest_table_schema(self.table, timeline)
-                return clean_index_records(storage, config, mdt, metadata, instant.timestamp, schema)
+                found = latest_table_schema_of(self.table, timeline)
+                if found is None:
+                    return clean_index_records(storage, config, mdt, metadata, instant.timestamp, None)
+                source = schema_commit_path(self.table, found)
+                return clean_index_records(
+                    storage, config, mdt, metadata, instant.timestamp, found.text, schema_source=source
+                )
 
             sync_files_partition(
                 storage,

@@ -48,7 +48,7 @@ from service.table.markers import delete_marker_dir, list_markers
 from service.table.properties import TableType
 from service.table.service_commit import complete_table_service
 from service.table.table import HudiTable
-from service.table.table_schema import TableSchema, latest_table_schema, latest_table_schema_of
+from service.table.table_schema import TableSchema, checked_table_schema, latest_table_schema_of
 from service.table.timeline import Timeline, create_instant_file, next_instant_time
 from strategies.clustering.size_based import plan_clustering
 from strategies.clustering.small_files import SmallFiles, small_files
@@ -482,7 +482,7 @@ def execute_clustering(
         if instant is None or instant.is_completed:
             raise HudiTableServiceError(f"{table.base_uri}: no pending clustering at {instant_time}")
         verdict = refuse_if_alive(table.storage, table.layout, instant, settings, wall_clock(), "executing")
-        schema = latest_table_schema(table, timeline)
+        schema = checked_table_schema(table, timeline)
         # What the merged read of log files sees (Hudi scans them up to the clustering instant);
         # the commit refuses writes to the input groups this did not see.
         read_instants = instant_filter(timeline, latest_instant_time=instant_time)

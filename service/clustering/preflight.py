@@ -19,14 +19,18 @@ import pyarrow.parquet as pq
 from service.config.clustering import SORT_COLUMNS_KEY
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import INDEX_TYPE
-from service.errors import HudiTableServiceError, PlanRefusedError, TableServicesRefusedError
-from service.table.avro_schema import parse_avro_schema, with_meta_fields
+from service.errors import (
+    CorruptTableError,
+    HudiTableServiceError,
+    PlanRefusedError,
+    TableServicesRefusedError,
+)
 from service.table.base_file_writer import parquet_writer_options
 from service.table.clustering_plan import PlannedClustering
 from service.table.key_generator import VirtualKeyGenerator
 from service.table.log_format.merge import MergeConfig
 from service.table.table import HudiTable
-from service.table.table_schema import TableSchema
+from service.table.table_schema import TableSchema, table_schema_fields
 from strategies.layout.rank import is_supported
 
 # Writers' indexes a clustering must update, which this service cannot (Hudi's own clustering calls
@@ -120,16 +124,11 @@ def check_plan_executable(
 
 
 def _schema_fields(table: HudiTable, table_schema: TableSchema) -> list[str]:
-    """Top-level field names of the table's Avro schema; PlanRefusedError, naming the commit file
-    the schema came from, if it cannot be read."""
+    """`table_schema_fields`, an unreadable schema refusing the plan (it names the commit file)."""
     try:
-        return [str(f["name"]) for f in parse_avro_schema(with_meta_fields(table_schema.text))["fields"]]
-    except (ValueError, KeyError, TypeError, HudiTableServiceError) as exc:
-        commit = table.storage.qualify(table.layout.instant_path(table_schema.commit))
-        raise PlanRefusedError(
-            f"table {table.name!r} at {table.base_uri}: the table schema in the commit metadata "
-            f"of {commit} cannot be read: {exc}"
-        ) from exc
+        return table_schema_fields(table, table_schema)
+    except CorruptTableError as exc:
+        raise PlanRefusedError(str(exc)) from exc
 
 
 def _newest_input_columns(

@@ -46,7 +46,7 @@ from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.service_commit import complete_table_service
 from service.table.table import HudiTable
-from service.table.table_schema import latest_table_schema
+from service.table.table_schema import checked_table_schema
 from service.table.timeline import Timeline, create_instant_file
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ def execute_compaction(
             verdict = refuse_if_alive(
                 table.storage, table.layout, instant, settings, wall_clock(), "executing"
             )
-        avro_schema = latest_table_schema(table, timeline)
+        avro_schema = checked_table_schema(table, timeline)
         heartbeat.start()
         try:
             if instant.state is State.REQUESTED:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from service.errors import CorruptTableError, HudiTableServiceError
 from service.table import codecs
+from service.table.avro_schema import parse_avro_schema, with_meta_fields
 from service.table.instant import Instant
 from service.table.table import HudiTable
 from service.table.timeline import Timeline
@@ -38,7 +40,30 @@ def latest_table_schema_of(table: HudiTable, timeline: Timeline) -> TableSchema 
     return None
 
 
-def latest_table_schema(table: HudiTable, timeline: Timeline) -> str | None:
-    """`latest_table_schema_of`'s text alone."""
+def schema_commit_path(table: HudiTable, schema: TableSchema) -> str:
+    """The commit file `schema` was read from, for errors to name."""
+    return table.storage.qualify(table.layout.instant_path(schema.commit))
+
+
+def table_schema_fields(table: HudiTable, schema: TableSchema) -> list[str]:
+    """The top-level field names of `schema` with Hudi's meta fields, as the writers of a table service
+    read it (`with_meta_fields`); CorruptTableError naming the commit file if it cannot be read, so a
+    service checks it before it writes anything rather than failing in a Spark task."""
+    try:
+        return [str(f["name"]) for f in parse_avro_schema(with_meta_fields(schema.text))["fields"]]
+    except (ValueError, KeyError, TypeError, HudiTableServiceError) as exc:
+        raise CorruptTableError(
+            f"table {table.name!r} at {table.base_uri}: the table schema in the commit metadata "
+            f"of {schema_commit_path(table, schema)} cannot be read: {exc}"
+        ) from exc
+
+
+def checked_table_schema(table: HudiTable, timeline: Timeline) -> str | None:
+    """`latest_table_schema_of`'s text, checked readable (`table_schema_fields`) before a service
+    writes anything: its writer tasks read it (`BaseFileSchema.create`), where an unreadable schema
+    would fail a Spark task without naming the commit it came from."""
     found = latest_table_schema_of(table, timeline)
-    return None if found is None else found.text
+    if found is None:
+        return None
+    table_schema_fields(table, found)
+    return found.text

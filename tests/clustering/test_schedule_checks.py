@@ -13,14 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from service.clustering import schedule_clustering
+from service.clustering import execute_clustering, schedule_clustering
 from service.clustering.attempts import SCHEDULER_KEY
 from service.config.hoodie import HoodieConfig
-from service.errors import PlanRefusedError, TableServicesRefusedError
+from service.errors import CorruptTableError, PlanRefusedError, TableServicesRefusedError
 from service.lock.in_process import InProcessTableLock
 from service.table.properties import load_table_config, store_table_config
 from service.table.table import HudiTable
 from tests.clean.helpers import fid
+from tests.support import hudi_tables as ht
 from tests.support.fixtures import SCHEMA, FileSpec, FixtureTable, ts
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
@@ -134,6 +135,26 @@ def test_unreadable_table_schema(tmp_path: Path) -> None:
         _table(tmp_path, schema="{not json"),
         rf"table schema in the commit metadata of \S*/\.hoodie/{ts(3)}\.commit cannot be read",
     )
+
+
+def test_a_schema_unreadable_at_execution_fails_before_an_attempt_naming_its_commit(tmp_path: Path) -> None:
+    """The writer tasks read the table schema: one that became unreadable after the plan fails the
+    execution in the driver, naming its commit file, before an inflight attempt exists."""
+    t = _table(tmp_path)
+    instant = _schedule(t)
+    assert instant is not None
+    garbled = ht.garble_table_schemas(t.base, "commit")
+    table = HudiTable.open(str(t.base))
+
+    def runner(job: object) -> object:
+        raise AssertionError("a group ran")
+
+    with pytest.raises(CorruptTableError, match=rf"metadata of \S*/\.hoodie/{garbled[-1].name} cannot"):
+        execute_clustering(
+            table, instant, HoodieConfig.from_mapping({}, table.name), runner,
+            InProcessTableLock(table.name), zone=UTC,
+        )  # fmt: skip
+    assert not (t.base / ".hoodie" / f"{instant}.replacecommit.inflight").exists()
 
 
 def test_without_a_committed_schema_the_newest_input_file_schema_is_checked(tmp_path: Path) -> None:

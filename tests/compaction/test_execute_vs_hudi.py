@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import time
 from pathlib import Path
@@ -144,6 +145,23 @@ def test_a_failed_attempt_leaves_nothing_visible_and_is_recovered_by_us_or_hudi(
     compacted = _read(spark, theirs)
     assert _read(spark, ours) == _read(spark, recovered_by_hudi) == compacted
     assert _read(spark, ours, "read_optimized") == compacted
+
+
+def test_a_table_schema_that_cannot_be_read_fails_before_the_attempt_naming_its_commit(
+    history: MorHistory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The writer tasks read the newest deltacommit's schema: an unreadable one fails the execution
+    in the driver, naming that commit file, before an inflight attempt exists (not in a Spark task)."""
+    base = tmp_path / "ours"
+    instant = copy_and_schedule_ours(history, base, capsys)
+    garbled = ht.garble_table_schemas(base, "deltacommit")
+    with caplog.at_level(logging.ERROR):
+        assert main(["compact", "--base-path", str(base), "--mode", "execute"]) == 1
+    assert re.search(rf"commit metadata of \S*/\.hoodie/{garbled[-1].name} cannot be read", caplog.text)
+    assert not (base / ".hoodie" / f"{instant}.compaction.inflight").exists()
 
 
 def test_writes_between_schedule_and_execute_land_in_the_new_slice(

@@ -9,6 +9,7 @@ Pass `extra_opts` to change any of it, e.g. `occ_zookeeper_options(...)` for opt
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -424,3 +425,18 @@ def pending_commit_instants(base_path: str | Path) -> list[str]:
 def instants_with_action(base_path: str | Path, action: str) -> list[str]:
     """Completed instants of one action (`commit`, `replacecommit`, `clean`, `rollback`, ...)."""
     return sorted(name.split(".")[0] for name in timeline_files(base_path) if name.endswith(f".{action}"))
+
+
+def garble_table_schemas(base_path: Path, action: str) -> list[Path]:
+    """Replace the writer schema in every completed `action` file of a version-6 timeline (JSON
+    commit metadata) by text that is not a schema; the files changed, oldest first."""
+    changed = []
+    for instant in instants_with_action(base_path, action):
+        path = base_path / ".hoodie" / f"{instant}.{action}"
+        metadata = json.loads(path.read_text())
+        if (metadata.get("extraMetadata") or {}).get("schema"):
+            metadata["extraMetadata"]["schema"] = "{not json"
+            path.write_text(json.dumps(metadata))
+            changed.append(path)
+    assert changed, f"no {action} of {base_path} carries a schema: the check would prove nothing"
+    return changed

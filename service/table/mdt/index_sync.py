@@ -255,10 +255,13 @@ def clean_index_records(
     metadata: CleanMetadata,
     clean_instant: str,
     schema_json: str | None,
+    *,
+    schema_source: str | None = None,
 ) -> dict[str, list[IndexRecord | IndexDeletion]]:
     """The tombstones of a clean's deleted files, in the version's form (`MdtFormat`): 0.x's stub
-    records for the latest writer schema's columns (`schema_json`), or 1.x's deletions by key for
-    every deleted file and every column of the `column_stats` index definition."""
+    records for the latest writer schema's columns (`schema_json`, read from the commit file
+    `schema_source` for errors to name), or 1.x's deletions by key for every deleted file and every
+    column of the `column_stats` index definition."""
     partitions = served_index_partitions(config, mdt)
     out: dict[str, list[IndexRecord | IndexDeletion]] = {p: [] for p in partitions}
     columns: list[str] = []
@@ -266,7 +269,7 @@ def clean_index_records(
         if mdt.columns_from_index_definitions:
             columns = indexed_columns_of(storage, config, COLUMN_STATS_PARTITION)
         else:
-            columns = indexed_columns(config, schema_json, storage.base_uri)
+            columns = indexed_columns(config, schema_json, schema_source or storage.base_uri)
     for key, pm in metadata.partition_metadata.items():
         partition = pm.partition_path if pm.partition_path is not None else key
         for entry in pm.delete_path_patterns:

@@ -12,6 +12,8 @@ goes on committing across the MDT's compaction of our blocks, after which all of
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from service.cli import main
 from service.clustering import execute_clustering, schedule_clustering
 from service.config.hoodie import HoodieConfig
 from service.executor import SparkExecutor
@@ -190,3 +193,19 @@ def test_our_clustering_and_clean_keep_hudis_column_stats_and_bloom_filters(
     assert_hudi_reads_footer_stats(spark, base, deleted)
     assert_readers_agree(spark, base)
     assert_data_skipping_reads_less(spark, base)
+
+
+def test_a_clean_whose_table_schema_cannot_be_read_names_its_commit(
+    history: HudiHistory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 0.x clean's `column_stats` tombstones are keyed by the writer schema's columns: when that
+    schema cannot be read, the clean's error names the commit file it came from, not the table only."""
+    base = history.base_path
+    garbled = ht.garble_table_schemas(base, "commit")
+    argv = [
+        "clean", "--base-path", str(base), "--timezone", "UTC", "--force",
+        "--hoodie-conf", "hoodie.cleaner.commits.retained=1",
+    ]  # fmt: skip
+    with caplog.at_level(logging.ERROR):
+        assert main(argv) == 1
+    assert re.search(rf"\S*/\.hoodie/{garbled[-1].name}: writer schema is not an Avro record", caplog.text)
