@@ -111,30 +111,47 @@ def process_tree(root: int) -> list[int]:
     return tree
 
 
-def tree_rss_bytes(root: int) -> int:
-    """The resident memory of `root`'s process tree: the sum of each process's RSS (pages a forked
-    Python worker shares with its parent count once per process, as `ps` counts them)."""
-    total = 0
+def tree_memory_bytes(root: int) -> tuple[int, int]:
+    """The resident memory of `root`'s process tree and its file-backed part: the sums of each
+    process's `statm` resident and shared pages (pages a forked Python worker shares with its parent
+    count once per process, as `ps` counts them). Shared pages are mapped files and shared memory
+    (the kernel's RssFile + RssShmem): a memory-mapped spill file's pages count in the resident set,
+    but the kernel may write them back and drop them when memory runs short."""
+    resident = shared = 0
     for pid in process_tree(root):
         try:
             with open(f"/proc/{pid}/statm", encoding="ascii") as f:
-                total += int(f.read().split()[1]) * PAGE_BYTES
+                fields = f.read().split()
+            resident += int(fields[1]) * PAGE_BYTES
+            shared += int(fields[2]) * PAGE_BYTES
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return resident, shared
+
+
+def tree_rss_bytes(root: int) -> int:
+    """`tree_memory_bytes`'s resident memory alone."""
+    return tree_memory_bytes(root)[0]
 
 
 class PeakRss:
-    """Samples `tree_rss_bytes(root)` every `SAMPLE_EVERY_S` seconds in a thread while in `with`."""
+    """Samples `tree_memory_bytes(root)` every `SAMPLE_EVERY_S` seconds in a thread while in `with`:
+    the highest resident memory, and the file-backed part of that sample."""
 
     def __init__(self, root: int, every_s: float = SAMPLE_EVERY_S) -> None:
-        self.root, self.every_s, self.peak_bytes = root, every_s, 0
+        self.root, self.every_s = root, every_s
+        self.peak_bytes = self.peak_file_bytes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name=f"peak-rss-{root}", daemon=True)
 
+    def _take(self) -> None:
+        resident, shared = tree_memory_bytes(self.root)
+        if resident > self.peak_bytes:
+            self.peak_bytes, self.peak_file_bytes = resident, shared
+
     def _sample(self) -> None:
         while True:
-            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.root))
+            self._take()
             if self._stop.wait(self.every_s):
                 return
 
@@ -145,7 +162,7 @@ class PeakRss:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.root))  # the last moment too
+        self._take()  # the last moment too
 
 
 # ---------------------------------------------------------------- the contender's process
@@ -161,6 +178,7 @@ class Call:
 
     result: Any
     peak_rss_bytes: int
+    peak_file_rss_bytes: int = 0  # the file-backed part of the peak (`tree_memory_bytes`)
 
 
 class ContenderProcess:
@@ -207,7 +225,7 @@ class ContenderProcess:
         with PeakRss(self.pid) as peak:
             self._send({"function": function, "kwargs": kwargs})
             result = self._receive()
-        return Call(result, peak.peak_bytes)
+        return Call(result, peak.peak_bytes, peak.peak_file_bytes)
 
     def close(self) -> None:
         if self._process.poll() is None:

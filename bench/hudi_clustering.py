@@ -187,6 +187,7 @@ class Contender:
     rows_scanned: dict[str, float] = field(default_factory=dict)  # predicate -> mean rows scanned
     round_seconds: list[float] = field(default_factory=list)  # every round's, in order; `seconds` the median
     round_peak_rss_bytes: list[int] = field(default_factory=list)  # the process tree's, every round
+    round_peak_file_rss_bytes: list[int] = field(default_factory=list)  # the file-backed part of each
 
     @property
     def mb_per_s(self) -> float:
@@ -530,6 +531,7 @@ def _run(
                 settings = plan_settings(options, layout, method)
                 timed: dict[str, list[float]] = {name: [] for name in CONTENDERS}
                 peaks: dict[str, list[int]] = {name: [] for name in CONTENDERS}
+                file_peaks: dict[str, list[int]] = {name: [] for name in CONTENDERS}  # their file-backed part
                 records = comparisons_rounds.setdefault((layout, method), [])
                 # Rounds alternate who goes first, so a slow spell or a warm cache falls on both.
                 for round_ in range(options.rounds):
@@ -544,6 +546,7 @@ def _run(
                         )  # fmt: skip
                         timed[name].append(float(call.result))
                         peaks[name].append(call.peak_rss_bytes)
+                        file_peaks[name].append(call.peak_file_rss_bytes)
                         print(
                             f"  {name} {layout} {method} round {round_ + 1}: {call.result:.1f}s, "
                             f"{call.peak_rss_bytes / MB:,.0f} MB",
@@ -554,6 +557,7 @@ def _run(
                     for name in CONTENDERS:
                         record[f"{name}_seconds"] = round(timed[name][-1], 3)
                         record[f"{name}_peak_rss_mb"] = peak_mb([peaks[name][-1]])
+                        record[f"{name}_peak_file_rss_mb"] = peak_mb([file_peaks[name][-1]])
                         record[f"{name}_rows"] = digests[name].text
                     record["same_rows"] = all(d == expected for d in digests.values())
                     records.append(record)
@@ -564,6 +568,7 @@ def _run(
                     runs.append(_outcome(name, layout, method, copies[name], median, digests[name].rows))
                     runs[-1].round_seconds = timed[name]
                     runs[-1].round_peak_rss_bytes = peaks[name]
+                    runs[-1].round_peak_file_rss_bytes = file_peaks[name]
                     bases[len(runs) - 1] = copies[name].base
         measure_pruning(runs, bases, options.placements, options.seed)
         floor = machine_floor(source, work / "floor", options.codec)
@@ -641,6 +646,8 @@ def _payload(
                 "seconds_spread": Spread.of(run.round_seconds).as_json(),
                 "round_peak_rss_mb": [peak_mb([b]) for b in run.round_peak_rss_bytes],
                 "peak_rss_mb": peak_mb(run.round_peak_rss_bytes),
+                "round_peak_file_rss_mb": [peak_mb([b]) for b in run.round_peak_file_rss_bytes],
+                "peak_file_rss_mb": _file_part_of_peak(run),
                 "input_mb_per_s": round(run.mb_per_s, 3),
                 "instant_time": run.instant_time,
                 "plan_groups": len(run.plan_groups),
@@ -727,6 +734,14 @@ def _print(payload: Mapping[str, Any]) -> None:
         + [f"scanned {k} ours/Hudi" for k in payload["predicates"]],
         compare,
     )
+
+
+def _file_part_of_peak(run: Contender) -> float:
+    """The file-backed part of the round whose peak was highest (`peak_rss_mb`'s round)."""
+    if not run.round_peak_file_rss_bytes:
+        return 0.0
+    highest = max(range(len(run.round_peak_rss_bytes)), key=run.round_peak_rss_bytes.__getitem__)
+    return peak_mb([run.round_peak_file_rss_bytes[highest]])
 
 
 def _layouts(values: Sequence[str]) -> tuple[tuple[str, str], ...]:

@@ -163,6 +163,13 @@ def render_hudi_clustering(document: Mapping[str, Any]) -> str:
     def files(r: Mapping[str, Any]) -> str:
         return f"{r['output_files']} ({r['min_to_target']:.2f}-{r['max_to_target']:.2f})"
 
+    # Runs since the harness split the peak: its file-backed part in parentheses.
+    split = all("peak_file_rss_mb" in r for r in document["runs"])
+
+    def memory(r: Mapping[str, Any]) -> str:
+        whole = f"{r['peak_rss_mb']:,.0f}"
+        return f"{whole} ({r['peak_file_rss_mb']:,.0f})" if split else whole
+
     main = []
     for c in comparisons:
         h, o = runs[("hudi", c["layout"], c["method"])], runs[("ours", c["layout"], c["method"])]
@@ -171,7 +178,7 @@ def render_hudi_clustering(document: Mapping[str, Any]) -> str:
                 c["layout"], c["method"], _spread(h["seconds_spread"]), _spread(o["seconds_spread"]),
                 f"**{_ratio(c['ours_over_hudi_throughput'])}**",
                 _ratio(c["ours_over_floor_seconds"]), _ratio(c["hudi_over_floor_seconds"]),
-                f"{h['peak_rss_mb']:,.0f}", f"{o['peak_rss_mb']:,.0f}", files(h), files(o),
+                memory(h), memory(o), files(h), files(o),
                 "yes" if c["same_plan_groups"] else "**no**",
             ]
         )  # fmt: skip
@@ -193,8 +200,14 @@ def render_hudi_clustering(document: Mapping[str, Any]) -> str:
             f"Input: {inputs['rows']:,} rows in {inputs['files']:,} files, {inputs['mb']:,.1f} MB; "
             f"target file size {target:,} MB. Seconds: median (min-max) of {per_layout} rounds per layout, "
             "each on a fresh copy, the rounds alternating who goes first. Peak RSS: the contender's whole "
-            "process tree (driver, JVM, Python workers) while it clustered, highest of its rounds. Files: "
-            "output files (smallest and largest / target).",
+            "process tree (driver, JVM, Python workers) while it clustered, highest of its rounds"
+            + (
+                ", in parentheses its file-backed part (mapped files such as a memory-mapped spill, "
+                "which the kernel can write back and drop)"
+                if split
+                else ""
+            )
+            + ". Files: output files (smallest and largest / target).",
             _table(headers, main, [False, False, *([True] * 7), False, False, False]),
             f"Floor (pyarrow read + sort + {document['options']['codec']} encode of every row, one process "
             f"per core): {floor['seconds']:.1f} s, {floor['mb_per_s']:.1f} MB/s. In every round Hudi's "

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bench.hudi_clustering import CONTENDERS, Options, run
+from bench.report import render
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -44,6 +45,8 @@ def test_hudi_clustering_bench_runs_both_contenders_on_one_plan(spark: Any, tmp_
         }, key
         # A driver JVM with Spark loaded holds hundreds of MB: the tree's memory, not the Python's alone.
         assert min(r["round_peak_rss_mb"]) > 300 and r["peak_rss_mb"] == max(r["round_peak_rss_mb"]), key
+        # The file-backed part of the highest round's peak (the JVM's mapped jars at least).
+        assert len(r["round_peak_file_rss_mb"]) == 2 and 0 < r["peak_file_rss_mb"] < r["peak_rss_mb"], key
         assert r["plan_groups"] == 1 and len(r["plan_group_file_ids"][0]) == 12, key
         assert r["output_files"] >= 1 and sum(r["output_file_sizes"]) > 0, key
         assert set(r["rows_scanned"]) == set(document["predicates"]), key
@@ -59,3 +62,4 @@ def test_hudi_clustering_bench_runs_both_contenders_on_one_plan(spark: Any, tmp_
         assert pair[0]["instant_time"] != pair[1]["instant_time"]  # each contender committed its own
     assert document["floor"]["processes"] >= 1 and document["floor"]["mb_per_s"] > 0
     assert (tmp_path / "results" / "hudi-clustering.png").stat().st_size > 0
+    assert "in parentheses its file-backed part" in render(document)

@@ -60,6 +60,42 @@ def test_peak_memory_counts_the_whole_process_tree() -> None:
         child.wait()
 
 
+# A child that maps a 200 MB file and reads every page of it, until killed.
+_MAPPER = """
+import mmap, sys, time
+with open(sys.argv[1], "rb") as f:
+    mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+total = sum(mapped[i] for i in range(0, len(mapped), 4096))
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_peak_memory_tells_the_file_backed_part_apart(tmp_path: Path) -> None:
+    """A memory-mapped file's pages count in the resident set (as a writer task's spill does) and
+    in its file-backed part; a heap's do not."""
+    spill = tmp_path / "spill"
+    with open(spill, "wb") as f:
+        f.write(b"\x01" * (200 * MB))
+    for argv, file_backed in (
+        ([sys.executable, "-c", _MAPPER, str(spill)], True),
+        ([sys.executable, "-c", _holder(nest=False)], False),
+    ):
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+            with PeakRss(child.pid) as peak:
+                time.sleep(0.2)
+            assert peak.peak_bytes >= 190 * MB
+            if file_backed:
+                assert peak.peak_file_bytes >= 190 * MB
+            else:
+                assert peak.peak_file_bytes < 100 * MB
+        finally:
+            child.kill()
+            child.wait()
+
+
 @pytest.mark.spark
 @pytest.mark.hudi
 def test_row_digest_tells_apart_a_changed_value_that_a_count_misses(spark: Any, tmp_path: Path) -> None:
