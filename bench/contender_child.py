@@ -2,11 +2,12 @@
 read from standard input, one JSON line each, answered on the original standard output.
 
 The first line is `{"session": {...}}`, the keyword arguments of `bench.hudi_clustering.start_session`
-(answered once the session is up), or `{"session": null}` for a contender that runs without Spark
-(its functions get None); every later one `{"function": "module:name", "kwargs": {...}}`,
-which runs `name(spark, **kwargs)` and answers `{"result": ...}` or `{"error": "<traceback>"}`. End of
-input stops the session. Everything the benchmark code, Spark or the JVM print goes to standard error,
-so nothing but answers reaches the parent.
+(answered with the Spark application's id once the session is up), or `{"session": null}` for a
+contender that runs without Spark (its functions get None); every later one
+`{"function": "module:name", "kwargs": {...}}`, which runs `name(spark, **kwargs)` and answers
+`{"result": ...}` or `{"error": "<traceback>"}`. End of input stops the session. Everything the
+benchmark code, Spark or the JVM print goes to standard error, so nothing but answers reaches the
+parent.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def main() -> int:
                         kwargs = dict(request["session"])
                         kwargs["work_dir"] = Path(kwargs["work_dir"])
                         session = start_session(**kwargs)
-                    _answer(answers, {"result": None})
+                    # The application id lets the parent find this session's executors on a cluster.
+                    application = None if session is None else session.sparkContext.applicationId
+                    _answer(answers, {"result": application})
                     continue
                 module_name, _, name = request["function"].partition(":")
                 function = getattr(importlib.import_module(module_name), name)

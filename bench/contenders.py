@@ -98,12 +98,12 @@ def _parents() -> dict[int, int]:
     return out
 
 
-def process_tree(root: int) -> list[int]:
-    """`root` and every process descended from it."""
+def process_tree(*roots: int) -> list[int]:
+    """`roots` and every process descended from them."""
     children: dict[int, list[int]] = {}
     for pid, parent in _parents().items():
         children.setdefault(parent, []).append(pid)
-    tree, todo = [], [root]
+    tree, todo = [], list(roots)
     while todo:
         pid = todo.pop()
         tree.append(pid)
@@ -111,14 +111,36 @@ def process_tree(root: int) -> list[int]:
     return tree
 
 
-def tree_memory_bytes(root: int) -> tuple[int, int]:
-    """The resident memory of `root`'s process tree and its file-backed part: the sums of each
+def executor_processes(application_id: str | None) -> list[int]:
+    """The executor JVMs of a Spark application on a cluster: processes whose command line carries
+    `--app-id <application_id>` (a standalone worker starts each `CoarseGrainedExecutorBackend` so,
+    as a child of its own, not of the application's driver). None for an application in local mode,
+    whose executor is the driver's JVM."""
+    if application_id is None or application_id.startswith("local-"):
+        return []
+    wanted = ["--app-id", application_id]
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue  # gone since the listing
+        if any(argv[i : i + 2] == wanted for i in range(len(argv) - 1)):
+            found.append(int(entry.name))
+    return found
+
+
+def tree_memory_bytes(*roots: int) -> tuple[int, int]:
+    """The resident memory of the process trees of `roots` and its file-backed part: the sums of each
     process's `statm` resident and shared pages (pages a forked Python worker shares with its parent
     count once per process, as `ps` counts them). Shared pages are mapped files and shared memory
     (the kernel's RssFile + RssShmem): a memory-mapped spill file's pages count in the resident set,
     but the kernel may write them back and drop them when memory runs short."""
     resident = shared = 0
-    for pid in process_tree(root):
+    for pid in process_tree(*roots):
         try:
             with open(f"/proc/{pid}/statm", encoding="ascii") as f:
                 fields = f.read().split()
@@ -135,17 +157,18 @@ def tree_rss_bytes(root: int) -> int:
 
 
 class PeakRss:
-    """Samples `tree_memory_bytes(root)` every `SAMPLE_EVERY_S` seconds in a thread while in `with`:
-    the highest resident memory, and the file-backed part of that sample."""
+    """Samples `tree_memory_bytes` of `root` (and of the executors of `application_id` on a cluster,
+    found once on entry) every `SAMPLE_EVERY_S` seconds in a thread while in `with`: the highest
+    resident memory, and the file-backed part of that sample."""
 
-    def __init__(self, root: int, every_s: float = SAMPLE_EVERY_S) -> None:
-        self.root, self.every_s = root, every_s
+    def __init__(self, root: int, every_s: float = SAMPLE_EVERY_S, application_id: str | None = None) -> None:
+        self.roots, self.every_s, self.application_id = (root,), every_s, application_id
         self.peak_bytes = self.peak_file_bytes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name=f"peak-rss-{root}", daemon=True)
 
     def _take(self) -> None:
-        resident, shared = tree_memory_bytes(self.root)
+        resident, shared = tree_memory_bytes(*self.roots)
         if resident > self.peak_bytes:
             self.peak_bytes, self.peak_file_bytes = resident, shared
 
@@ -156,6 +179,7 @@ class PeakRss:
                 return
 
     def __enter__(self) -> PeakRss:
+        self.roots = (self.roots[0], *executor_processes(self.application_id))
         self._thread.start()
         return self
 
@@ -199,7 +223,9 @@ class ContenderProcess:
         )  # fmt: skip
         self.log = log
         self._send({"session": None if session is None else dict(session)})
-        self._receive()  # the session is up
+        # Once the session is up: its Spark application, whose executors on a cluster run outside
+        # this process's tree (`executor_processes`); None without Spark.
+        self.application_id: str | None = self._receive()
 
     @property
     def pid(self) -> int:
@@ -222,7 +248,7 @@ class ContenderProcess:
         return reply["result"]
 
     def call(self, function: str, **kwargs: Any) -> Call:
-        with PeakRss(self.pid) as peak:
+        with PeakRss(self.pid, application_id=self.application_id) as peak:
             self._send({"function": function, "kwargs": kwargs})
             result = self._receive()
         return Call(result, peak.peak_bytes, peak.peak_file_bytes)

@@ -15,7 +15,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from bench.contenders import MB, PeakRss, Spread, process_tree, round_order, row_digest, tree_rss_bytes
+from bench.contenders import (
+    MB,
+    PeakRss,
+    Spread,
+    executor_processes,
+    process_tree,
+    round_order,
+    row_digest,
+    tree_rss_bytes,
+)
 from tests.support import hudi_tables as ht
 
 # A child that holds 200 MB and starts a grandchild holding 150 MB, both until killed.
@@ -94,6 +103,34 @@ def test_peak_memory_tells_the_file_backed_part_apart(tmp_path: Path) -> None:
         finally:
             child.kill()
             child.wait()
+
+
+def test_a_cluster_applications_executors_count_though_outside_its_tree() -> None:
+    """On a standalone cluster a worker starts the application's executor JVMs as its own children,
+    `--app-id <application>` on their command line: their memory is the contender's."""
+    driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    # An "executor" holding 200 MB, not descended from the driver; and another application's.
+    ours, theirs = (
+        subprocess.Popen(
+            [sys.executable, "-c", _holder(nest=False), "--app-id", app], stdout=subprocess.PIPE, text=True
+        )
+        for app in ("app-20261205000000-0007", "app-20261205000000-0008")
+    )
+    try:
+        for executor in (ours, theirs):
+            assert executor.stdout is not None and executor.stdout.readline().strip() == "ready"
+        assert executor_processes("app-20261205000000-0007") == [ours.pid]
+        assert executor_processes("local-1733400000000") == [] and executor_processes(None) == []
+        with PeakRss(driver.pid, application_id="app-20261205000000-0007") as peak:
+            time.sleep(0.2)
+        assert 200 * MB <= peak.peak_bytes < 380 * MB  # the driver and our executor, not theirs
+        with PeakRss(driver.pid) as alone:
+            time.sleep(0.2)
+        assert alone.peak_bytes < 100 * MB
+    finally:
+        for process in (driver, ours, theirs):
+            process.kill()
+            process.wait()
 
 
 @pytest.mark.spark
