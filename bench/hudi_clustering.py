@@ -496,13 +496,9 @@ def _run(
         session = (
             spark
             if spark is not None
-            else start_session(
-                work,
-                options.driver_memory,
-                master=master,
-                executor_memory=options.executor_memory if options.standalone else None,
-                hudi=options.hudi,
-            )
+            # The harness's own session (input, read-backs, digests) runs in local mode: on a cluster it
+            # would hold cores the contenders' applications then wait for.
+            else start_session(work, options.driver_memory, master="local[2]", hudi=options.hudi)
         )
         with stopwatch() as built:
             source = build_input_table(
