@@ -151,18 +151,14 @@ def tree_memory_bytes(*roots: int) -> tuple[int, int]:
     return resident, shared
 
 
-def tree_rss_bytes(root: int) -> int:
-    """`tree_memory_bytes`'s resident memory alone."""
-    return tree_memory_bytes(root)[0]
-
-
 class PeakRss:
     """Samples `tree_memory_bytes` of `root` (and of the executors of `application_id` on a cluster,
     found once on entry) every `SAMPLE_EVERY_S` seconds in a thread while in `with`: the highest
     resident memory, and the file-backed part of that sample."""
 
     def __init__(self, root: int, every_s: float = SAMPLE_EVERY_S, application_id: str | None = None) -> None:
-        self.roots, self.every_s, self.application_id = (root,), every_s, application_id
+        self.root, self.every_s, self.application_id = root, every_s, application_id
+        self.roots: tuple[int, ...] = (root,)  # with the executors, once entered
         self.peak_bytes = self.peak_file_bytes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name=f"peak-rss-{root}", daemon=True)
@@ -179,7 +175,7 @@ class PeakRss:
                 return
 
     def __enter__(self) -> PeakRss:
-        self.roots = (self.roots[0], *executor_processes(self.application_id))
+        self.roots = (self.root, *executor_processes(self.application_id))
         self._thread.start()
         return self
 

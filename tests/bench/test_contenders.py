@@ -23,7 +23,7 @@ from bench.contenders import (
     process_tree,
     round_order,
     row_digest,
-    tree_rss_bytes,
+    tree_memory_bytes,
 )
 from tests.support import hudi_tables as ht
 
@@ -57,7 +57,7 @@ def test_peak_memory_counts_the_whole_process_tree() -> None:
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 30
-        while tree_rss_bytes(child.pid) < 350 * MB and time.monotonic() < deadline:
+        while tree_memory_bytes(child.pid)[0] < 350 * MB and time.monotonic() < deadline:
             time.sleep(0.1)  # the grandchild fills its 150 MB
         with PeakRss(child.pid) as peak:
             time.sleep(0.2)
