@@ -7,7 +7,7 @@ import os
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -26,6 +26,7 @@ from service.table.instant import State
 from service.table.timeline import parse_instant_time
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
+from tests.support.waiting import wait_until
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
 
@@ -72,14 +73,6 @@ def _a_files(base: Path) -> list[str]:
 
 def _cleans(base: Path) -> list[str]:
     return sorted(p.name for p in (base / ".hoodie").iterdir() if p.name.endswith(".clean"))
-
-
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -157,7 +150,7 @@ def test_daemon_cleans_healthy_table_while_broken_one_is_quarantined(
     running: tuple[Daemon, FixtureTable, FixtureTable], registry: CollectorRegistry
 ) -> None:
     daemon, healthy, broken = running
-    _wait_until(lambda: len(_cleans(healthy.base)) == 1 and daemon.runtimes["broken"].quarantined)
+    wait_until(lambda: len(_cleans(healthy.base)) == 1 and daemon.runtimes["broken"].quarantined)
     assert len(_a_files(healthy.base)) == 2
     assert _value(registry, "tables_quarantined") == 1
     assert _value(registry, "deleted_files_total", table="healthy") == 1
@@ -168,7 +161,7 @@ def test_daemon_cleans_healthy_table_while_broken_one_is_quarantined(
 
     # New commits on the healthy table: cleaned again by a later tick, the broken table stays out.
     _history(healthy, start=10)  # a tick may clean between these commits: count deletions, not cleans
-    _wait_until(lambda: _value(registry, "deleted_files_total", table="healthy") == 4)
+    wait_until(lambda: _value(registry, "deleted_files_total", table="healthy") == 4)
     assert [n.split("_")[-1] for n in _a_files(healthy.base)] == [f"{ts(11)}.parquet", f"{ts(12)}.parquet"]
     assert len(_cleans(healthy.base)) >= 2
     assert daemon.runtimes["broken"].quarantined and len(_cleans(broken.base)) == 0
@@ -191,7 +184,7 @@ def test_daemon_stop_is_bounded_and_not_ready_after(tmp_path: Path, registry: Co
     daemon = Daemon(parse_daemon_config(_config_text({"t": t.base})), registry=registry)
     daemon.start()
     assert daemon.is_ready()
-    _wait_until(lambda: len(_cleans(t.base)) == 1)
+    wait_until(lambda: len(_cleans(t.base)) == 1)
     started = time.monotonic()
     assert daemon.stop(grace_seconds=5)
     assert time.monotonic() - started < 5
@@ -494,8 +487,8 @@ def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
     daemon.ticker.run_iteration = counted  # type: ignore[method-assign]
     daemon.start()
     try:
-        _wait_until(lambda: {name for name, s in ran if s is TableService.CLUSTERING} == set(tables))
-        _wait_until(lambda: len(cleaning_slots.waiting()) >= 1)
+        wait_until(lambda: {name for name, s in ran if s is TableService.CLUSTERING} == set(tables))
+        wait_until(lambda: len(cleaning_slots.waiting()) >= 1)
         assert _cleans(tables["t0"].base) == []  # the slots are still held elsewhere
         assert most[0] == 1
         # The scheduler's thread, the gate's one, and one per cleaning tick left waiting for a slot.

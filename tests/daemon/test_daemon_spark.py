@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -20,16 +18,9 @@ from service.executor import SparkExecutor
 from service.table.timeline import parse_instant_time
 from tests.support import hudi_tables as ht
 from tests.support.histories import HudiHistory
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
-
-
-def _wait_until(condition: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.1)
 
 
 def test_daemon_schedules_and_executes_clustering_at_threshold(
@@ -63,7 +54,7 @@ tables:
     daemon.start()
     try:
         # Six commits: below the threshold, the daemon only reports.
-        _wait_until(lambda: value("commits_since_last_clustering") == 6, 30)
+        wait_until(lambda: value("commits_since_last_clustering") == 6, 30)
         assert ht.instants_with_action(base, "replacecommit") == []
         assert not [n for n in ht.timeline_files(base) if "replacecommit" in n]
 
@@ -72,8 +63,8 @@ tables:
         history.write(spark, ht.generate(spark, ids, 6), "upsert")
         latest.update(dict.fromkeys(ids, 6))
 
-        _wait_until(lambda: len(ht.instants_with_action(base, "replacecommit")) == 1, 240)
-        _wait_until(lambda: value("commits_since_last_clustering") == 0, 30)
+        wait_until(lambda: len(ht.instants_with_action(base, "replacecommit")) == 1, 240)
+        wait_until(lambda: value("commits_since_last_clustering") == 0, 30)
     finally:
         assert daemon.stop(grace_seconds=60)
 

@@ -25,6 +25,7 @@ from service.rollback import find_completed_rollback
 from service.table import codecs
 from service.table.table import HudiTable
 from tests.support import hudi_tables as ht
+from tests.support.waiting import wait_until
 from tests.support.zookeeper import ZookeeperServer
 
 T = TypeVar("T")
@@ -140,14 +141,6 @@ tables:
     )
 
 
-def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached within {timeout_s} s")
-        time.sleep(0.5)
-
-
 def _instant_states(base: Path) -> dict[str, set[str]]:
     """Instant time -> the suffixes of its files (`commit.requested`, `inflight`, `replacecommit`, ...)."""
     states: dict[str, set[str]] = {}
@@ -224,10 +217,10 @@ def test_e2e_writer_and_daemon_share_zookeeper_lock(
         assert dead_files
         for batch in range(5, 9):
             writer.write_batch(batch)
-        _wait_until(lambda: bool(_clusterings(base)), 150, "a completed clustering")
-        _wait_until(lambda: bool(ht.instants_with_action(base, "clean")), 60, "a completed clean")
+        wait_until(lambda: bool(_clusterings(base)), 150, "a completed clustering")
+        wait_until(lambda: bool(ht.instants_with_action(base, "clean")), 60, "a completed clean")
         # Nobody but the daemon rolls back the writer's failed attempts (LAZY, heartbeats expired).
-        _wait_until(lambda: not _pending_commits(base), 90, "the writer's failed attempts rolled back")
+        wait_until(lambda: not _pending_commits(base), 90, "the writer's failed attempts rolled back")
     finally:
         assert daemon.stop(grace_seconds=120)
 
@@ -261,18 +254,18 @@ def test_e2e_zookeeper_outage_commits_nothing_then_recovers(
     daemon.start()
     try:
         runtime = daemon.runtimes[TABLE]
-        _wait_until(lambda: len(runtime.errors) >= 2, 60, "failed ticks while ZooKeeper is down")
+        wait_until(lambda: len(runtime.errors) >= 2, 60, "failed ticks while ZooKeeper is down")
         time.sleep(3)
         # Without the lock nothing is planned or committed.
         assert ht.timeline_files(base) == before
         zookeeper.restart()
-        _wait_until(lambda: bool(_clusterings(base)), 150, "a completed clustering after the restart")
+        wait_until(lambda: bool(_clusterings(base)), 150, "a completed clustering after the restart")
         # The writer goes on; once the clustering's replaced file groups fall out of the retained
         # commits (hoodie.cleaner.commits.retained=2) the daemon cleans them.
         for batch in range(3, 6):
             writer.write_batch(batch)
-        _wait_until(lambda: bool(ht.instants_with_action(base, "clean")), 90, "a clean after the restart")
-        _wait_until(lambda: not _pending_commits(base), 90, "the writer's failed attempts rolled back")
+        wait_until(lambda: bool(ht.instants_with_action(base, "clean")), 90, "a clean after the restart")
+        wait_until(lambda: not _pending_commits(base), 90, "the writer's failed attempts rolled back")
     finally:
         assert daemon.stop(grace_seconds=120)
     _assert_only_a_plan_pending(base)

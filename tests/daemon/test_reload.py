@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from service.daemon import Daemon, Outcome, TableRuntime, TableService
 from service.daemon.reload import table_changes
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
+from tests.support.waiting import wait_until
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
 
@@ -47,14 +46,6 @@ def _cleans(t: FixtureTable) -> int:
     return len(list((t.base / ".hoodie").glob("*.clean")))
 
 
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.05)
-
-
 def test_reload_adds_removes_tables_and_survives_invalid_file(tmp_path: Path) -> None:
     one, two = _table(tmp_path, "one"), _table(tmp_path, "two")
     path = tmp_path / "daemon.yaml"
@@ -67,30 +58,30 @@ def test_reload_adds_removes_tables_and_survives_invalid_file(tmp_path: Path) ->
 
     daemon.start()
     try:
-        _wait_until(lambda: _cleans(one) == 1)
+        wait_until(lambda: _cleans(one) == 1)
         assert _cleans(two) == 0
 
         path.write_text(_config({"one": one.base, "two": two.base}))
-        _wait_until(lambda: _cleans(two) == 1)
+        wait_until(lambda: _cleans(two) == 1)
         assert value("config_reload_success") == 1
 
         path.write_text(_config({"one": one.base}) + "  - [unbalanced\n")
-        _wait_until(lambda: value("config_reload_failures_total") == 1)
+        wait_until(lambda: value("config_reload_failures_total") == 1)
         assert value("config_reload_success") == 0
         assert set(daemon.runtimes) == {"one", "two"}  # the running config is kept
         two.commit(ts(10), [FileSpec("a", fid(1))])
         two.commit(ts(11), [FileSpec("a", fid(1))])
-        _wait_until(lambda: _cleans(two) >= 2)  # and still served (one clean per commit, or one for both)
+        wait_until(lambda: _cleans(two) >= 2)  # and still served (one clean per commit, or one for both)
 
         path.write_text(_config({"two": two.base}))
-        _wait_until(lambda: set(daemon.runtimes) == {"two"})
+        wait_until(lambda: set(daemon.runtimes) == {"two"})
         assert value("config_reload_success") == 1
         assert daemon._scheduler.get_job("one:cleaning") is None
         assert daemon._scheduler.get_job("two:cleaning") is not None
         one.commit(ts(10), [FileSpec("a", fid(1))])
         cleans_before = _cleans(two)
         two.commit(ts(12), [FileSpec("a", fid(1))])
-        _wait_until(lambda: _cleans(two) > cleans_before)
+        wait_until(lambda: _cleans(two) > cleans_before)
         assert _cleans(one) == 1  # removed: no longer cleaned
     finally:
         assert daemon.stop(grace_seconds=10)
@@ -153,7 +144,7 @@ def test_a_reload_does_not_queue_behind_ticks_holding_the_tick_gate(tmp_path: Pa
     daemon.start()
     try:
         path.write_text(_config({"one": one.base, "two": two.base}))
-        _wait_until(lambda: set(daemon.runtimes) == {"one", "two"}, timeout_s=10)
+        wait_until(lambda: set(daemon.runtimes) == {"one", "two"}, timeout_s=10)
     finally:
         release.set()
         assert daemon.stop(grace_seconds=10)

@@ -7,7 +7,6 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from service.daemon import Daemon
 from service.daemon.run_log import size
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
+from tests.support.waiting import wait_until
 
 SKIPPED = "maximum number of running instances reached"
 
@@ -36,14 +36,6 @@ tables:
     base_path: {base}
     clustering: {{enabled: false}}
 """
-
-
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("level", [logging.INFO, logging.DEBUG])
@@ -70,7 +62,7 @@ def test_a_run_outlasting_the_poll_interval_logs_no_warning_and_one_outcome_line
         caplog.clear()  # start-up lines (the in-process lock's WARNING among them) are not the run's
         time.sleep(1.0)  # twenty poll intervals: APScheduler finds the job still running each time
         release.set()
-        _wait_until(lambda: any(p.name.endswith(".clean") for p in (t.base / ".hoodie").iterdir()))
+        wait_until(lambda: any(p.name.endswith(".clean") for p in (t.base / ".hoodie").iterdir()))
         time.sleep(0.3)  # later ticks: no clean due
         records = list(caplog.records)
     finally:

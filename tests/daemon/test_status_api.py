@@ -29,6 +29,7 @@ from service.table.properties import TableConfig, load_table_config
 from tests.clean.helpers import fid
 from tests.support import chromium
 from tests.support.fixtures import FileSpec, FixtureTable, ts
+from tests.support.waiting import wait_until
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
 T = TypeVar("T")
@@ -178,14 +179,6 @@ def test_redact_hides_secrets_and_uri_credentials() -> None:
 
 
 # ---------------------------------------------------------------------- a running daemon
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.05)
-
-
 def _get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=5) as response:
         assert response.headers["Content-Type"] == "application/json"
@@ -218,7 +211,7 @@ def running(tmp_path: Path) -> Iterator[tuple[Daemon, CollectorRegistry]]:
     daemon = Daemon(parse_daemon_config(_config_text(tables)), registry=registry)
     daemon.start()
     try:
-        _wait_until(
+        wait_until(
             lambda: (
                 daemon.runtimes["broken"].quarantined
                 and bool(daemon.runtimes["mor"].refused_services)

@@ -37,17 +37,10 @@ from tests.support.clustering_checks import (
     rollbacks_of,
 )
 from tests.support.histories import HudiHistory
+from tests.support.waiting import wait_until
 from tests.support.zookeeper import ZookeeperServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.zk, pytest.mark.slow]
-
-
-def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached within {timeout_s} s")
-        time.sleep(0.1)
 
 
 def test_zookeeper_lost_while_the_commit_holds_the_lock_aborts_it_then_the_retry_commits(
@@ -73,7 +66,7 @@ def test_zookeeper_lost_while_the_commit_holds_the_lock_aborts_it_then_the_retry
         re_check(*args)  # under the lock, the last step before the completed instant is written
         assert lock.is_held
         private_zookeeper.stop()
-        _wait_until(lambda: not lock.is_held, 30, "the lock client noticing ZooKeeper is gone")
+        wait_until(lambda: not lock.is_held, 30, "the lock client noticing ZooKeeper is gone")
 
     monkeypatch.setattr(orchestrator, "check_no_conflict", re_check_then_lose_zookeeper)
     with pytest.raises(LockError, match="suspended or lost while held"):
@@ -147,7 +140,7 @@ tables:
             labels = {"table": history.table_name, "service": "clustering", "reason": "LockError"}
             return registry.get_sample_value("hudi_table_service_failures_total", labels) or 0.0
 
-        _wait_until(lambda: lock_failures() >= 2, 120, "clustering ticks failing for want of the lock")
+        wait_until(lambda: lock_failures() >= 2, 120, "clustering ticks failing for want of the lock")
         time.sleep(2)
         # No commit without the lock, and readers see the table as before.
         assert clustering_state(table, instant) is State.INFLIGHT
@@ -161,7 +154,7 @@ tables:
         def committed() -> bool:
             return clustering_state(table, instant) is State.COMPLETED
 
-        _wait_until(committed, 180, "the clustering after the restart")
+        wait_until(committed, 180, "the clustering after the restart")
     finally:
         assert daemon.stop(grace_seconds=120)
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
+def wait_until(condition: Callable[[], bool], timeout_s: float = 30.0, what: str = "condition") -> None:
     """Poll observable state (never a blind sleep) until `condition()` holds."""
     deadline = time.monotonic() + timeout_s
     while not condition():
