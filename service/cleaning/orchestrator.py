@@ -105,6 +105,7 @@ class Cleaner:
         now: Clock = utc_now,
         delete: DeleteFn | None = None,
         wall_clock: Callable[[], float] = time.time,
+        on_execute: Callable[[str], None] | None = None,
     ) -> None:
         self.table = table
         self.config = config
@@ -115,6 +116,9 @@ class Cleaner:
         self._delete = delete
         self.wall_clock = wall_clock  # judges other executors' heartbeats (real time, unlike `now`)
         self._owned: Heartbeat | None = None  # the heartbeat of the clean being executed
+        # Told a clean's instant time once this run owns it and starts deleting (the daemon's
+        # status shows the table "executing" from there; before, the run only decides).
+        self._on_execute = on_execute
 
     # ------------------------------------------------------------------ one pass
     def run(self) -> CleanRunResult:
@@ -282,6 +286,8 @@ class Cleaner:
             return self._result(stored, checked, None, resumed, started, completed_by_other=True)
         self._owned = heartbeat
         try:
+            if self._on_execute is not None:
+                self._on_execute(instant.timestamp)
             report = delete_files(storage, stored.files, self.config.clean.parallelism, self._delete)
             if report.failures:
                 # Nothing is recorded for a failed delete: `T.clean` is not written, so no metadata

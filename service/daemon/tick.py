@@ -195,8 +195,16 @@ class TableTicker:
         name = runtime.name
         try:
             with self._slot(TableService.CLEANING, SlotClaim(runtime.name)):
-                runtime.phase[TableService.CLEANING] = Phase.EXECUTING
-                result = Cleaner(table, runtime.entry.hoodie, lock, zone, options, now=self.clock).run()
+                # Deciding whether a clean is due is planning; deleting a clean's files is executing.
+                runtime.phase[TableService.CLEANING] = Phase.PLANNING
+
+                def executing(_instant_time: str) -> None:
+                    runtime.phase[TableService.CLEANING] = Phase.EXECUTING
+
+                cleaner = Cleaner(
+                    table, runtime.entry.hoodie, lock, zone, options, now=self.clock, on_execute=executing
+                )
+                result = cleaner.run()
         except (InstantOwnedError, DeleteFailedError):
             # The run stopped at a clean that stays pending (another executor's, or its deletes failed).
             self._pending_cleans(name, table.load_timeline())

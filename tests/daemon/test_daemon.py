@@ -10,20 +10,23 @@ import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from service.cleaning import orchestrator
+from service.cleaning.deleter import DeleteReport
 from service.config import daemon as daemon_config
 from service.config.daemon import parse_daemon_config
 from service.config.zones import ZoneChoice
 from service.daemon import Daemon, Outcome, TableService
-from service.daemon.runtime import TableRuntime
+from service.daemon.runtime import Phase, TableRuntime
 from service.daemon.slots import SlotClaim
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import State
-from service.table.timeline import parse_instant_time
+from service.table.timeline import Timeline, parse_instant_time
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 from tests.support.waiting import wait_until
@@ -215,6 +218,35 @@ def test_daemon_observes_every_lock_acquisition_of_a_tick(
     assert len(acquisitions) >= 3
     assert _value(registry, "lock_wait_seconds_count", table="t") == len(acquisitions)
     assert _value(registry, "lock_hold_seconds_count", table="t") == len(acquisitions)
+
+
+def test_a_cleaning_tick_is_planning_while_it_decides_and_executing_while_it_deletes(
+    tmp_path: Path, registry: CollectorRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status page reads the phase: a tick that only finds no clean due never shows "executing"."""
+    t = FixtureTable(tmp_path / "t", name="t")
+    _history(t)
+    daemon = Daemon(parse_daemon_config(_config_text({"t": t.base})), registry=registry, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    seen: list[tuple[str, Phase | None]] = []
+    not_due, delete = orchestrator.Cleaner._not_due, orchestrator.delete_files
+
+    def deciding(cleaner: orchestrator.Cleaner, timeline: Timeline) -> tuple[str, int] | None:
+        seen.append(("decide", runtime.phase.get(TableService.CLEANING)))
+        return not_due(cleaner, timeline)
+
+    def deleting(*args: Any) -> DeleteReport:
+        seen.append(("delete", runtime.phase.get(TableService.CLEANING)))
+        return delete(*args)
+
+    monkeypatch.setattr(orchestrator.Cleaner, "_not_due", deciding)
+    monkeypatch.setattr(orchestrator, "delete_files", deleting)
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
+    assert len(_cleans(t.base)) == 1
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE  # nothing new: not due
+    assert len(_cleans(t.base)) == 1
+    assert seen == [("decide", Phase.PLANNING), ("delete", Phase.EXECUTING), ("decide", Phase.PLANNING)]
+    assert TableService.CLEANING not in runtime.phase
 
 
 def test_daemon_cleaning_tick_reports_pending_cleans_and_the_last_completed_instant(

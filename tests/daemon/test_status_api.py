@@ -187,7 +187,7 @@ def _get(url: str) -> Any:
 
 def _between_ticks(read: Callable[[], T], settled: Callable[[T], bool], timeout_s: float = 30.0) -> T:
     """`read()` once `settled` holds of it, else its last value (for the caller's assertion to show).
-    The daemon ticks every 50 ms and a cleaning tick shows its table "executing" while the cleaner
+    The daemon ticks every 50 ms and a cleaning tick shows its table "planning" while the cleaner
     decides whether a clean is due, so one read can land inside a tick."""
     deadline = time.monotonic() + timeout_s
     value = read()
