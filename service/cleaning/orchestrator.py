@@ -105,7 +105,7 @@ class Cleaner:
         now: Clock = utc_now,
         delete: DeleteFn | None = None,
         wall_clock: Callable[[], float] = time.time,
-        on_execute: Callable[[str], None] | None = None,
+        on_execute: Callable[[], None] | None = None,
     ) -> None:
         self.table = table
         self.config = config
@@ -116,8 +116,8 @@ class Cleaner:
         self._delete = delete
         self.wall_clock = wall_clock  # judges other executors' heartbeats (real time, unlike `now`)
         self._owned: Heartbeat | None = None  # the heartbeat of the clean being executed
-        # Told a clean's instant time once this run owns it and starts deleting (the daemon's
-        # status shows the table "executing" from there; before, the run only decides).
+        # Called once this run owns a clean and starts deleting (the daemon's status shows the
+        # table "executing" from there; before, the run only decides).
         self._on_execute = on_execute
 
     # ------------------------------------------------------------------ one pass
@@ -287,7 +287,7 @@ class Cleaner:
         self._owned = heartbeat
         try:
             if self._on_execute is not None:
-                self._on_execute(instant.timestamp)
+                self._on_execute()
             report = delete_files(storage, stored.files, self.config.clean.parallelism, self._delete)
             if report.failures:
                 # Nothing is recorded for a failed delete: `T.clean` is not written, so no metadata

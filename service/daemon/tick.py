@@ -198,7 +198,7 @@ class TableTicker:
                 # Deciding whether a clean is due is planning; deleting a clean's files is executing.
                 runtime.phase[TableService.CLEANING] = Phase.PLANNING
 
-                def executing(_instant_time: str) -> None:
+                def executing() -> None:
                     runtime.phase[TableService.CLEANING] = Phase.EXECUTING
 
                 cleaner = Cleaner(
