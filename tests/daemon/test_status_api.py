@@ -5,13 +5,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -29,10 +28,9 @@ from service.table.properties import TableConfig, load_table_config
 from tests.clean.helpers import fid
 from tests.support import chromium
 from tests.support.fixtures import FileSpec, FixtureTable, ts
-from tests.support.waiting import wait_until
+from tests.support.waiting import read_until, wait_until
 
 NOW = datetime(2024, 1, 2, tzinfo=UTC)
-T = TypeVar("T")
 SMALL_LIMIT = 10_000  # inputs (natural size, ~2 KB) are small, the clustered outputs (~20 KB) are not
 
 
@@ -185,18 +183,6 @@ def _get(url: str) -> Any:
         return json.loads(response.read())
 
 
-def _between_ticks(read: Callable[[], T], settled: Callable[[T], bool], timeout_s: float = 30.0) -> T:
-    """`read()` once `settled` holds of it, else its last value (for the caller's assertion to show).
-    The daemon ticks every 50 ms and a cleaning tick shows its table "planning" while the cleaner
-    decides whether a clean is due, so one read can land inside a tick."""
-    deadline = time.monotonic() + timeout_s
-    value = read()
-    while not settled(value) and time.monotonic() < deadline:
-        time.sleep(0.05)
-        value = read()
-    return value
-
-
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[Daemon, CollectorRegistry]]:
     """Three tables: one served (clustered before, cleaned by the daemon), one quarantined (a corrupt
@@ -231,8 +217,10 @@ def test_api_lists_every_table_with_its_state_small_files_and_last_runs(
     daemon, registry = running
     assert daemon.http is not None
     url = daemon.http.url
+    # The daemon ticks every 50 ms and a cleaning tick shows its table "planning" while the cleaner
+    # decides whether a clean is due: a single read can land inside a tick.
     states = {"broken": "quarantined", "healthy": "idle", "mor": "refused"}
-    overview = _between_ticks(
+    overview = read_until(
         lambda: _get(url + "/api/v1/tables"), lambda o: {t["name"]: t["state"] for t in o["tables"]} == states
     )
     tables = {t["name"]: t for t in overview["tables"]}
@@ -255,7 +243,7 @@ def test_api_lists_every_table_with_its_state_small_files_and_last_runs(
         "hudi_table_service_mean_file_size_bytes", {"table": "healthy"}
     ) == pytest.approx(files["bytes"] / 2)
 
-    detail = _between_ticks(lambda: _get(url + "/api/v1/tables/healthy"), lambda d: d["state"] == "idle")
+    detail = read_until(lambda: _get(url + "/api/v1/tables/healthy"), lambda d: d["state"] == "idle")
     assert detail["state"] == "idle" and detail["held"] is True
     assert [(r["service"], r["outcome"]) for r in detail["history"]] == [
         ("cleaning", "completed"),
@@ -283,11 +271,11 @@ def test_status_page_renders_in_headless_chromium(
     daemon, _ = running
     assert daemon.http is not None
     url = daemon.http.url + "/"
-    shot = chromium.screenshot(url, chromium.ARTIFACTS_DIR / "status-page-live.png", tmp_path / "profile")
-    states = {"healthy": "idle", "broken": "quarantined", "mor": "refused"}
-    marks = [f'id="table-{name}" data-state="{state}"' for name, state in states.items()]
     profile = tmp_path / "profile"
-    dom = _between_ticks(lambda: chromium.dom(url, profile), lambda d: all(m in d for m in marks))
+    shot = chromium.screenshot(url, chromium.ARTIFACTS_DIR / "status-page-live.png", profile)
+    states = {"healthy": "idle", "broken": "quarantined", "mor": "refused"}  # read between ticks, as above
+    marks = [f'id="table-{name}" data-state="{state}"' for name, state in states.items()]
+    dom = read_until(lambda: chromium.dom(url, profile), lambda d: all(m in d for m in marks))
     for mark in marks:
         assert mark in dom, dom[:3000]
     assert dom.count("<svg") >= 1 and "recent runs" in dom and "files deleted" in dom
