@@ -7,10 +7,11 @@ returns an immutable view. Loading those inputs is `service.table.table`'s job.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from service.errors import CorruptTableError
 from service.table.data_files import (
     PARTITION_METAFILE_PREFIX,
     BaseFile,
@@ -28,6 +29,9 @@ from service.table.storage import FileStatus
 from service.table.timeline import Timeline
 
 FileGroupId = tuple[str, str]  # (partition_path, file_id)
+# Instant time -> base-relative paths of the base files its commit's write stats name; None when the
+# instant's commit metadata is not on the active timeline (see `FileSystemView.build`).
+BaseFilesWritten = Callable[[str], frozenset[str] | None]
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,8 @@ class FileSystemView:
     partitions: tuple[str, ...]
     file_groups: Mapping[FileGroupId, FileGroup]
     facts: TimelineFacts
-    # Files present on storage that belong to no committed slice (pending or failed writes).
+    # Files present on storage that belong to no committed slice: files of pending or failed writes,
+    # and leftovers of a completed write (a base file of its instant that its write stats do not name).
     uncommitted_files: tuple[str, ...] = ()
 
     @classmethod
@@ -149,6 +154,7 @@ class FileSystemView:
         table: str = "",
         logs_by_completion_time: bool = False,
         history: CompletionTimeHistory | None = None,
+        base_files_written: BaseFilesWritten | None = None,
     ) -> FileSystemView:
         """Group listed files into file groups of committed slices, as Java's
         `AbstractTableFileSystemView.buildFileGroups` with `addPendingCompactionFileSlice`.
@@ -167,6 +173,15 @@ class FileSystemView:
         wrote it; it counts once that deltacommit completed and joins a slice by its completion time
         (`service.table.slicing`). `history`: where the completion times of archived deltacommits are
         read, once per build and only for those a later slice makes them matter for.
+
+        Two base files of one instant in one file group (a retried task's leftover that the writer's
+        marker reconciliation, `HoodieTable.reconcileAgainstMarkers`, did not delete): the one the
+        instant's write stats name (`base_files_written`) is the slice's, the other a leftover set
+        apart with the uncommitted files, so no service reads it. Java's listing keeps whichever it
+        adds last (`HoodieFileGroup.addBaseFile`), which can be the leftover, an older version of the
+        group's records; the metadata table lists only the committed one. When the write stats cannot
+        say (no commit metadata on the active timeline, or they name neither or both), the view is
+        refused (CorruptTableError naming the files): guessing could lose an update.
         """
         visible = timeline.commits_and_compaction()
         first_active = next(
@@ -195,9 +210,14 @@ class FileSystemView:
                     bucket = slices.setdefault((partition, base.file_id), {})
                     previous = bucket.get(base.instant_time)
                     if previous is not None and previous[0] is not None:
-                        # Two base files of one instant (a retried task's leftover): Java keeps one,
-                        # hudi-rs fails. Keep the smaller name, deterministically.
-                        base = min(base, previous[0], key=lambda b: b.file_name)
+                        base, leftover = _the_written_one(
+                            table,
+                            base,
+                            previous[0],
+                            base.instant_time in pending_compactions,
+                            base_files_written,
+                        )
+                        uncommitted.append(leftover.path)
                     bucket[base.instant_time] = (base, previous[1] if previous else [])
                     continue
                 log = parse_log_file(partition, status.name, status.size)
@@ -291,3 +311,35 @@ class FileSystemView:
             if self.facts.savepointed_files
             else frozenset()
         )
+
+
+def _the_written_one(
+    table: str,
+    one: BaseFile,
+    other: BaseFile,
+    pending_compaction: bool,
+    base_files_written: BaseFilesWritten | None,
+) -> tuple[BaseFile, BaseFile]:
+    """(the slice's base file, the leftover) of two base files of one instant in one file group.
+
+    A pending compaction's base files are read by no one until it commits (`FileGroup.latest_slice`
+    drops them) and its execution rewrites them: the smaller name is kept, deterministically.
+    """
+    if pending_compaction:
+        ordered = sorted((one, other), key=lambda b: b.file_name)
+        return ordered[0], ordered[1]
+    instant = one.instant_time
+    written = base_files_written(instant) if base_files_written is not None else None
+    if written is not None:
+        named = [b for b in (one, other) if b.path in written]
+        if len(named) == 1:
+            return named[0], other if named[0] is one else one
+        says = "name neither" if not named else "name both"
+    else:
+        says = "are not on the active timeline"
+    raise CorruptTableError(
+        f"table {table!r}: file group {(one.partition_path, one.file_id)} has two base files of instant "
+        f"{instant}, {one.path} and {other.path}, and the instant's commit write stats {says}: which one "
+        "is the committed file slice is unknown, and reading the other could lose an update; remove the "
+        "one its writer did not commit"
+    )

@@ -10,7 +10,7 @@ from datetime import UTC, tzinfo
 from service.config.hoodie import TimelineTimezone
 from service.errors import NeedsConfigurationError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
-from service.table.fs_view import FileSystemView
+from service.table.fs_view import BaseFilesWritten, FileSystemView
 from service.table.layout import METAFOLDER, TimelineLayout
 from service.table.lsm_history import LsmHistory
 from service.table.mdt.files_listing import files_partition_served, list_partitions_via_mdt
@@ -18,7 +18,7 @@ from service.table.paths import PathGuard
 from service.table.properties import TableConfig, TableServiceKind, load_table_config
 from service.table.storage import FileStatus, Storage
 from service.table.table_format import TableFormat
-from service.table.timeline import Timeline, load_timeline
+from service.table.timeline import WRITE_ACTIONS, Timeline, load_timeline
 from service.table.timeline_facts import TimelineFactsReader
 
 
@@ -179,4 +179,19 @@ class HudiTable:
             table=self.name,
             logs_by_completion_time=self.layout.slices_logs_by_completion_time,
             history=self.history,
+            base_files_written=self._base_files_written(timeline),
         )
+
+    def _base_files_written(self, timeline: Timeline) -> BaseFilesWritten:
+        """Base files a completed instant's write stats name: read only for an instant whose file group
+        holds two base files of it (`FileSystemView.build`), from its commit metadata (cached)."""
+        completed = timeline.completed()
+
+        def written(instant_time: str) -> frozenset[str] | None:
+            instant = completed.find(instant_time)
+            if instant is None or instant.action not in WRITE_ACTIONS:
+                return None
+            stats = self.facts_reader.commit_metadata(instant).write_stats
+            return frozenset(stat.path for stat in stats if stat.path)
+
+        return written

@@ -71,3 +71,41 @@ def test_view_garbage_in_timeline_file_names_the_file(tmp_path: Path) -> None:
     (tmp_path / ".hoodie" / f"{ts(1)}.commit").write_bytes(b"\x00garbage{")
     with pytest.raises(CorruptTableError, match=rf"{ts(1)}\.commit"):
         HudiTable.open(str(tmp_path)).load_view()
+
+
+def test_two_base_files_of_one_instant_the_commit_names_one_and_the_other_is_set_apart(
+    tmp_path: Path,
+) -> None:
+    """A retried task's leftover of instant 2 (a copy of the older version, its name sorting before the
+    committed file's) is in no slice: the file instant 2's write stats name is, and the leftover is
+    set apart with the uncommitted files."""
+    t = FixtureTable(tmp_path)
+    t.commit(ts(1), [FileSpec("a", _fid(1))])
+    t.commit(ts(2), [FileSpec("a", _fid(1))])
+    committed = tmp_path / "a" / t.file_name("a", _fid(1), ts(2))
+    leftover = tmp_path / "a" / f"{_fid(1)}_0-0-00_{ts(2)}.parquet"
+    assert leftover.name < committed.name
+    leftover.write_bytes((tmp_path / "a" / t.file_name("a", _fid(1), ts(1))).read_bytes())
+    view = HudiTable.open(str(tmp_path)).load_view()
+    [group] = view.live_file_groups
+    assert [s.base_file.file_name for s in group.slices if s.base_file] == [
+        committed.name,
+        t.file_name("a", _fid(1), ts(1)),
+    ]
+    assert view.uncommitted_files == (f"a/{leftover.name}",)
+
+
+def test_two_base_files_of_an_archived_instant_are_refused_by_name(tmp_path: Path) -> None:
+    """Without the instant's commit on the active timeline nothing says which file is the slice's."""
+    t = FixtureTable(tmp_path)
+    t.commit(ts(1), [FileSpec("a", _fid(1))])
+    t.commit(ts(2), [FileSpec("a", _fid(2))])
+    (tmp_path / ".hoodie" / f"{ts(1)}.commit").unlink()  # archived: before the active timeline
+    (tmp_path / ".hoodie" / f"{ts(1)}.commit.requested").unlink(missing_ok=True)
+    (tmp_path / ".hoodie" / f"{ts(1)}.inflight").unlink(missing_ok=True)
+    original = tmp_path / "a" / t.file_name("a", _fid(1), ts(1))
+    (tmp_path / "a" / f"{_fid(1)}_0-0-00_{ts(1)}.parquet").write_bytes(original.read_bytes())
+    with pytest.raises(
+        CorruptTableError, match=rf"two base files of instant {ts(1)}.*not on the active timeline"
+    ):
+        HudiTable.open(str(tmp_path)).load_view()
