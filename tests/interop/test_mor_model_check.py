@@ -198,9 +198,9 @@ class Sequence:
     def cluster_with_write(self) -> str:
         return self.cluster(write_while_pending=True)
 
-    def clean(self) -> str:
+    def clean(self, policy: str | None = None) -> str:
         table, _ = self._table()
-        policy = self.rng.choice(["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"])
+        policy = policy or self.rng.choice(["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"])
         props = {**SERVICE_PROPS, "hoodie.cleaner.policy": policy, "hoodie.cleaner.fileversions.retained": 1}
         deleted = make_cleaner(table, props, CleanOptions(), now=None, lock=self.lock).run().files_deleted
         self.done["clean"] += int(deleted > 0)
@@ -256,6 +256,10 @@ class Sequence:
         while pending_compactions(HudiTable.open(str(self.base)).load_timeline()):
             self.log.append(self.compact())
             self.check()
+        # And a clean keeping one version of each file group: the slices our services rewrote go, and
+        # what readers see must not change.
+        self.log.append(self.clean("KEEP_LATEST_FILE_VERSIONS"))
+        self.check()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -272,4 +276,6 @@ def test_hudi_reads_what_the_writes_imply(spark: SparkSession, tmp_path: Path, s
     assert done["clustering"] + done["compaction"] > 0, (
         f"seed {seed}: no clustering or compaction: {sequence.log}"
     )
+    # Nor one whose cleans deleted nothing: the model's rows must survive a clean of older slices.
+    assert done["clean"] > 0, f"seed {seed}: no clean deleted a file: {sequence.log}"
     assert len(writes) > 1, f"seed {seed} ran too little of the mix: {sequence.log}"
