@@ -47,12 +47,13 @@ def _read_last_clean(table: HudiTable, instant: Instant) -> LastClean:
         timestamp=instant.timestamp,
         earliest_commit_to_retain=meta.earliest_commit_to_retain,
         last_completed_commit_timestamp=meta.last_completed_commit_timestamp,
-        savepointed_timestamps=_savepointed_timestamps(data),
+        savepointed_timestamps=savepointed_timestamps(data),
     )
 
 
-def _savepointed_timestamps(data: bytes) -> tuple[str, ...] | None:
-    """Hudi 0.15 writes `extraMetadata.savepointed_timestamps`; our 0.14.1 codec reads past it."""
+def savepointed_timestamps(data: bytes) -> tuple[str, ...] | None:
+    """The `extraMetadata.savepointed_timestamps` Hudi 0.15+ writes into a clean's plan and metadata
+    (our 0.14.1 codecs read past it); None when the Avro file does not carry it."""
     try:
         record = next(iter(fastavro.reader(io.BytesIO(data))), None)
     except Exception:  # already decoded once by the codec; a second reader failing means no extra field

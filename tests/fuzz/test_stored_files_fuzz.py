@@ -4,17 +4,20 @@ lengths, wrong types and schemas, paths leaving the table), under real tables Hu
 Seeds (Hudi's own files): copy-on-write tables with the metadata table (`files` across its own
 compaction; `column_stats` and `bloom_filters`), with Hudi's clean and rollback instants, a failed
 write (its markers and heartbeat), a pending clustering Hudi scheduled; a merge-on-read table with
-log files and a pending compaction Hudi scheduled. Each mutation goes into a fresh copy of one seed,
-then the service reads it the ways it reads a table: `status`, `clean --dry-run`, `cluster` and
-`compact` scheduling dry runs, a merged read of the slices a mutated data file belongs to, and a real
-`clean` when the mutated file is under `.hoodie`.
+log files, a compaction Hudi executed and one it scheduled and left pending. Each mutation goes
+into a fresh copy of one seed, then the service reads it the ways it reads a table: `status`,
+`clean --dry-run`, `cluster` and `compact` scheduling dry runs, a merged read of the slices a mutated
+data file belongs to, and a real `clean` when the mutated file is under `.hoodie`.
 
 For each: the command succeeds or fails with the product's error naming the mutated file (never
-another exception, never a hang: the per-test timeout), and the real clean deletes nothing the clean
-of the unmutated seed would not delete. Every `DAEMON_EVERY`-th mutated table is also served by a
-daemon beside a healthy table: its cleaning tick on the mutated table never raises, and the healthy
-table is cleaned as its unmutated seed is. `HTS_FUZZ_COUNT` sets the number of mutations (1,000 in CI,
-5,000 with HTS_LONG_TESTS=1; seed `HTS_FUZZ_SEED`); the count per kind is printed.
+another exception, never a hang: the per-test timeout). The real clean keeps one commit
+(`CLEAN_ARGS`), so the unmutated seeds' own cleans delete files (asserted per seed): the mutated
+table's clean deletes nothing the unmutated seed's clean keeps, and when it succeeds it deletes
+exactly what that clean deletes (the mutated file aside). Every `DAEMON_EVERY`-th mutated table is
+also served by a daemon beside a healthy table: its cleaning tick on the mutated table never raises,
+and the healthy table is cleaned as its unmutated seed is. `HTS_FUZZ_COUNT` sets the number of
+mutations (1,000 in CI, 5,000 with HTS_LONG_TESTS=1; seed `HTS_FUZZ_SEED`); the count per kind is
+printed.
 """
 
 from __future__ import annotations
@@ -74,13 +77,21 @@ def _listing(base: Path) -> set[str]:
     return {str(p.relative_to(base)) for p in base.rglob("*") if p.is_file()}
 
 
+# The real clean of every mutated table and of its unmutated seed: retention 1, so that the seeds'
+# short histories have files to delete (at Hudi's default of 10 commits neither clean would delete
+# anything and the comparison would hold on nothing); forced, so that the comparison is the planner's
+# and not the volume breaker's (tests/clean cover the breaker).
+CLEAN_ARGS = ("--force", "--hoodie-conf", "hoodie.cleaner.commits.retained=1")
+
+
 def _seed(name: str, base: Path, merge_on_read: bool, scratch: Path) -> Seed:
     files = []
     for rel in sorted(_listing(base)):
         kind = kind_of(rel, (base / rel).read_bytes())
         if kind is not None:
             files.append((rel, kind))
-    return Seed(name, base, merge_on_read, tuple(files), _cleaned_by(base, scratch / f"reference-{name}"))
+    cleaned = _cleaned_by(base, scratch / f"reference-{name}", *CLEAN_ARGS)
+    return Seed(name, base, merge_on_read, tuple(files), cleaned)
 
 
 def _cleaned_by(base: Path, copy: Path, *clean_args: str) -> frozenset[str]:
@@ -120,10 +131,20 @@ def seeds(
     out.append(_seed("mdt_files", mdt, False, root))
     for name in ("with_clean", "with_rollback"):
         path = root / name
-        shutil.copytree(hudi_histories.get(name).base_path, path, symlinks=True)
+        history = hudi_histories.get(name).copy_to(path)
+        if name == "with_clean":
+            # Two commits after Hudi's last clean (retaining 2) rewriting the same file groups: a
+            # clean retaining 1 is due, and the versions before them are its to delete.
+            for batch in (9, 10):
+                data = ht.generate(spark, range(0, 60, 7), batch=batch)
+                history.write(spark, data, "upsert", {"hoodie.clean.automatic": "false"})
         out.append(_seed(name, path, False, root))
+    # Merge-on-read: Hudi's compaction, an upsert into the compacted slices, then a compaction Hudi
+    # scheduled and left pending (the slices before the first compaction are the clean's to delete).
     mor = root / "merge_on_read"
-    shutil.copytree(hudi_histories.get("merge_on_read").base_path, mor, symlinks=True)
+    history = hudi_histories.get("merge_on_read").copy_to(mor)
+    hudi_compaction(spark, mor, "scheduleAndExecute")
+    history.write(spark, ht.generate(spark, range(0, 120, 9), batch=9), "upsert")
     hudi_compaction(spark, mor, "schedule")
     out.append(_seed("merge_on_read", mor, True, root))
     return out
@@ -295,11 +316,22 @@ def _run_one(
         check("merged read", lambda: _merged_read(base, rel))
     if rel.startswith(".hoodie/"):
         before = _listing(base)
-        check("clean", lambda: main(["clean", "--base-path", str(base), "--timezone", "UTC"]))
+        codes: list[int] = []
+
+        def clean() -> int:
+            codes.append(main(["clean", "--base-path", str(base), "--timezone", "UTC", *CLEAN_ARGS]))
+            return codes[-1]
+
+        check("clean", clean)
         deleted = before - _listing(base) - {rel}
         extra = sorted(deleted - seed.cleaned)
         if extra:
             problems.append(f"clean deleted {len(extra)} files the unmutated clean keeps: {extra[:5]}")
+        elif codes == [0] and deleted != seed.cleaned - {rel}:
+            missed = sorted(seed.cleaned - {rel} - deleted)
+            problems.append(
+                f"clean succeeded but kept {len(missed)} files the unmutated clean deletes: {missed[:5]}"
+            )
     shutil.rmtree(base.parent, ignore_errors=True)
     return f"{seed.name}/{rel} ({kind}): {label}; {describe(data)}", problems
 
@@ -315,6 +347,8 @@ def test_mutated_stored_files_fail_clearly_and_delete_nothing(
     kinds = sorted(by_kind)
     healthy = _healthy(seeds, tmp_path)
     assert kinds == sorted(KINDS), f"the seeds hold no file of kind {sorted(set(KINDS) - set(kinds))}"
+    # Each seed's own clean deletes files: the deletion oracle compares against something.
+    assert all(seed.cleaned for seed in seeds), [seed.name for seed in seeds if not seed.cleaned]
     counts: Counter[str] = Counter()
     findings: list[str] = []
     untouched = {seed.name: _stamps(seed.base) for seed in seeds}
