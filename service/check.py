@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from service.archival import archival_window, archive_location, archived_timeline_files
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
 from service.clustering.attempts import SCHEDULER_NAME, failed_attempts, is_our_plan
@@ -38,7 +39,7 @@ from service.table.heartbeat import last_heartbeat_ms
 from service.table.instant import Action, Instant
 from service.table.properties import TableServiceKind, TableType
 from service.table.table import HudiTable
-from service.table.timeline import parse_instant_time
+from service.table.timeline import Timeline, parse_instant_time
 from strategies.cleaning.trigger import commits_since_last_clean
 from strategies.clustering.trigger import TriggerMode, clustering_due
 
@@ -95,6 +96,7 @@ def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = No
         zone_refusal = exc
         report["zone"] = {"in_force": None, "from": None, "refusal": str(exc), "fix": exc.setting}
     report["pending"] = _pending(table, timeline, zone, now)
+    report["archival"] = _archival(table, inputs.config, zone, timeline)
     report["services"] = {
         str(kind.value): _service(table, inputs, kind, zone, zone_refusal, now) for kind in TableServiceKind
     }
@@ -192,6 +194,41 @@ def _pending(table: HudiTable, timeline: Any, zone: tzinfo | None, now: datetime
             entry["failed_attempts"] = failed_attempts(table, timeline, instant.timestamp)
         out.append(entry)
     return out
+
+
+def _archival(
+    table: HudiTable, config: HoodieConfig, zone: tzinfo | None, timeline: Timeline
+) -> dict[str, Any]:
+    """The active timeline's length, whether anyone has archived the table, and what Hudi's archiver
+    would archive now with these settings, or what holds it back."""
+    history = archived_timeline_files(table)
+    entry: dict[str, Any] = {
+        "active_instants": len(timeline),
+        "archived_timeline": {"location": table.storage.qualify(archive_location(table)), "files": history},
+        "keep_min_commits": config.archival.min_commits_to_keep,
+        "keep_max_commits": config.archival.max_commits_to_keep,
+    }
+    if zone is None:
+        entry["refusal"] = "the timeline's zone is unknown (see zone)"
+        return entry
+    window = archival_window(table, config, zone, timeline)
+    stop = window.stop
+    entry.update(
+        archiver=window.archiver.value,
+        completed_commits=window.commits,
+        min_commits=window.min_commits,
+        max_commits=window.max_commits,
+        would_archive=len(window.instants),
+        oldest_active=timeline.first.timestamp if timeline.first is not None else None,
+        held_by=None if stop is None else {"bound": stop.bound.value, "instant": stop.instant_time,
+                                             "detail": stop.detail},
+    )  # fmt: skip
+    if not history and window.commits > window.max_commits:
+        entry["note"] = (
+            f"nobody archives this table: {window.commits} completed commits on the active timeline, "
+            f"above hoodie.keep.max.commits={window.max_commits}, and no archived timeline"
+        )
+    return entry
 
 
 def _owner(table: HudiTable, instant: Instant) -> str | None:
@@ -322,6 +359,7 @@ def render_check(report: Mapping[str, Any]) -> str:
         owner = f", scheduled by {p['owner']}" if p["owner"] else ""
         failed = f", {p['failed_attempts']} failed attempts" if p.get("failed_attempts") else ""
         lines.append(f"  pending: {p['instant']} {p['action']} {p['state']}, {age}, {beat}{owner}{failed}")
+    lines.append(f"  archival: {_archival_text(report['archival'])}")
     for name, s in report["services"].items():
         if not s["enabled"]:
             lines.append(f"  {name}: off{' (' + s['note'] + ')' if s.get('note') else ''}")
@@ -350,3 +388,22 @@ def _next_text(name: str, nxt: Mapping[str, Any]) -> str:
     if nxt["operations"]:
         return f"would compact {nxt['operations']} file slices with {nxt['log_files']} log files"
     return f"no plan: {nxt['reason']}"
+
+
+def _archival_text(archival: Mapping[str, Any]) -> str:
+    files = archival["archived_timeline"]["files"]
+    text = f"{archival['active_instants']} instants on the active timeline; archived timeline: "
+    text += f"{len(files)} files" if files else "none"
+    if "refusal" in archival:
+        return f"{text}; {archival['refusal']}"
+    text += (
+        f"; {archival['completed_commits']} completed commits, keep {archival['min_commits']} to "
+        f"{archival['max_commits']}; would archive {archival['would_archive']} instants"
+    )
+    held = archival["held_by"]
+    if held is not None:
+        at = f" at {held['instant']}" if held["instant"] else ""
+        text += f"; held by {held['bound']}{at}: {held['detail']}"
+    if archival.get("note"):
+        text += f"\n    {archival['note']}"
+    return text

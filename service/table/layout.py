@@ -61,6 +61,12 @@ class TimelineLayout:
         the base instant of its slice (layout 1): `service.table.slicing`."""
         return self.version >= 2
 
+    @property
+    def archives_to_lsm(self) -> bool:
+        """Whether archived instants go to the LSM history (layout 2, `TimelineArchiverV2`) or to the
+        `archived/` log files of `HoodieArchivedMetaEntry` records (layout 1)."""
+        return self.version >= 2
+
     def is_instant_file_name(self, name: str) -> bool:
         return is_timeline_file_name(name)
 

@@ -29,6 +29,12 @@ DATA_TABLE_LAYOUT = LAYOUT_1
 MDT_LAYOUT_1 = TimelineLayout.v1(MDT_METAFOLDER)
 
 
+def mdt_timeline_layout(data_layout: TimelineLayout) -> TimelineLayout:
+    """The metadata table's timeline layout: its data table's (the two are upgraded together), with
+    the default timeline folders under `.hoodie/metadata/.hoodie`."""
+    return TimelineLayout.v2(MDT_METAFOLDER) if data_layout.version >= 2 else MDT_LAYOUT_1
+
+
 def load_mdt_timeline(storage: Storage, layout: TimelineLayout = MDT_LAYOUT_1) -> Timeline:
     """The MDT's active timeline, in the MDT's layout: on layout 1 the instant files directly under
     `.hoodie/metadata/.hoodie`, on layout 2 (Hudi 1.x) its `timeline/` folder. Instant times of 20

@@ -1,0 +1,176 @@
+"""The archival window against Hudi 0.15's own archiver (`HoodieTimelineArchiver`, table version 6).
+
+One history per table type, written by Hudi with its table services handed over (nothing archives):
+inserts and upserts, Hudi's cleans (`run_clean`), an insert overwrite and a clustering
+(replacecommits), a failed write and its rollback, a savepoint, and on merge-on-read a compaction;
+then a clustering (copy-on-write) or a compaction (merge-on-read) left pending. The metadata table is
+on (Hudi's default) and compacted by Hudi's writer along the way. On identical copies, Hudi's
+`archive_commits` procedure archives and our window is computed for the same settings: the instants
+Hudi moved off the active timeline are exactly the window's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from service.archival import archival_window
+from service.cli import main
+from service.config.hoodie import HoodieConfig
+from service.table.instant import Action
+from service.table.table import HudiTable
+from strategies.archival import Bound
+from tests.support import hudi_tables as ht
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+NAME = "archival"
+PARTITION_FIELDS = [ht.PARTITION_FIELD]
+# Writers that hand their table services over: nothing cleans, compacts, clusters or archives inline.
+# The metadata table at Hudi's default (on; the test writers' default is off).
+HANDED_OVER = {"hoodie.table.services.enabled": "false", "hoodie.metadata.enable": "true"}
+
+
+@dataclass(frozen=True)
+class History:
+    base: Path
+    table_type: str
+    savepoint: str
+    pending: str  # the clustering (copy-on-write) or compaction (merge-on-read) left pending
+
+
+def _write(spark: SparkSession, base: Path, op: str, ids: Any, batch: int, extra: dict[str, str]) -> str:
+    df = ht.generate(spark, ids, batch)
+    return ht.write(spark, base, df, op, NAME, ht.RECORD_KEY, ht.PRECOMBINE, PARTITION_FIELDS, extra)
+
+
+def _call(spark: SparkSession, base: Path, procedure: str, args: str = "") -> list[Any]:
+    with ht.registered_table(spark, base) as name:
+        return spark.sql(f"CALL {procedure}(table => '{name}'{', ' + args if args else ''})").collect()
+
+
+def _build(spark: SparkSession, base: Path, table_type: str) -> History:
+    opts = {**HANDED_OVER, "hoodie.datasource.write.table.type": table_type}
+    write = lambda op, ids, batch: _write(spark, base, op, ids, batch, opts)  # noqa: E731
+    write("insert", range(0, 60), 0)
+    write("insert", range(60, 120), 1)
+    for batch in range(2, 6):
+        write("upsert", range(batch, 120, 3 + batch), batch)
+    _call(spark, base, "run_clean", "retain_commits => 3")
+    write("insert_overwrite", [i for i in range(1000, 1030) if ht.PARTITIONS[i % 3] == "asia"], 6)
+    write("upsert", range(0, 60, 2), 7)
+    if table_type == "MERGE_ON_READ":
+        _call(spark, base, "run_compaction", "op => 'scheduleAndExecute'")
+    else:
+        _call(spark, base, "run_clustering", "op => 'scheduleAndExecute'")
+    ht.write_failing(spark, base, ht.generate(spark, range(5, 25), 8), "upsert", NAME,
+                     partition_fields=PARTITION_FIELDS, extra_opts=opts)  # fmt: skip
+    savepoint = write("upsert", range(30, 90, 4), 9)
+    assert _call(spark, base, "create_savepoint", f"commit_time => '{savepoint}'")[0][0] is True
+    for batch in range(10, 16):
+        write("upsert", range(batch, 120, batch), batch)
+    _call(spark, base, "run_clean", "retain_commits => 2")
+    write("upsert", range(40, 50), 16)
+    if table_type == "MERGE_ON_READ":
+        [pending] = _call(spark, base, "run_compaction", "op => 'schedule'")
+        instant = str(pending[0])
+    else:
+        [pending] = _call(spark, base, "run_clustering", "op => 'schedule'")
+        instant = pending["timestamp"]
+    write("insert", range(2000, 2010), 17)  # new file groups beside the pending plan
+    table = HudiTable.open(str(base))
+    timeline = table.load_timeline()
+    # What the window must get right is there: the metadata table, the savepoint, the pending plan.
+    assert table.lists_through_mdt
+    assert timeline.find(savepoint, Action.SAVEPOINT) is not None
+    pending_plan = timeline.find(instant)
+    assert pending_plan is not None and pending_plan.is_pending
+    return History(base, table_type, savepoint, instant)
+
+
+@pytest.fixture(scope="module")
+def histories(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[str, History]:
+    root = tmp_path_factory.mktemp("archival-histories")
+    return {t: _build(spark, root / t.lower(), t) for t in ("COPY_ON_WRITE", "MERGE_ON_READ")}
+
+
+def _instants(base: Path) -> set[tuple[str, Action]]:
+    return {(i.timestamp, i.action) for i in HudiTable.open(str(base)).load_timeline()}
+
+
+# (min, max, commits retained by the cleaner): a small window, one the cleaner's retention widens,
+# and one the savepoint stops.
+SETTINGS = [(2, 3, 1), (3, 5, 8), (4, 6, 2)]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize(("low", "high", "retained"), SETTINGS)
+def test_the_window_is_what_hudi_archives(
+    spark: SparkSession,
+    histories: dict[str, History],
+    tmp_path: Path,
+    table_type: str,
+    low: int,
+    high: int,
+    retained: int,
+) -> None:
+    history = histories[table_type]
+    hudi, ours = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(history.base, hudi, symlinks=True)
+    shutil.copytree(history.base, ours, symlinks=True)
+    before = _instants(hudi)
+    _call(spark, hudi, "archive_commits",
+          f"min_commits => {low}, max_commits => {high}, retain_commits => {retained}")  # fmt: skip
+    hudi_archived = before - _instants(hudi)
+
+    config = HoodieConfig.from_mapping(
+        {
+            "hoodie.keep.min.commits": low,
+            "hoodie.keep.max.commits": high,
+            "hoodie.cleaner.commits.retained": retained,
+        },
+        NAME,
+    )
+    window = archival_window(HudiTable.open(str(ours)), config, UTC)
+    ours_archived = {(i.timestamp, i.action) for i in window.instants}
+    assert ours_archived == hudi_archived, (window.stops, sorted(before))
+    assert len(window.instants) == len(ours_archived)  # each instant once
+    if (low, high) == (2, 3):
+        assert hudi_archived, "the smallest window archives something"
+
+
+def test_check_says_nobody_archives_the_table_and_what_archival_would_do(
+    spark: SparkSession, histories: dict[str, History], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`check` on a table whose writers handed their services over: the active timeline's length, no
+    archived timeline, the note that nobody archives it, and the window (the same as Hudi's archiver
+    then archives); after Hudi's archival the archived timeline is there and the note is gone."""
+    base = tmp_path / "table"
+    shutil.copytree(histories["COPY_ON_WRITE"].base, base, symlinks=True)
+    settings = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
+                "--hoodie-conf", "hoodie.cleaner.commits.retained=1"]  # fmt: skip
+
+    def check() -> dict[str, Any]:
+        capsys.readouterr()
+        main(["check", "--base-path", str(base), "--timezone", "UTC", "--json", *settings])
+        report: dict[str, Any] = json.loads(capsys.readouterr().out)["archival"]
+        return report
+
+    before = check()
+    active = len(HudiTable.open(str(base)).load_timeline())
+    assert before["active_instants"] == active and before["archived_timeline"]["files"] == []
+    assert before["would_archive"] > 0 and "nobody archives this table" in before["note"]
+    assert before["held_by"]["bound"] in {b.value for b in Bound}
+    instants = _instants(base)
+    _call(spark, base, "archive_commits", "min_commits => 2, max_commits => 3, retain_commits => 1")
+    assert len(instants - _instants(base)) == before["would_archive"]
+    after = check()
+    assert after["archived_timeline"]["files"] and "note" not in after
+    assert after["active_instants"] == active - before["would_archive"]
