@@ -14,20 +14,18 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import dataclass
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
-from service.archival import archival_window
 from service.cli import main
-from service.config.hoodie import HoodieConfig
 from service.table.instant import Action
 from service.table.table import HudiTable
 from strategies.archival import Bound
 from tests.support import hudi_tables as ht
+from tests.support.archival import SETTINGS, active_instants, our_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -101,15 +99,6 @@ def histories(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
     return {t: _build(spark, root / t.lower(), t) for t in ("COPY_ON_WRITE", "MERGE_ON_READ")}
 
 
-def _instants(base: Path) -> set[tuple[str, Action]]:
-    return {(i.timestamp, i.action) for i in HudiTable.open(str(base)).load_timeline()}
-
-
-# (min, max, commits retained by the cleaner): a small window, one the cleaner's retention widens,
-# and one the savepoint stops.
-SETTINGS = [(2, 3, 1), (3, 5, 8), (4, 6, 2)]
-
-
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 @pytest.mark.parametrize(("low", "high", "retained"), SETTINGS)
 def test_the_window_is_what_hudi_archives(
@@ -125,21 +114,12 @@ def test_the_window_is_what_hudi_archives(
     hudi, ours = tmp_path / "hudi", tmp_path / "ours"
     shutil.copytree(history.base, hudi, symlinks=True)
     shutil.copytree(history.base, ours, symlinks=True)
-    before = _instants(hudi)
+    before = active_instants(hudi)
     _call(spark, hudi, "archive_commits",
           f"min_commits => {low}, max_commits => {high}, retain_commits => {retained}")  # fmt: skip
-    hudi_archived = before - _instants(hudi)
+    hudi_archived = before - active_instants(hudi)
 
-    config = HoodieConfig.from_mapping(
-        {
-            "hoodie.keep.min.commits": low,
-            "hoodie.keep.max.commits": high,
-            "hoodie.cleaner.commits.retained": retained,
-        },
-        NAME,
-    )
-    window = archival_window(HudiTable.open(str(ours)), config, UTC)
-    ours_archived = {(i.timestamp, i.action) for i in window.instants}
+    ours_archived, window = our_window(ours, low, high, retained)
     assert ours_archived == hudi_archived, (window.stops, sorted(before))
     assert len(window.instants) == len(ours_archived)  # each instant once
     if (low, high) == (2, 3):
@@ -168,9 +148,9 @@ def test_check_says_nobody_archives_the_table_and_what_archival_would_do(
     assert before["active_instants"] == active and before["archived_timeline"]["files"] == []
     assert before["would_archive"] > 0 and "nobody archives this table" in before["note"]
     assert before["held_by"]["bound"] in {b.value for b in Bound}
-    instants = _instants(base)
+    instants = active_instants(base)
     _call(spark, base, "archive_commits", "min_commits => 2, max_commits => 3, retain_commits => 1")
-    assert len(instants - _instants(base)) == before["would_archive"]
+    assert len(instants - active_instants(base)) == before["would_archive"]
     after = check()
     assert after["archived_timeline"]["files"] and "note" not in after
     assert after["active_instants"] == active - before["would_archive"]
