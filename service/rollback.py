@@ -461,7 +461,9 @@ def execute_rollback_plan(
         for file_uri, rel in zip(request.files_to_be_deleted, rels, strict=True):
             try:
                 table.storage.delete_file(rel)
-                _delete_checksum_sibling(table, rel)
+                # A checksum that cannot be deleted fails the rollback like its file (retried; its
+                # file then counts as already gone), so a completed rollback leaves nothing of `T`.
+                table.storage.delete_checksum_sibling(rel)
             except (OSError, DeleteFailedError) as exc:
                 log.warning(
                     "table %s: rollback of %s could not delete %s: %s", table.name, target, file_uri, exc
@@ -505,14 +507,6 @@ def rollback_files_records(
         infos = {name: FileInfo(size, False) for name, size in files.items()}
         records.append(FilesRecord(partition_key(partition), RECORD_TYPE_FILE_LIST, infos))
     return records
-
-
-def _delete_checksum_sibling(table: HudiTable, rel: str) -> None:
-    # Hadoop's local file system writes `.<name>.crc` beside each file Java writes; drop it with the
-    # file. A checksum that cannot be deleted fails the rollback like its file (retried; its file then
-    # counts as already gone), so a completed rollback leaves nothing of `T` behind.
-    if table.storage.is_local:
-        table.storage.delete_file(posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.crc"))
 
 
 # ---------------------------------------------------------------------------------------- entry point

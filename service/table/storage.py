@@ -264,6 +264,12 @@ class Storage:
             raise DeleteFailedError(f"{self.qualify(rel)} is still on storage after its delete {outcome}")
         return removed
 
+    def delete_checksum_sibling(self, rel: str) -> None:
+        """Delete the `.<name>.crc` Hadoop's local file system writes beside each file Java writes
+        there (and removes with it), when this is a local disk; a missing one is fine."""
+        if self.is_local:
+            self.delete_file(posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.crc"))
+
     def delete_dir(self, rel: str) -> None:
         """Delete a directory tree if it exists."""
         if self.exists(rel):

@@ -211,7 +211,6 @@ def _delete_files(
     deleted: dict[str, list[str]] = {}
     for partition, raw, rel in checked:
         storage.delete_file(rel)
-        if storage.is_local:  # Hadoop's checksum sibling, as the data rollback drops it
-            storage.delete_file(posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.crc"))
+        storage.delete_checksum_sibling(rel)  # as the data rollback drops it
         deleted.setdefault(partition, []).append(raw)
     return deleted
