@@ -98,7 +98,9 @@ def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = No
     report["pending"] = _pending(table, timeline, zone, now)
     report["archival"] = _archival(table, inputs.config, zone, timeline)
     report["services"] = {
-        str(kind.value): _service(table, inputs, kind, zone, zone_refusal, now) for kind in TableServiceKind
+        str(kind.value): _service(table, inputs, kind, zone, zone_refusal, now)
+        for kind in TableServiceKind
+        if kind is not TableServiceKind.ARCHIVAL  # reported apart, under "archival"
     }
     return report
 

@@ -57,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_args(compact)
     add_compact_arguments(compact)
 
+    from service.archival.command import add_archive_arguments
+
+    archive = sub.add_parser(
+        "archive", help="archive the timeline as Hudi's archiver of the table's version does"
+    )
+    _add_table_args(archive)
+    add_archive_arguments(archive)
+
     from service.check_command import add_check_arguments
 
     check = sub.add_parser(
@@ -102,6 +110,12 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return run(args, _storage_options(args.storage_option))
 
 
+def cmd_archive(args: argparse.Namespace) -> int:
+    from service.archival.command import cmd_archive as run
+
+    return run(args, _storage_options(args.storage_option))
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from service.check_command import cmd_check as run
 
@@ -126,6 +140,7 @@ COMMANDS = {
     "clean": cmd_clean,
     "cluster": cmd_cluster,
     "compact": cmd_compact,
+    "archive": cmd_archive,
     "check": cmd_check,
     "run": cmd_run,
 }

@@ -58,6 +58,7 @@ class TableServiceKind(StrEnum):
     CLUSTERING = "clustering"
     CLEANING = "cleaning"
     COMPACTION = "compaction"
+    ARCHIVAL = "archival"
 
 
 class TableType(JavaEnum):

@@ -10,14 +10,17 @@ settings: the instants Hudi moved to its LSM history are exactly the window's.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from service.cli import main
+from service.table.table import HudiTable
 from tests.support.archival import SETTINGS, active_instants, our_window
-from tests.support.hudi1_histories import SCHEMA, rows, writer_options
+from tests.support.hudi1_histories import SCHEMA, hudi_rows, hudi_rs_rows, rows, writer_options
 from tests.support.hudi_jvm import HudiJvm
 
 pytestmark = [pytest.mark.hudi, pytest.mark.slow]
@@ -90,3 +93,75 @@ def test_the_window_is_what_hudi_1x_archives(
     assert ours_archived == hudi_archived, (window.stops, sorted(before))
     if (low, high) == (2, 3):
         assert hudi_archived, "the smallest window archives something"
+
+
+def _timeline_files(base: Path) -> list[str]:
+    """The active timeline's files, Hadoop's checksum files (`.<name>.crc`) among them: an archived
+    instant's go with it."""
+    return sorted(p.name for p in (base / ".hoodie" / "timeline").iterdir() if p.is_file())
+
+
+def _archived_commits(jvm: HudiJvm, base: Path, name: str) -> list[dict[str, Any]]:
+    """Hudi's `show_archived_commits` of a table, over all time (explicit bounds: its default window is
+    the last ten days but one), registered under a name of its own (no archived timeline cached)."""
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    try:
+        return jvm.sql(
+            f"call show_archived_commits(table => '{name}', limit => 1000, start_ts => '00000000000000000', "
+            "end_ts => '99999999999999999')"
+        )
+    finally:
+        jvm.sql(f"drop table {name}")
+
+
+@pytest.mark.long(hudi1="1.0.2", table_type="MERGE_ON_READ")
+@pytest.mark.long(hudi1="1.1.1", table_type="COPY_ON_WRITE")
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_our_archival_is_read_by_hudi_as_its_own(
+    hudi1: HudiJvm,
+    histories: dict[str, Path],
+    tmp_path: Path,
+    table_type: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Our `archive` and Hudi's `archive_commits` on identical copies leave the same active timeline;
+    Hudi's archived-timeline reader returns the same commits from our LSM history as from its own;
+    Hudi and hudi-rs read the same rows; Hudi's writer upserts exactly once afterwards, and Hudi's own
+    next archival continues from ours."""
+    theirs, ours = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(histories[table_type], theirs, symlinks=True)
+    shutil.copytree(histories[table_type], ours, symlinks=True)
+    rows_before = hudi_rows(hudi1, ours, metadata=True)
+    hudi1.sql(
+        f"call archive_commits(path => '{theirs}', min_commits => 2, max_commits => 3, retain_commits => 1)"
+    )
+    capsys.readouterr()
+    settings = ["hoodie.keep.min.commits=2", "hoodie.keep.max.commits=3", "hoodie.cleaner.commits.retained=1"]
+    argv = ["archive", "--base-path", str(ours), "--timezone", "UTC", "--json"]
+    assert main([*argv, *(a for s in settings for a in ("--hoodie-conf", s))]) == 0
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["instants"] and reply["data_file"]
+    assert _timeline_files(ours) == _timeline_files(theirs)
+    # Hudi reads its archived timeline from a copy it never cached.
+    fresh = tmp_path / "hudi-fresh"
+    shutil.copytree(theirs, fresh, symlinks=True)
+    hudi_view = _archived_commits(hudi1, fresh, f"theirs_{table_type.lower()}")
+    our_view = _archived_commits(hudi1, ours, f"ours_{table_type.lower()}")
+    assert our_view and our_view == hudi_view
+    assert hudi_rows(hudi1, ours, metadata=True) == rows_before == hudi_rows(hudi1, ours, metadata=False)
+    assert hudi_rs_rows(ours) == rows_before
+    # Hudi's writer goes on (new keys: the pending clustering refuses updates of its file groups); its
+    # next archival (smaller still) continues from our history.
+    opts = {
+        **writer_options(HudiTable.open(str(ours)).name, table_type, True),
+        "hoodie.table.services.enabled": "false",
+        "hoodie.datasource.write.operation": "insert",
+    }
+    hudi1.write(ours, rows([300, 301], 50), SCHEMA, opts)
+    after = hudi_rows(hudi1, ours, metadata=True)
+    assert after == sorted([*rows_before, (300, "americas", 50, "v50"), (301, "asia", 50, "v50")])
+    before_second = active_instants(ours)
+    hudi1.sql(
+        f"call archive_commits(path => '{ours}', min_commits => 1, max_commits => 2, retain_commits => 1)"
+    )
+    assert active_instants(ours) <= before_second

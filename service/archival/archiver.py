@@ -1,0 +1,135 @@
+"""Archive a table's timeline: the window (`planning`) moved to the archived timeline, then the active
+instant files deleted, all under the table lock, as Hudi's archiver does it.
+
+Order, as `TimelineArchiverV2.archiveIfRequired` runs it: the window is computed and the archived
+timeline written first (with each instant's leftover marker folder removed before its record,
+`deleteAnyLeftOverMarkers`); then every requested and inflight file of the archived instants, and only
+then their completed files, in archive order (`deleteArchivedActions`: a completed file deleted before
+its requested file would leave a phantom pending instant). A run stopped anywhere is finished by the
+next: the window is the same instants (their completed files are the last to go), and a data file
+the latest manifest already lists is not written twice.
+
+Layout 2 (table versions 8 and 9) writes the LSM history (`service.table.lsm_writer`). Layout 1
+(version 6) writes `archived/` log files of `HoodieArchivedMetaEntry` blocks, which the service does
+not write yet: archiving such a table is refused as a state with its reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import tzinfo
+
+from service.archival.planning import archival_window
+from service.config.hoodie import HoodieConfig
+from service.errors import CorruptTableError, TableServicesRefusedError
+from service.lock.base import TableLock
+from service.table.instant import Action, Instant, State
+from service.table.lsm_writer import ArchivedAction, write_archived_actions
+from service.table.markers import marker_dir
+from service.table.table import HudiTable
+from service.table.timeline import Timeline
+from strategies.archival import ArchivalWindow
+
+V6_NOT_YET = (
+    "archiving table version 6 (the archived/ log files of HoodieArchivedMetaEntry blocks) is not "
+    "served yet; Hudi's archiver (the writers' hoodie.archive.automatic, or the archive_commits "
+    "procedure) archives it meanwhile"
+)
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    window: ArchivalWindow
+    archived: tuple[Instant, ...] = ()
+    data_file: str | None = None
+    files_deleted: int = 0
+    dry_run: bool = False
+    state_files: tuple[str, ...] = field(default=())
+
+
+def archive(
+    table: HudiTable, config: HoodieConfig, lock: TableLock, zone: tzinfo, *, dry_run: bool = False
+) -> ArchiveResult:
+    """Archive what Hudi's archiver would archive now; with `dry_run`, only say what."""
+    if not table.layout.archives_to_lsm and not dry_run:
+        raise TableServicesRefusedError(
+            f"table {table.name!r} at {table.base_uri}: {V6_NOT_YET}", reason="table_version"
+        )
+    with lock:
+        timeline = table.load_timeline()
+        window = archival_window(table, config, zone, timeline)
+        groups = _state_files(table, timeline, window.instants)
+        names = tuple(i.file_name for group in groups for i in group)
+        if dry_run or not window.instants:
+            return ArchiveResult(window, window.instants, dry_run=dry_run, state_files=names)
+        actions = [_archived_action(table, group) for group in groups]
+        for instant in window.instants:
+            table.storage.delete_dir(marker_dir(instant.timestamp))
+        assert table.layout.history_dir is not None
+        data_file = write_archived_actions(table.storage, table.layout.history_dir, actions)
+        lock.check_held()
+        deleted = _delete_state_files(table, groups)
+    return ArchiveResult(window, window.instants, data_file, deleted, state_files=names)
+
+
+def _state_files(table: HudiTable, timeline: Timeline, instants: Sequence[Instant]) -> list[list[Instant]]:
+    """Every instant file (requested, inflight, completed) of each archived instant, in that order."""
+    by_key: dict[tuple[str, Action], list[Instant]] = defaultdict(list)
+    for name in timeline.files:
+        parsed = table.layout.parse_file_name(name)
+        by_key[(parsed.timestamp, parsed.action.comparable)].append(parsed)
+    return [sorted(by_key[(i.timestamp, i.action.comparable)], key=lambda s: int(s.state)) for i in instants]
+
+
+def _archived_action(table: HudiTable, group: Sequence[Instant]) -> ArchivedAction:
+    """`MetadataConversionUtils.createLSMTimelineInstant` of one instant's files."""
+    completed = sorted(
+        (i for i in group if i.state is State.COMPLETED), key=lambda i: i.completion_time or ""
+    )
+    if not completed:
+        raise CorruptTableError(f"table {table.name!r}: {group[0]} has no completed file to archive")
+    done = completed[-1]
+    requested = next((i for i in group if i.state is State.REQUESTED), None)
+    inflight = next((i for i in group if i.state is State.INFLIGHT), None)
+    first_state = requested or inflight
+    pending_action = first_state.action if first_state is not None else None
+    plan: bytes | None = None
+    if pending_action is Action.CLEAN:
+        plan = _read(table, first_state)
+    elif pending_action in (Action.REPLACE_COMMIT, Action.CLUSTERING):
+        plan = (_read(table, requested) if requested else None) or None
+        inflight_bytes = _read(table, inflight) if inflight else None
+        plan = inflight_bytes or plan
+    elif pending_action in (Action.COMPACTION, Action.LOG_COMPACTION) and requested is not None:
+        plan = _read(table, requested)
+    metadata = _read(table, done) or None
+    # A legacy completed name (written before the table's upgrade to layout 2) carries no completion
+    # time; Hudi takes the file's modification time, the service its requested time (what its own
+    # completion-time view uses for such names).
+    return ArchivedAction(
+        done.timestamp, done.completion_time or done.timestamp, done.action.value, metadata, plan
+    )
+
+
+def _read(table: HudiTable, instant: Instant | None) -> bytes | None:
+    if instant is None:
+        return None
+    path = table.layout.instant_path(instant)
+    try:
+        return table.storage.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptTableError(f"{table.storage.qualify(path)} vanished while archiving") from None
+
+
+def _delete_state_files(table: HudiTable, groups: Sequence[Sequence[Instant]]) -> int:
+    """Requested and inflight files first, then the completed ones, in archive order."""
+    pending = [i for group in groups for i in group if i.state is not State.COMPLETED]
+    completed = [i for group in groups for i in group if i.state is State.COMPLETED]
+    deleted = 0
+    for instant in [*pending, *completed]:
+        path = table.layout.instant_path(instant)
+        deleted += table.storage.delete_file(path)
+        table.storage.delete_checksum_sibling(path)
+    return deleted

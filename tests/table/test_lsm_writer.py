@@ -1,0 +1,64 @@
+"""The LSM history writer's pieces (pure); Hudi 1.x reading what it writes is in
+tests/interop/test_hudi1_archival_window.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from service.table.lsm_history import LsmDataFile, read_archived_instants, read_latest_manifest
+from service.table.lsm_writer import AVRO_SCHEMA, ArchivedAction, manifest_json, write_archived_actions
+from service.table.storage import Storage
+
+HISTORY = ".hoodie/timeline/history"
+
+
+def test_the_manifest_is_jacksons_pretty_print() -> None:
+    """As `HoodieLSMTimelineManifest.toJsonString` prints it (Jackson's default pretty printer)."""
+    files = [
+        LsmDataFile(
+            "20240101000000000_20240101000000001_0.parquet",
+            12345,
+            "20240101000000000",
+            "20240101000000001",
+            0,
+        ),
+        LsmDataFile(
+            "20240101000000002_20240101000000003_0.parquet", 678, "20240101000000002", "20240101000000003", 0
+        ),
+    ]
+    assert manifest_json(files) == (
+        "{\n"
+        '  "files" : [ {\n'
+        '    "fileName" : "20240101000000000_20240101000000001_0.parquet",\n'
+        '    "fileLen" : 12345\n'
+        "  }, {\n"
+        '    "fileName" : "20240101000000002_20240101000000003_0.parquet",\n'
+        '    "fileLen" : 678\n'
+        "  } ]\n"
+        "}"
+    )
+    assert manifest_json([]) == '{\n  "files" : [ ]\n}'
+
+
+def _action(n: int) -> ArchivedAction:
+    return ArchivedAction(f"2026010100{n:02d}00000", f"2026010100{n:02d}00500", "commit", b"{}", None)
+
+
+def test_runs_append_snapshots_and_a_retried_run_is_not_written_twice(tmp_path: Path) -> None:
+    storage = Storage.for_base_uri(str(tmp_path))
+    first = write_archived_actions(storage, HISTORY, [_action(1), _action(2)])
+    assert first == "20260101000100000_20260101000200000_0.parquet"
+    second = write_archived_actions(storage, HISTORY, [_action(3)])
+    manifest = read_latest_manifest(storage, HISTORY)
+    assert manifest.version == 2 and [f.file_name for f in manifest.files] == [first, second]
+    assert (tmp_path / HISTORY / "_version_").read_bytes() == b"2"
+    assert write_archived_actions(storage, HISTORY, [_action(3)]) == second  # retried: no snapshot 3
+    assert read_latest_manifest(storage, HISTORY).version == 2
+    found = read_archived_instants(storage, HISTORY, [_action(n).instant_time for n in (1, 2, 3)])
+    assert {t: a.completion_time for t, a in found.items()} == {
+        _action(n).instant_time: _action(n).completion_time for n in (1, 2, 3)
+    }
+    footer = pq.ParquetFile(tmp_path / HISTORY / first).schema_arrow.metadata
+    assert footer[b"parquet.avro.schema"].decode() == AVRO_SCHEMA
