@@ -47,7 +47,7 @@ AVRO_SCHEMA = (
     '{"name":"plan","type":["null","bytes"],"default":null},'
     '{"name":"version","type":"int","default":1}]}'
 )
-_SCHEMA = pa.schema(
+LSM_SCHEMA = pa.schema(
     [
         pa.field("instantTime", pa.string()),
         pa.field("completionTime", pa.string()),
@@ -88,7 +88,7 @@ def encode_data_file(actions: Sequence[ArchivedAction]) -> bytes:
             "plan": [a.plan for a in actions],
             "version": [LSM_TIMELINE_INSTANT_VERSION] * len(actions),
         },
-        schema=_SCHEMA,
+        schema=LSM_SCHEMA,
     )
     out = io.BytesIO()
     pq.write_table(table, out, compression="gzip", use_dictionary=True, write_statistics=True)

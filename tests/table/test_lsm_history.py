@@ -24,23 +24,12 @@ from service.table.lsm_history import (
     read_archived_instants,
     read_latest_manifest,
 )
+from service.table.lsm_writer import LSM_SCHEMA
 from service.table.slicing import CompletionTimes, history_lookups, slice_log_files_by_completion
 from service.table.storage import FileStatus, Storage
 from service.table.timeline import Timeline
 
 HISTORY = ".hoodie/timeline/history"
-
-# HoodieLSMTimelineInstant as Hudi's Avro-Parquet writer stores it (all fields optional but version).
-LSM_SCHEMA = pa.schema(
-    [
-        pa.field("instantTime", pa.string()),
-        pa.field("completionTime", pa.string()),
-        pa.field("action", pa.string()),
-        pa.field("metadata", pa.binary()),
-        pa.field("plan", pa.binary()),
-        pa.field("version", pa.int32(), nullable=False),
-    ]
-)
 
 Record = tuple[str | None, str | None, str | None]  # (instantTime, completionTime, action)
 
