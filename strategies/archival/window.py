@@ -139,8 +139,11 @@ def window(
     stops = _stops(timeline, commits, archiver, compaction, inputs)
     if len(commits) <= high:
         detail = f"{len(commits)} completed commits, archival starts above {high}"
+        # Layout 1 counts cleans and rollbacks on their own (`getCleanInstantsToArchive`), whether or
+        # not the commits reach the trigger.
+        alone = _with_v1_cleans(timeline, [], low, high, inputs) if archiver is Archiver.V1 else []
         return ArchivalWindow(
-            archiver, (), low, high, len(commits), (Stop(Bound.NOT_TRIGGERED, None, detail),)
+            archiver, tuple(alone), low, high, len(commits), (Stop(Bound.NOT_TRIGGERED, None, detail),)
         )
     savepoints = [i.timestamp for i in timeline.completed().by_actions([Action.SAVEPOINT])]
     first_savepoint = savepoints[0] if savepoints else None

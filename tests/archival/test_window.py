@@ -156,3 +156,11 @@ def test_layout_2_pending_clustering_is_a_pending_write() -> None:
     w = _window(_timeline(*items, (4, CLU, REQUESTED)), Archiver.V2, last_clean=LastClean(t(8), t(8)))
     assert _times(w) == [t(1), t(2)]
     assert CP  # the compaction action is exercised in test_window_vs_hudi
+
+
+def test_layout_1_archives_cleans_beyond_max_even_when_the_commits_do_not_reach_it() -> None:
+    """`getCleanInstantsToArchive` does not wait for the commits' trigger; layout 2 archives cleans
+    only with commits."""
+    tl = _timeline((1, C, DONE), (2, C, DONE), *((n, CL, DONE) for n in (3, 4, 5, 6)))
+    assert _times(_window(tl, Archiver.V1)) == [t(3), t(4)]
+    assert _window(tl, Archiver.V2).instants == ()
