@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import tzinfo
 
 from service.archival.planning import archival_window
@@ -42,11 +42,14 @@ V6_NOT_YET = (
 @dataclass(frozen=True)
 class ArchiveResult:
     window: ArchivalWindow
-    archived: tuple[Instant, ...] = ()
     data_file: str | None = None
     files_deleted: int = 0
     dry_run: bool = False
-    state_files: tuple[str, ...] = field(default=())
+
+    @property
+    def archived(self) -> tuple[Instant, ...]:
+        """The instants archived (with `dry_run`: that would be)."""
+        return self.window.instants
 
 
 def archive(
@@ -57,13 +60,15 @@ def archive(
         raise TableServicesRefusedError(
             f"table {table.name!r} at {table.base_uri}: {V6_NOT_YET}", reason="table_version"
         )
+    if dry_run:
+        # Nothing is written: no lock a writer would wait on (as `check` computes the window).
+        return ArchiveResult(archival_window(table, config, zone), dry_run=True)
     with lock:
         timeline = table.load_timeline()
         window = archival_window(table, config, zone, timeline)
+        if not window.instants:
+            return ArchiveResult(window)
         groups = _state_files(table, timeline, window.instants)
-        names = tuple(i.file_name for group in groups for i in group)
-        if dry_run or not window.instants:
-            return ArchiveResult(window, window.instants, dry_run=dry_run, state_files=names)
         actions = [_archived_action(table, group) for group in groups]
         for instant in window.instants:
             table.storage.delete_dir(marker_dir(instant.timestamp))
@@ -71,7 +76,7 @@ def archive(
         data_file = write_archived_actions(table.storage, table.layout.history_dir, actions)
         lock.check_held()
         deleted = _delete_state_files(table, groups)
-    return ArchiveResult(window, window.instants, data_file, deleted, state_files=names)
+    return ArchiveResult(window, data_file, deleted)
 
 
 def _state_files(table: HudiTable, timeline: Timeline, instants: Sequence[Instant]) -> list[list[Instant]]:
@@ -99,9 +104,8 @@ def _archived_action(table: HudiTable, group: Sequence[Instant]) -> ArchivedActi
     if pending_action is Action.CLEAN:
         plan = _read(table, first_state)
     elif pending_action in (Action.REPLACE_COMMIT, Action.CLUSTERING):
-        plan = (_read(table, requested) if requested else None) or None
-        inflight_bytes = _read(table, inflight) if inflight else None
-        plan = inflight_bytes or plan
+        # The requested file's bytes, replaced by the inflight file's when that is not empty.
+        plan = _read(table, inflight) or _read(table, requested) or None
     elif pending_action in (Action.COMPACTION, Action.LOG_COMPACTION) and requested is not None:
         plan = _read(table, requested)
     metadata = _read(table, done) or None
