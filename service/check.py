@@ -18,6 +18,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from service.archival import archival_window, archive_location, archived_timeline_files
+from service.archival.report import held_by_json, held_by_text
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
 from service.clustering.attempts import SCHEDULER_NAME, failed_attempts, is_our_plan
@@ -214,7 +215,6 @@ def _archival(
         entry["refusal"] = "the timeline's zone is unknown (see zone)"
         return entry
     window = archival_window(table, config, zone, timeline)
-    stop = window.stop
     entry.update(
         archiver=window.archiver.value,
         completed_commits=window.commits,
@@ -222,9 +222,8 @@ def _archival(
         max_commits=window.max_commits,
         would_archive=len(window.instants),
         oldest_active=timeline.first.timestamp if timeline.first is not None else None,
-        held_by=None if stop is None else {"bound": stop.bound.value, "instant": stop.instant_time,
-                                             "detail": stop.detail},
-    )  # fmt: skip
+        held_by=held_by_json(window),
+    )
     if not history and window.commits > window.max_commits:
         entry["note"] = (
             f"nobody archives this table: {window.commits} completed commits on the active timeline, "
@@ -404,8 +403,7 @@ def _archival_text(archival: Mapping[str, Any]) -> str:
     )
     held = archival["held_by"]
     if held is not None:
-        at = f" at {held['instant']}" if held["instant"] else ""
-        text += f"; held by {held['bound']}{at}: {held['detail']}"
+        text += f"; {held_by_text(held)}"
     if archival.get("note"):
         text += f"\n    {archival['note']}"
     return text

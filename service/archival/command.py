@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.archival.archiver import ArchiveResult, archive
+from service.archival.report import held_by_json, held_by_text
 from service.command_context import add_service_arguments, open_context
 from service.table.properties import TableServiceKind
 
@@ -28,7 +29,6 @@ def cmd_archive(args: argparse.Namespace, storage_options: Mapping[str, str]) ->
 
 def result_to_json(table: str, result: ArchiveResult) -> dict[str, Any]:
     window = result.window
-    stop = window.stop
     return {
         "table": table,
         "dry_run": result.dry_run,
@@ -37,9 +37,7 @@ def result_to_json(table: str, result: ArchiveResult) -> dict[str, Any]:
         "min_commits": window.min_commits,
         "max_commits": window.max_commits,
         "instants": [{"instant": i.timestamp, "action": i.action.value} for i in result.archived],
-        "held_by": None
-        if stop is None
-        else {"bound": stop.bound.value, "instant": stop.instant_time, "detail": stop.detail},
+        "held_by": held_by_json(window),
         "data_file": result.data_file,
         "files_deleted": result.files_deleted,
     }
@@ -51,8 +49,7 @@ def render_result(reply: Mapping[str, Any]) -> str:
     lines.extend(f"  {i['instant']} {i['action']}" for i in reply["instants"])
     held = reply["held_by"]
     if held is not None:
-        at = f" at {held['instant']}" if held["instant"] else ""
-        lines.append(f"  held by {held['bound']}{at}: {held['detail']}")
+        lines.append(f"  {held_by_text(held)}")
     if reply["data_file"]:
         lines.append(f"  wrote {reply['data_file']}; deleted {reply['files_deleted']} instant files")
     return "\n".join(lines)
