@@ -22,6 +22,7 @@ from service.table.properties import TableType
 from service.table.table import HudiTable
 from service.table.timeline import Timeline
 from strategies.archival import ArchivalInputs, ArchivalWindow, Archiver, LastClean, window
+from strategies.cleaning import LastClean as CleanMetadataSummary
 
 # `getCommitAndReplaceTimeline`: the metadata table's compactions complete as `commit`.
 _MDT_COMPACTION_ACTIONS = (Action.COMMIT, Action.REPLACE_COMMIT)
@@ -49,11 +50,18 @@ def archival_window(
 
 
 def _last_clean(table: HudiTable, timeline: Timeline) -> LastClean | None:
-    """The latest completed clean as the archiver reads it: its plan's earliest instant to retain."""
+    """The latest completed clean as the archiver reads it: its plan's earliest instant to retain.
+    A completed clean's plan never changes: read once per table, not on every `check` or run."""
     metadata = read_last_clean(table, timeline)
     if metadata is None:
         return None
     requested = Instant(metadata.timestamp, Action.CLEAN, State.REQUESTED)
+    return table.facts_reader.derived(
+        requested, LastClean.__name__, lambda: _read_last_clean(table, metadata, requested)
+    )
+
+
+def _read_last_clean(table: HudiTable, metadata: CleanMetadataSummary, requested: Instant) -> LastClean:
     path = table.layout.instant_path(requested)
     try:
         data = table.storage.read_bytes(path)
