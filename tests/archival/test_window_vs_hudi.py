@@ -25,7 +25,7 @@ from service.table.instant import Action
 from service.table.table import HudiTable
 from strategies.archival import Bound
 from tests.support import hudi_tables as ht
-from tests.support.archival import SETTINGS, active_instants, our_window
+from tests.support.archival import SETTINGS, active_instants, assert_window_is_what_hudi_archives
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -110,20 +110,14 @@ def test_the_window_is_what_hudi_archives(
     high: int,
     retained: int,
 ) -> None:
-    history = histories[table_type]
-    hudi, ours = tmp_path / "hudi", tmp_path / "ours"
-    shutil.copytree(history.base, hudi, symlinks=True)
-    shutil.copytree(history.base, ours, symlinks=True)
-    before = active_instants(hudi)
-    _call(spark, hudi, "archive_commits",
-          f"min_commits => {low}, max_commits => {high}, retain_commits => {retained}")  # fmt: skip
-    hudi_archived = before - active_instants(hudi)
-
-    ours_archived, window = our_window(ours, low, high, retained)
-    assert ours_archived == hudi_archived, (window.stops, sorted(before))
-    assert len(window.instants) == len(ours_archived)  # each instant once
-    if (low, high) == (2, 3):
-        assert hudi_archived, "the smallest window archives something"
+    assert_window_is_what_hudi_archives(
+        histories[table_type].base,
+        tmp_path,
+        low,
+        high,
+        retained,
+        lambda copy, arguments: _call(spark, copy, "archive_commits", arguments),
+    )
 
 
 def test_check_says_nobody_archives_the_table_and_what_archival_would_do(

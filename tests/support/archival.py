@@ -3,6 +3,8 @@ active timeline, and our window for those settings (`service.archival.archival_w
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
 
@@ -37,3 +39,33 @@ def our_window(
     )
     window = archival_window(HudiTable.open(str(base)), config, UTC)
     return {(i.timestamp, i.action.comparable) for i in window.instants}, window
+
+
+def twin_copies(source: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Two identical copies of the table at `source`: Hudi's and ours."""
+    theirs, ours = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(source, theirs, symlinks=True)
+    shutil.copytree(source, ours, symlinks=True)
+    return theirs, ours
+
+
+def assert_window_is_what_hudi_archives(
+    source: Path,
+    tmp_path: Path,
+    low: int,
+    high: int,
+    retained: int,
+    hudi_archive: Callable[[Path, str], object],
+) -> None:
+    """On twin copies of `source`, Hudi's `archive_commits` (`hudi_archive(copy, arguments)`) moves off
+    the active timeline exactly the instants of our window, each once; the smallest setting archives
+    something (two empty sets would be equal)."""
+    theirs, ours = twin_copies(source, tmp_path)
+    before = active_instants(theirs)
+    hudi_archive(theirs, f"min_commits => {low}, max_commits => {high}, retain_commits => {retained}")
+    hudi_archived = before - active_instants(theirs)
+    ours_archived, window = our_window(ours, low, high, retained)
+    assert ours_archived == hudi_archived, (window.stops, sorted(before))
+    assert len(window.instants) == len(ours_archived)  # each instant once
+    if (low, high) == SETTINGS[0][:2]:
+        assert hudi_archived, "the smallest window archives something"
