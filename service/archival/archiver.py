@@ -134,6 +134,8 @@ def _delete_state_files(table: HudiTable, groups: Sequence[Sequence[Instant]]) -
     deleted = 0
     for instant in [*pending, *completed]:
         path = table.layout.instant_path(instant)
-        deleted += table.storage.delete_file(path)
+        # The checksum first, as Hadoop's ChecksumFileSystem deletes: a run killed between the two
+        # leaves the instant file, which the next run archives and deletes, not an orphan checksum.
         table.storage.delete_checksum_sibling(path)
+        deleted += table.storage.delete_file(path)
     return deleted
