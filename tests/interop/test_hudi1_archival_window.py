@@ -134,6 +134,19 @@ def _archived_commits(jvm: HudiJvm, base: Path, name: str) -> list[dict[str, Any
         jvm.sql(f"drop table {name}")
 
 
+def _assert_hudi_reads_our_history_as_its_own(
+    jvm: HudiJvm, theirs: Path, ours: Path, tmp_path: Path, label: str
+) -> None:
+    """Hudi's `show_archived_commits` returns the same commits, each once, from our history as from
+    its own (read from a copy the JVM never cached)."""
+    fresh = tmp_path / "hudi-fresh"
+    shutil.copytree(theirs, fresh, symlinks=True)
+    hudi_view = _archived_commits(jvm, fresh, f"theirs_{label}")
+    our_view = _archived_commits(jvm, ours, f"ours_{label}")
+    assert our_view and our_view == hudi_view
+    assert len({r["commit_time"] for r in our_view}) == len(our_view)  # each archived commit once
+
+
 @pytest.mark.long(hudi1="1.0.2", table_type="COPY_ON_WRITE")
 @pytest.mark.long(hudi1="1.1.1", table_type="MERGE_ON_READ")
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -161,11 +174,7 @@ def test_our_archival_is_read_by_hudi_as_its_own(
     assert reply["instants"] and reply["data_file"]
     assert _timeline_files(ours) == _timeline_files(theirs)
     # Hudi reads its archived timeline from a copy it never cached.
-    fresh = tmp_path / "hudi-fresh"
-    shutil.copytree(theirs, fresh, symlinks=True)
-    hudi_view = _archived_commits(hudi1, fresh, f"theirs_{table_type.lower()}")
-    our_view = _archived_commits(hudi1, ours, f"ours_{table_type.lower()}")
-    assert our_view and our_view == hudi_view
+    _assert_hudi_reads_our_history_as_its_own(hudi1, theirs, ours, tmp_path, table_type.lower())
     assert hudi_rows(hudi1, ours, metadata=True) == rows_before == hudi_rows(hudi1, ours, metadata=False)
     assert hudi_rs_rows(ours) == rows_before
     # Hudi's writer goes on (new keys: the pending clustering refuses updates of its file groups); its
@@ -220,10 +229,5 @@ def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_h
     assert _timeline_files(ours) != _timeline_files(theirs)  # the kill left the run unfinished
     assert main(argv) == 0
     assert _timeline_files(ours) == _timeline_files(theirs)
-    fresh = tmp_path / "hudi-fresh"
-    shutil.copytree(theirs, fresh, symlinks=True)
-    hudi_view = _archived_commits(hudi1, fresh, f"theirs_killed_{step}")
-    our_view = _archived_commits(hudi1, ours, f"ours_killed_{step}")
-    assert our_view and our_view == hudi_view
-    assert len({r["commit_time"] for r in our_view}) == len(our_view)  # each archived commit once
+    _assert_hudi_reads_our_history_as_its_own(hudi1, theirs, ours, tmp_path, f"killed_{step}")
     assert hudi_rows(hudi1, ours, metadata=True) == rows_before
