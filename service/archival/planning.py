@@ -15,7 +15,7 @@ from service.config.hoodie import HoodieConfig
 from service.errors import CorruptTableError
 from service.table import codecs
 from service.table.codecs import CleanerPlan
-from service.table.instant import Action, Instant, State
+from service.table.instant import Action, Instant, State, stored_instant_time
 from service.table.mdt.files_listing import files_partition_served
 from service.table.mdt.timeline import load_mdt_timeline, mdt_timeline_layout
 from service.table.properties import TableType
@@ -74,9 +74,11 @@ def _read_last_clean(table: HudiTable, metadata: CleanMetadataSummary, requested
         )
     if not data:
         raise CorruptTableError(f"{table.storage.qualify(path)}: empty clean plan")
-    plan = codecs.decode(CleanerPlan, data, table.storage.qualify(path))
+    source = table.storage.qualify(path)
+    plan = codecs.decode(CleanerPlan, data, source)
     ectr = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else None
-    return LastClean(metadata.timestamp, ectr or None, savepointed_timestamps(data) or ())
+    ectr = stored_instant_time(ectr, source, "earliestInstantToRetain")
+    return LastClean(metadata.timestamp, ectr, savepointed_timestamps(data) or ())
 
 
 def _mdt_latest_compaction(table: HudiTable) -> str | None:

@@ -13,7 +13,7 @@ from service.config.cleaning import CleanConfig
 from service.errors import CorruptTableError
 from service.table import codecs
 from service.table.codecs import CleanMetadata
-from service.table.instant import Action, Instant
+from service.table.instant import Action, Instant, stored_instant_time
 from service.table.paths import Refused, check_partition_path
 from service.table.table import HudiTable
 from service.table.timeline import Timeline
@@ -42,11 +42,16 @@ def _read_last_clean(table: HudiTable, instant: Instant) -> LastClean:
     if not data:
         return LastClean(instant.timestamp, empty=True)
     # Decoded here, not through the facts cache: only these few fields are kept.
-    meta = codecs.decode(CleanMetadata, data, table.storage.qualify(path))
+    source = table.storage.qualify(path)
+    meta = codecs.decode(CleanMetadata, data, source)
+    # Both times bound what the next clean looks at (its trigger counts the commits after one, its
+    # incremental scan starts at the other): garbage there would make it keep files without a word.
+    ectr = stored_instant_time(meta.earliest_commit_to_retain, source, "earliestCommitToRetain")
+    last = stored_instant_time(meta.last_completed_commit_timestamp, source, "lastCompletedCommitTimestamp")
     return LastClean(
         timestamp=instant.timestamp,
-        earliest_commit_to_retain=meta.earliest_commit_to_retain,
-        last_completed_commit_timestamp=meta.last_completed_commit_timestamp,
+        earliest_commit_to_retain=ectr or "",
+        last_completed_commit_timestamp=last or "",
         savepointed_timestamps=savepointed_timestamps(data),
     )
 

@@ -150,6 +150,17 @@ class Instant:
         return f"[{self.timestamp}__{self.action.value}__{self.state.name}]"
 
 
+def stored_instant_time(value: str | None, source: str, field: str) -> str | None:
+    """An instant time a stored file records (`field` of `source`); None for none ("" or null).
+    Anything else than 14 (legacy) or 17 digits is refused: such values bound what a service looks
+    at, and a garbage one compares after or before every instant without a word."""
+    if not value:
+        return None
+    if not (value.isascii() and value.isdigit() and len(value) in INSTANT_TIME_LENGTHS):
+        raise CorruptTableError(f"{source}: {field} {value!r} is not an instant time")
+    return value
+
+
 def is_timeline_file_name(name: str) -> bool:
     """True for names that look like instants (digits then a dot); other `.hoodie` entries are not,
     nor the temp file a Hudi writer creates an instant file through (`<instant file name>.<UUID>`,

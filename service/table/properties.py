@@ -283,6 +283,12 @@ class TableConfig:
                 "hoodie.metadata.enable=false."
             )
 
+    def _table_type_source(self) -> str:
+        """Where the table type comes from, for a refusal: a damaged key reads as the default."""
+        if "hoodie.table.type" in self.raw:
+            return f"hoodie.table.type in {PROPERTIES_FILE}"
+        return f"{PROPERTIES_FILE} sets no hoodie.table.type, and Hudi's default is COPY_ON_WRITE"
+
     def check_service_supported(self, service: TableServiceKind, base_uri: str) -> None:
         """Refuse a table service on a table whose layout it does not handle (`status` reads every
         table). Compaction serves merge-on-read tables only (copy-on-write has no log files).
@@ -294,8 +300,9 @@ class TableConfig:
         if service is TableServiceKind.COMPACTION and self.table_type is not TableType.MERGE_ON_READ:
             # Java refuses too: `ScheduleCompactionActionExecutor.execute` checks the table type.
             raise TableServicesRefusedError(
-                f"table {self.name!r} at {base_uri} is {self.table_type.value} (hoodie.table.type): "
-                "compaction merges log files into base files, and only MERGE_ON_READ tables have them",
+                f"table {self.name!r} at {base_uri} is {self.table_type.value} "
+                f"({self._table_type_source()}): compaction merges log files into base files, "
+                "and only MERGE_ON_READ tables have them",
                 reason="table_type",
             )
         if service is TableServiceKind.CLUSTERING and self.table_type is TableType.MERGE_ON_READ:
@@ -306,8 +313,9 @@ class TableConfig:
                 MergeConfig.from_table_properties(self.raw, self.name)
             except UnsupportedMergeError as exc:
                 raise TableServicesRefusedError(
-                    f"table {self.name!r} at {base_uri} is MERGE_ON_READ (hoodie.table.type): clustering "
-                    f"reads its file slices merged and refuses it ({exc}); cleaning and `status` serve it",
+                    f"table {self.name!r} at {base_uri} is MERGE_ON_READ "
+                    f"({self._table_type_source()}): clustering reads its file slices merged and refuses it "
+                    f"({exc}); cleaning and `status` serve it",
                     reason="merge",
                 ) from exc
 

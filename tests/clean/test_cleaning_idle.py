@@ -8,6 +8,7 @@ import pytest
 
 from service.cleaning import Cleaner
 from service.cleaning.snapshot import read_last_clean
+from service.errors import CorruptTableError
 from service.lock import InProcessTableLock
 from service.table.table import HudiTable
 from tests.clean.helpers import fid, make_cleaner
@@ -79,3 +80,25 @@ def test_last_clean_is_read_once_per_completed_clean(tmp_path: Path, monkeypatch
     assert read_last_clean(table, timeline) == first
     assert first is not None and first.last_completed_commit_timestamp == ts(3)
     assert reads == []
+
+
+@pytest.mark.parametrize(
+    ("field", "earliest", "last"),
+    [
+        ("lastCompletedCommitTimestamp", ts(2), "americas/../../outside.parquet"),
+        ("earliestCommitToRetain", "99999999999999999999", ts(3)),
+    ],
+)
+def test_a_last_clean_whose_times_are_not_instant_times_is_refused_naming_it(
+    tmp_path: Path, field: str, earliest: str, last: str
+) -> None:
+    """Garbage in the last clean's times sorts after every instant: the trigger would count no commit
+    since it and the incremental scan would skip the partitions, so the clean would keep files."""
+    t = FixtureTable(tmp_path / "t")
+    for i in (1, 2, 3):
+        t.commit(ts(i), [FileSpec("a", fid(1))])
+    t.completed_clean(ts(4), earliest_commit_to_retain=earliest, last_completed_commit=last)
+    t.commit(ts(5), [FileSpec("a", fid(1))])
+
+    with pytest.raises(CorruptTableError, match=rf"{ts(4)}\.clean: {field} '.*' is not an instant time"):
+        make_cleaner(tmp_path / "t", {"hoodie.cleaner.commits.retained": 1}).run()

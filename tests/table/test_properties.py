@@ -138,3 +138,20 @@ def test_merge_on_read_is_served_unless_its_merge_is_not_reproduced() -> None:
         cow.check_service_supported(TableServiceKind.COMPACTION, "file:/t")
     for service in (TableServiceKind.CLUSTERING, TableServiceKind.CLEANING):
         cow.check_service_supported(service, "file:/t")
+
+
+def test_a_refusal_for_the_table_type_names_the_properties_file() -> None:
+    """A damaged `hoodie.table.type` line reads as Hudi's default, COPY_ON_WRITE: the refusal then
+    points at the file to look at instead of at a key the file does not have."""
+    cow = TableConfig.from_text(REAL, "x").with_updates({"hoodie.table.type": "COPY_ON_WRITE"})
+    with pytest.raises(
+        TableServicesRefusedError, match=r"\(hoodie\.table\.type in \.hoodie/hoodie\.properties\)"
+    ):
+        cow.check_service_supported(TableServiceKind.COMPACTION, "file:/t")
+    text = "\n".join(line for line in REAL.splitlines() if not line.startswith("hoodie.table.type="))
+    damaged = TableConfig.from_text(text, "x")
+    assert "hoodie.table.type" not in damaged.raw
+    with pytest.raises(
+        TableServicesRefusedError, match=r"\.hoodie/hoodie\.properties sets no hoodie\.table\.type"
+    ):
+        damaged.check_service_supported(TableServiceKind.COMPACTION, "file:/t")
