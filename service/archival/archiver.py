@@ -10,8 +10,11 @@ next: the window is the same instants (their completed files are the last to go)
 the latest manifest already lists is not written twice.
 
 Layout 2 (table versions 8 and 9) writes the LSM history (`service.table.lsm_writer`). Layout 1
-(version 6) writes `archived/` log files of `HoodieArchivedMetaEntry` blocks, which the service does
-not write yet: archiving such a table is refused as a state with its reason.
+(version 6) writes one `archived/` log file of `HoodieArchivedMetaEntry` blocks per run
+(`service.table.archived_log`), one record per instant file, in Hudi 0.15's order: completed
+rollbacks, then cleans, then commits, each instant's requested, inflight and completed file. A rerun
+after a kill leaves out the instant files the latest archive file already holds, so none is archived
+twice.
 """
 
 from __future__ import annotations
@@ -19,24 +22,26 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import tzinfo
+from datetime import datetime, tzinfo
 
-from service.archival.planning import archival_window
+from service.archival.planning import archival_window, archive_location
 from service.config.hoodie import HoodieConfig
-from service.errors import CorruptTableError, TableServicesRefusedError
+from service.errors import CorruptTableError
 from service.lock.base import TableLock
+from service.table.archived_log import (
+    InstantFile,
+    archived_keys,
+    encode_archive_file,
+    key_of,
+    latest_archive_file_name,
+    next_archive_file_name,
+)
 from service.table.instant import Action, Instant, State
 from service.table.lsm_writer import ArchivedAction, write_archived_actions
 from service.table.markers import marker_dir
 from service.table.table import HudiTable
-from service.table.timeline import Timeline
+from service.table.timeline import Timeline, format_instant_time
 from strategies.archival import ArchivalWindow
-
-V6_NOT_YET = (
-    "archiving table version 6 (the archived/ log files of HoodieArchivedMetaEntry blocks) is not "
-    "served yet; Hudi's archiver (the writers' hoodie.archive.automatic, or the archive_commits "
-    "procedure) archives it meanwhile"
-)
 
 
 @dataclass(frozen=True)
@@ -56,10 +61,6 @@ def archive(
     table: HudiTable, config: HoodieConfig, lock: TableLock, zone: tzinfo, *, dry_run: bool = False
 ) -> ArchiveResult:
     """Archive what Hudi's archiver would archive now; with `dry_run`, only say what."""
-    if not table.layout.archives_to_lsm and not dry_run:
-        raise TableServicesRefusedError(
-            f"table {table.name!r} at {table.base_uri}: {V6_NOT_YET}", reason="table_version"
-        )
     if dry_run:
         # Nothing is written: no lock a writer would wait on (as `check` computes the window).
         return ArchiveResult(archival_window(table, config, zone), dry_run=True)
@@ -69,11 +70,16 @@ def archive(
         if not window.instants:
             return ArchiveResult(window)
         groups = _state_files(table, timeline, window.instants)
-        actions = [_archived_action(table, group) for group in groups]
         for instant in window.instants:
             table.storage.delete_dir(marker_dir(instant.timestamp))
-        assert table.layout.history_dir is not None
-        data_file = write_archived_actions(table.storage, table.layout.history_dir, actions)
+        if table.layout.history_dir is not None:
+            actions = [_archived_action(table, group) for group in groups]
+            data_file: str | None = write_archived_actions(table.storage, table.layout.history_dir, actions)
+        else:
+            files = [_instant_file(table, i, zone) for group in groups for i in group]
+            data_file = _write_archive_log(
+                table, archive_location(table), files, config.archival.archival_batch_size
+            )
         lock.check_held()
         deleted = _delete_state_files(table, groups)
     return ArchiveResult(window, data_file, deleted)
@@ -115,6 +121,34 @@ def _archived_action(table: HudiTable, group: Sequence[Instant]) -> ArchivedActi
     return ArchivedAction(
         done.timestamp, done.completion_time or done.timestamp, done.action.value, metadata, plan
     )
+
+
+def _instant_file(table: HudiTable, instant: Instant, zone: tzinfo) -> InstantFile:
+    path = table.layout.instant_path(instant)
+    status = table.storage.status(path)
+    data = _read(table, instant)
+    if status is None or status.mtime_ns is None or data is None:
+        raise CorruptTableError(f"{table.storage.qualify(path)} vanished while archiving")
+    # `HoodieInstant.getStateTransitionTime`: the file's modification time in the writer's zone.
+    moment = datetime.fromtimestamp(status.mtime_ns / 1e9, tz=zone)
+    return InstantFile(instant, data, format_instant_time(moment), table.storage.qualify(path))
+
+
+def _write_archive_log(table: HudiTable, folder: str, files: Sequence[InstantFile], batch: int) -> str | None:
+    """One new archive log file of `files`, without those the latest file already holds (a rerun
+    after a kill between writing and deleting); None when there is nothing left to write."""
+    names = table.storage.list_file_names(folder) if table.storage.exists(folder) else []
+    latest = latest_archive_file_name(names)
+    held: frozenset[tuple[str, str, str]] = frozenset()
+    if latest is not None:
+        path = f"{folder}/{latest}"
+        held = archived_keys(table.storage.read_bytes(path), table.storage.qualify(path))
+    todo = [f for f in files if key_of(f) not in held]
+    if not todo:
+        return None
+    path = f"{folder}/{next_archive_file_name(names)}"
+    table.storage.create_if_absent(path, encode_archive_file(todo, batch))
+    return path
 
 
 def _read(table: HudiTable, instant: Instant | None) -> bytes | None:

@@ -25,7 +25,7 @@ from service.table.instant import Action
 from service.table.table import HudiTable
 from strategies.archival import Bound
 from tests.support import hudi_tables as ht
-from tests.support.archival import SETTINGS, active_instants, assert_window_is_what_hudi_archives
+from tests.support.archival import SETTINGS, active_instants, assert_window_is_what_hudi_archives, twin_copies
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -148,3 +148,63 @@ def test_check_says_nobody_archives_the_table_and_what_archival_would_do(
     after = check()
     assert after["archived_timeline"]["files"] and "note" not in after
     assert after["active_instants"] == active - before["would_archive"]
+
+
+def _archived_commits(spark: SparkSession, base: Path) -> list[dict[str, Any]]:
+    """Hudi's `show_archived_commits` of a table over all time (its default window is recent days)."""
+    bounds = "limit => 1000, start_ts => '00000000000000000', end_ts => '99999999999999999'"
+    return [r.asDict() for r in _call(spark, base, "show_archived_commits", bounds)]
+
+
+def _instant_files(base: Path) -> list[str]:
+    """The active timeline's files, Hadoop's checksums of them (`.<name>.crc`) among them."""
+    meta = base / ".hoodie"
+    return sorted(p.name for p in meta.iterdir() if p.is_file() and p.name.lstrip(".")[:1].isdigit())
+
+
+def _rows(spark: SparkSession, base: Path) -> list[dict[str, Any]]:
+    return ht.normalise_rows(ht.read_snapshot(spark, base))
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_our_archival_is_read_by_hudi_as_its_own(
+    spark: SparkSession,
+    histories: dict[str, History],
+    tmp_path: Path,
+    table_type: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Our `archive` and Hudi's `archive_commits` on identical copies leave the same active timeline;
+    Hudi's archived-timeline reader returns the same commits from our `archived/` log file as from its
+    own; Hudi and hudi-rs read the same rows; Hudi's writer goes on, and Hudi's next archival
+    continues from ours."""
+    theirs, ours = twin_copies(histories[table_type].base, tmp_path)
+    rows_before = _rows(spark, ours)
+    _call(spark, theirs, "archive_commits", "min_commits => 2, max_commits => 3, retain_commits => 1")
+    capsys.readouterr()
+    argv = ["archive", "--base-path", str(ours), "--timezone", "UTC", "--json", *_SETTINGS]
+    assert main(argv) == 0
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["instants"] and reply["data_file"]
+    assert _instant_files(ours) == _instant_files(theirs)
+    # Read from copies Hudi's JVM never cached.
+    fresh_theirs, fresh_ours = tmp_path / "fresh-hudi", tmp_path / "fresh-ours"
+    shutil.copytree(theirs, fresh_theirs, symlinks=True)
+    shutil.copytree(ours, fresh_ours, symlinks=True)
+    hudi_view, our_view = _archived_commits(spark, fresh_theirs), _archived_commits(spark, fresh_ours)
+    assert our_view and our_view == hudi_view
+    assert len({r["commit_time"] for r in our_view}) == len(our_view)  # each archived commit once
+    assert _rows(spark, ours) == rows_before
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(ours).to_pylist()) == rows_before
+    # Hudi's writer goes on (new keys beside the pending plan); its next archival continues from ours.
+    opts = {**HANDED_OVER, "hoodie.datasource.write.table.type": table_type}
+    _write(spark, ours, "insert", range(3000, 3006), 20, opts)
+    assert len(_rows(spark, ours)) == len(rows_before) + 6
+    before_second = active_instants(ours)
+    _call(spark, ours, "archive_commits", "min_commits => 1, max_commits => 2, retain_commits => 1")
+    assert active_instants(ours) <= before_second
+    assert len(_archived_commits(spark, ours)) >= len(our_view)
+
+
+_SETTINGS = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
+             "--hoodie-conf", "hoodie.cleaner.commits.retained=1"]  # fmt: skip

@@ -54,9 +54,15 @@ class _Cursor:
         return out
 
 
-def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocation) -> pa.Table:
-    """`HoodieAvroDataBlock` content: records decoded with the block's own writer schema."""
+def avro_data_datums(content: memoryview, location: BlockLocation) -> tuple[bytes, list[tuple[int, int]]]:
+    """`HoodieAvroDataBlock` content: its bytes and the (start, length) of each record's datum."""
     cursor = _Cursor(content, location, "Avro data block")
+    count = _avro_data_count(cursor, content, location)
+    data = bytes(content)
+    return data, _datum_bounds(data, cursor.pos, count, location)
+
+
+def _avro_data_count(cursor: _Cursor, content: memoryview, location: BlockLocation) -> int:
     location.require_version(
         "Avro data block content version",
         cursor.int32("content version"),
@@ -70,6 +76,13 @@ def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocat
         raise CorruptLogBlockError(
             location.path, location.offset, f"Avro data block claims {count} records in {len(content)} bytes"
         )
+    return count
+
+
+def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocation) -> pa.Table:
+    """`HoodieAvroDataBlock` content: records decoded with the block's own writer schema."""
+    cursor = _Cursor(content, location, "Avro data block")
+    count = _avro_data_count(cursor, content, location)
     schema = _parse_schema(schema_json, location)
     raw_schema = _without_cast_logical_types(schema)
     parsed = fastavro.parse_schema(raw_schema)

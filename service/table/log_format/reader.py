@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from service.errors import CorruptLogBlockError, UnsupportedLogBlockError
 from service.table.log_format.blocks import (
@@ -136,7 +137,40 @@ class _Body:
         return out
 
 
-def _parse_block(body: memoryview, location: BlockLocation) -> LogBlock:
+@dataclass(frozen=True)
+class BlockFrame:
+    """One block's framing, its content not yet decoded."""
+
+    block_type: LogBlockType
+    header: Header
+    content: memoryview
+    location: BlockLocation
+
+
+def read_block_frames(data: bytes, path: str) -> Iterator[BlockFrame]:
+    """The blocks of a log file whose blocks carry no instant (the archived timeline of layout 1),
+    framed as `read_log_blocks` frames them; a torn block is an error here, not a CORRUPT block."""
+    for block_size, start, body in _block_bodies(data, path):
+        location = BlockLocation(path, start, block_size)
+        yield _frame(body, location)
+
+
+def _block_bodies(data: bytes, path: str) -> Iterator[tuple[int, int, memoryview]]:
+    view = memoryview(data)
+    pos = 0
+    while len(view) - pos >= _MAGIC_LEN:
+        if view[pos : pos + _MAGIC_LEN] != MAGIC:
+            raise CorruptLogBlockError(path, pos, "no #HUDI# magic at the start of the block")
+        reason = _torn_write(view, pos + _MAGIC_LEN)
+        if reason is not None:
+            raise CorruptLogBlockError(path, pos, reason)
+        (block_size,) = _LONG.unpack_from(view, pos + _MAGIC_LEN)
+        end = pos + _MAGIC_LEN + 8 + block_size
+        yield end - pos, pos, view[pos + _MAGIC_LEN + 8 : end]
+        pos = end
+
+
+def _frame(body: memoryview, location: BlockLocation) -> BlockFrame:
     cur = _Body(body, location)
     location.require_version(
         "log format version",
@@ -157,6 +191,13 @@ def _parse_block(body: memoryview, location: BlockLocation) -> LogBlock:
     cur.int64("reverse pointer")
     if cur.pos != len(body):
         raise cur.fail(f"{len(body) - cur.pos} bytes between the reverse pointer and the block end")
+    return BlockFrame(block_type, header, content, location)
+
+
+def _parse_block(body: memoryview, location: BlockLocation) -> LogBlock:
+    frame = _frame(body, location)
+    block_type, header, content = frame.block_type, frame.header, frame.content
+    cur = _Body(body, location)
     if block_type in (LogBlockType.HFILE_DATA_BLOCK, LogBlockType.CDC_DATA_BLOCK, LogBlockType.CORRUPT_BLOCK):
         # HFile blocks belong to the metadata table (its reader is separate work); CDC blocks live
         # only in `.cdc` log files, which scanners skip; a CORRUPT block is never written.
