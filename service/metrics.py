@@ -72,6 +72,12 @@ class ServiceMetrics:
         self.deleted_files = counter("deleted_files", "Files deleted by cleaning", table)
         self.deleted_bytes = counter("deleted_bytes", "Bytes deleted by cleaning", table)
         self.pending_clean_plans = gauge("pending_clean_plans", "Clean plans requested or inflight", table)
+        self.active_timeline_instants = gauge(
+            "active_timeline_instants", "Instants on the active timeline (what archival bounds)", table
+        )
+        self.archived_instants = counter(
+            "archived_instants", "Instants moved to the archived timeline", table
+        )
         # Compaction instants requested or inflight (`CompactionUtils.getPendingCompactionInstantTimes`).
         self.pending_compactions = gauge(
             "pending_compactions", "Compaction plans requested or inflight", table
@@ -156,19 +162,20 @@ class ServiceMetrics:
 
     def forget_table(self, table: str) -> None:
         """Drop a removed table's series so dashboards do not show stale values."""
-        for service in ("clustering", "cleaning", "compaction"):
+        for service in ("clustering", "cleaning", "compaction", "archival"):
             self.set_refused(table, service, None)
         for metric in (
             self.commits_since_last_clustering, self.commits_since_last_clean, self.pending_clustering_plans,
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
             self.rewritten_records, self.clustering_plans_purged,
             self.deleted_files, self.deleted_bytes, self.pending_clean_plans, self.pending_compactions,
+            self.active_timeline_instants, self.archived_instants,
             self.lock_wait_seconds, self.lock_hold_seconds, self.table_held,
             self.small_files, self.small_file_bytes, self.mean_file_size_bytes,
         ):  # fmt: skip
             with contextlib.suppress(KeyError):
                 metric.remove(table)
-        for service in ("clustering", "cleaning", "compaction"):
+        for service in ("clustering", "cleaning", "compaction", "archival"):
             for per_service in (
                 self.run_duration_seconds, self.last_success_timestamp_seconds, self.instant_owned_elsewhere,
                 self.last_completed_instant_timestamp_seconds, self.outside_window,

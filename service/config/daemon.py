@@ -26,7 +26,7 @@ from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import LOCK_PREFIX, LOCK_ZK_URL
 from service.config.locking import ZookeeperLockSettings
-from service.config.schedule import CleaningSchedule, ClusteringSchedule, CompactionSchedule
+from service.config.schedule import ArchivalSchedule, CleaningSchedule, ClusteringSchedule, CompactionSchedule
 from service.config.windows import MaintenanceWindow
 from service.config.zones import ZoneChoice, choose_zone, machine_zone, named_zone
 from service.errors import ConfigError
@@ -164,6 +164,7 @@ class TableSettings(_Model):
     clustering: ClusteringSchedule = Field(default_factory=ClusteringSchedule)
     cleaning: CleaningSchedule = Field(default_factory=CleaningSchedule)
     compaction: CompactionSchedule = Field(default_factory=CompactionSchedule)
+    archival: ArchivalSchedule = Field(default_factory=ArchivalSchedule)
 
     @field_validator("timezone")
     @classmethod

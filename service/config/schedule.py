@@ -9,7 +9,10 @@ These are the product's own settings, beside Hudi's `hoodie.*` triggers (which s
 - `windows` hold execution outside maintenance windows (`service.config.windows`); clustering
   inherits `daemon.maintenance_windows` unless the table sets its own (`[]`: no window, any time);
 - compaction serves merge-on-read tables only: `compaction.enabled` defaults to on for them and a
-  copy-on-write table is never compacted (Java refuses too, `ScheduleCompactionActionExecutor`).
+  copy-on-write table is never compacted (Java refuses too, `ScheduleCompactionActionExecutor`);
+- archival runs when Hudi's archiver would (`hoodie.keep.max.commits` and the rest of its bounds),
+  on by default: writers that hand their services over (`hoodie.table.services.enabled=false`) no
+  longer archive, and a writer that still does takes the same table lock.
 """
 
 from __future__ import annotations
@@ -66,6 +69,12 @@ class ClusteringSchedule(_Section):
 class CleaningSchedule(_Section):
     def effective_windows(self) -> tuple[MaintenanceWindow, ...]:
         return self.windows or ()
+
+
+class ArchivalSchedule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
 
 
 class CompactionSchedule(BaseModel):

@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from enum import StrEnum
+from typing import Any
 
 from service.config.daemon import ZONE_SETTINGS, TableEntry
 from service.config.hoodie import TimelineTimezone
@@ -35,6 +36,7 @@ class TableService(StrEnum):
     CLUSTERING = "clustering"
     CLEANING = "cleaning"
     COMPACTION = "compaction"
+    ARCHIVAL = "archival"
 
 
 class Outcome(StrEnum):
@@ -113,6 +115,8 @@ class TableRuntime:
     due: dict[TableService, bool] = field(default_factory=dict)
     commits_since: dict[TableService, int] = field(default_factory=dict)
     pending: dict[TableService, tuple[str, ...]] = field(default_factory=dict)  # instant times
+    # What the last archival tick saw: the active timeline's length and what holds the window back.
+    archival: dict[str, Any] | None = None
     file_sizes: FileSizes | None = None
     file_sizes_measured_at: float = 0.0  # time.monotonic() of the measurement
     history_loaded: bool = False  # the run history was rebuilt from the timeline

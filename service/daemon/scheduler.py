@@ -247,6 +247,7 @@ class Daemon:
             TableService.CLEANING: runtime.entry.settings.cleaning.enabled,
             # Unless turned off: a copy-on-write table's first tick finds it not applicable.
             TableService.COMPACTION: not runtime.entry.settings.compaction.disabled,
+            TableService.ARCHIVAL: runtime.entry.settings.archival.enabled,
         }
         for service, enabled in toggles.items():
             if enabled:

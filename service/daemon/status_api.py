@@ -102,6 +102,7 @@ class StatusSource:
             "retry_at": _iso(retry_at) if waiting else None,
             "next_due": _iso(retry_at if waiting else self.next_tick(runtime.name, service)),
             "last_run": last.to_json() if last is not None else None,
+            **({"archival": runtime.archival} if service is TableService.ARCHIVAL else {}),
         }
 
     def table(self, runtime: TableRuntime, now: datetime) -> dict[str, Any]:

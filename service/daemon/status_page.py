@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from service.archival.report import held_by_text
 from service.daemon.file_sizes import BUCKET_BOUNDS, bucket_index, bucket_label
 from service.daemon.run_log import size
 from service.daemon.status_api import StatusSource
@@ -151,7 +152,20 @@ def _services(table: dict[str, Any], now: datetime) -> str:
         "<tr><th>service</th><th>enabled</th><th>phase</th><th>due</th><th>commits since last</th>"
         "<th>pending plans (age)</th><th>last run</th><th>next due</th></tr>"
     )
-    return f"<table class='services'>{head}{''.join(rows)}</table>"
+    return f"<table class='services'>{head}{''.join(rows)}</table>{_archival(table)}"
+
+
+def _archival(table: dict[str, Any]) -> str:
+    """The active timeline's length and what holds archival back (`check` says the same)."""
+    seen = table["services"].get("archival", {}).get("archival")
+    if not seen:
+        return ""
+    held = seen["held_by"]
+    why = f"; {escape(held_by_text(held))}" if held else ""
+    return (
+        f"<p class='archival'>active timeline: {seen['active_instants']} instants; "
+        f"archival would take {seen['would_archive']}{why}</p>"
+    )
 
 
 def _history(runs: list[dict[str, Any]], now: datetime) -> str:

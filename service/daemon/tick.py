@@ -33,6 +33,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
+from service.archival import archival_window
+from service.archival.archiver import archive
+from service.archival.report import held_by_json
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
 from service.clock import Clock
@@ -65,6 +68,7 @@ from service.table.log_format.merge import MergeConfig
 from service.table.properties import TableServiceKind, TableType
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, parse_instant_time
+from strategies.archival import ArchivalWindow
 from strategies.cleaning.trigger import commits_since_last_clean
 from strategies.clustering.small_files import SmallFiles
 from strategies.clustering.trigger import (
@@ -127,6 +131,8 @@ class TableTicker:
                 outcome = self._clean(runtime, now)
             elif service is TableService.COMPACTION:
                 outcome = self._compact(runtime, now)
+            elif service is TableService.ARCHIVAL:
+                outcome = self._archive(runtime)
             else:
                 outcome = self._cluster(runtime, now)
         except TableServicesRefusedError as exc:
@@ -250,6 +256,56 @@ class TableTicker:
         self.metrics.commits_since_last_clean.labels(name).set(since)
         self._after_tick(runtime, table, timeline, zone, worked=bool(result.cleans))
         return Outcome.DONE
+
+    def _archive(self, runtime: TableRuntime) -> Outcome:
+        """Archive what Hudi's archiver would archive now. The window is computed first without the
+        lock (a table with nothing to archive costs one timeline load); `archive` computes it again
+        under the lock before it writes anything."""
+        table, lock, zone = runtime.open()
+        name, config = runtime.name, runtime.entry.hoodie
+        runtime.phase[TableService.ARCHIVAL] = Phase.PLANNING
+        timeline = table.load_timeline()
+        window = archival_window(table, config, zone, timeline)
+        self._archival_seen(runtime, len(timeline), window)
+        if not window.instants:
+            return Outcome.DONE
+        self._observe_lock(name, lock)
+        runtime.phase[TableService.ARCHIVAL] = Phase.EXECUTING
+        started = self.clock()
+        result = archive(table, config, lock, zone)
+        ended = self.clock()
+        archived = result.archived
+        if archived:
+            log.info(
+                "table %s: archived %d instants (%s to %s) into %s", name, len(archived),
+                archived[0].timestamp, archived[-1].timestamp, result.data_file or "the existing archive",
+            )  # fmt: skip
+            self.metrics.archived_instants.labels(name).inc(len(archived))
+            self.metrics.run_duration_seconds.labels(name, TableService.ARCHIVAL).observe(
+                (ended - started).total_seconds()
+            )
+            self.history.record(
+                RunRecord(
+                    name, str(TableService.ARCHIVAL), "archived", max(i.timestamp for i in archived),
+                    started=started, ended=ended,
+                    reason=f"{len(archived)} instants, {result.files_deleted} active timeline files",
+                )
+            )  # fmt: skip
+        after = table.load_timeline()
+        self._archival_seen(runtime, len(after), archival_window(table, config, zone, after))
+        return Outcome.DONE
+
+    def _archival_seen(self, runtime: TableRuntime, active: int, window: ArchivalWindow) -> None:
+        """The page's and the gauges' view of archival: the active timeline's length, the commits the
+        trigger counts, and what holds the window back."""
+        runtime.commits_since[TableService.ARCHIVAL] = window.commits
+        runtime.due[TableService.ARCHIVAL] = bool(window.instants)
+        runtime.archival = {
+            "active_instants": active,
+            "would_archive": len(window.instants),
+            "held_by": held_by_json(window),
+        }
+        self.metrics.active_timeline_instants.labels(runtime.name).set(active)
 
     def _pending_cleans(self, name: str, timeline: Timeline) -> None:
         """Hudi's `clean.pendingCleanInstantCount` (after 0.15): clean instants requested or inflight."""

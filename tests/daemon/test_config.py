@@ -242,7 +242,7 @@ def test_config_schedule_change_changes_the_fingerprint() -> None:
 def test_config_repo_example_commented_schedule_settings_parse() -> None:
     """The commented examples of config.yaml's scheduling settings are valid when uncommented."""
     text = (REPO_ROOT / "config.yaml").read_text()
-    keys = "|".join([*ClusteringSchedule.model_fields, "compaction"])
+    keys = "|".join([*ClusteringSchedule.model_fields, "compaction", "archival"])
     uncommented = re.sub(rf"^(\s*)# ({keys}):", r"\1\2:", text, flags=re.M)
     uncommented = uncommented.replace("  maintenance_windows: []\n  #  - ", "  maintenance_windows:\n    - ")
     uncommented = uncommented.replace('\n  #  - {cron: "0 0', '\n    - {cron: "0 0')
@@ -253,6 +253,7 @@ def test_config_repo_example_commented_schedule_settings_parse() -> None:
     assert demo.settings.clustering.effective_windows(config.daemon.maintenance_windows) == ()
     assert demo.settings.cleaning.max_interval_hours == 12 and demo.settings.cleaning.effective_windows()
     assert demo.settings.compaction.enabled is True
+    assert demo.settings.archival.enabled is True
     # As shipped, the demo is served at any time.
     assert load_daemon_config(REPO_ROOT / "config.yaml").daemon.maintenance_windows == ()
 

@@ -21,12 +21,14 @@ from service.cleaning.deleter import DeleteReport
 from service.config import daemon as daemon_config
 from service.config.daemon import parse_daemon_config
 from service.config.zones import ZoneChoice
-from service.daemon import Daemon, Outcome, TableService
+from service.daemon import Daemon, Outcome, TableService, status_page
 from service.daemon.runtime import Phase, TableRuntime
 from service.daemon.slots import SlotClaim
 from service.lock.in_process import InProcessTableLock
 from service.table.instant import State
+from service.table.table import HudiTable
 from service.table.timeline import Timeline, parse_instant_time
+from strategies.archival import Bound
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 from tests.support.waiting import wait_until
@@ -529,3 +531,38 @@ def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
         for _ in range(cleaning_slots.capacity):
             cleaning_slots.release()
         assert daemon.stop(grace_seconds=10)
+
+
+def test_daemon_archival_tick_archives_when_hudis_archiver_would_and_says_what_holds_it(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """Writers that handed their services over archive nothing: the daemon's archival tick does, by
+    Hudi's trigger (more than hoodie.keep.max.commits commits, down to the minimum). The page and the
+    API show the active timeline's length and what holds archival back; the gauge and the counter
+    follow; a tick with nothing to archive writes nothing."""
+    t = FixtureTable(tmp_path / "t", name="t")
+    for i in range(1, 7):
+        t.commit(ts(i), [FileSpec("a", fid(i))])
+    text = _config_text({"t": t.base}).replace(
+        "hoodie.cleaner.commits.retained: 1",
+        "hoodie.cleaner.commits.retained: 1\n  hoodie.keep.min.commits: 2\n  hoodie.keep.max.commits: 3",
+    )
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
+    archived = [p.name for p in (t.base / ".hoodie" / "archived").iterdir()]
+    assert ".commits_.archive.1_1-0-1" in archived
+    assert sorted(i.timestamp for i in HudiTable.open(str(t.base)).load_timeline()) == [ts(5), ts(6)]
+    assert _value(registry, "archived_instants_total", table="t") == 4
+    assert _value(registry, "active_timeline_instants", table="t") == 2
+    [run] = [r for r in daemon.history.runs("t") if r.service == "archival"]
+    assert run.outcome == "archived" and run.instant == ts(4)
+    state = daemon.status.table(runtime, NOW)["services"]["archival"]
+    assert state["archival"]["active_instants"] == 2 and state["archival"]["would_archive"] == 0
+    assert state["archival"]["held_by"]["bound"] == Bound.NOT_TRIGGERED.value and not state["due"]
+    page = status_page.render(daemon.status)
+    assert "active timeline: 2 instants; archival would take 0; held by hoodie.keep.max.commits" in page
+    # Nothing more to archive: nothing written, nothing counted.
+    assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
+    assert sorted(p.name for p in (t.base / ".hoodie" / "archived").iterdir()) == sorted(archived)
+    assert _value(registry, "archived_instants_total", table="t") == 4
