@@ -117,6 +117,9 @@ class TableRuntime:
     pending: dict[TableService, tuple[str, ...]] = field(default_factory=dict)  # instant times
     # What the last archival tick saw: the active timeline's length and what holds the window back.
     archival: dict[str, Any] | None = None
+    # The archived timeline's files as this replica last left them (None: not looked at since it
+    # holds the table): files beyond these were written by another archiver.
+    archive_files_seen: frozenset[str] | None = None
     file_sizes: FileSizes | None = None
     file_sizes_measured_at: float = 0.0  # time.monotonic() of the measurement
     history_loaded: bool = False  # the run history was rebuilt from the timeline

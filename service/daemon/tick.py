@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
-from service.archival import archival_window
+from service.archival import archival_window, archived_timeline_files
 from service.archival.archiver import archive
 from service.archival.report import held_by_json
 from service.cleaning import Cleaner, CleanOptions
@@ -108,6 +108,7 @@ class TableTicker:
         if self.stopping.is_set():
             return Outcome.STOPPING
         if not self.holds(runtime.name):
+            runtime.archive_files_seen = None  # whoever holds it archives meanwhile
             return Outcome.NOT_HELD  # another replica serves it: not even a stat of hoodie.properties
         refusal = runtime.refusal
         if refusal is not None:
@@ -264,6 +265,7 @@ class TableTicker:
         table, lock, zone = runtime.open()
         name, config = runtime.name, runtime.entry.hoodie
         runtime.phase[TableService.ARCHIVAL] = Phase.PLANNING
+        self._check_no_other_archiver(runtime, table)
         timeline = table.load_timeline()
         window = archival_window(table, config, zone, timeline)
         self._archival_seen(runtime, len(timeline), window)
@@ -291,9 +293,30 @@ class TableTicker:
                     reason=f"{len(archived)} instants, {result.files_deleted} active timeline files",
                 )
             )  # fmt: skip
+        runtime.archive_files_seen = frozenset(archived_timeline_files(table))
         after = table.load_timeline()
         self._archival_seen(runtime, len(after), archival_window(table, config, zone, after))
         return Outcome.DONE
+
+    def _check_no_other_archiver(self, runtime: TableRuntime, table: HudiTable) -> None:
+        """Stand down where the writers still archive: archived files appeared that no run of ours
+        wrote. Hudi's archiver takes the table lock only when the writer has a lock provider
+        (`HoodieTimelineArchiver.archiveIfRequired` through `TransactionManager`), so ours cannot
+        rule out a run interleaved with theirs; the writers keep the job. What was there before this
+        replica first looked (an archive written before the hand-over) does not count."""
+        files = frozenset(archived_timeline_files(table))
+        if runtime.archive_files_seen is None:
+            runtime.archive_files_seen = files
+        foreign = sorted(files - runtime.archive_files_seen)
+        if foreign:
+            raise TableServicesRefusedError(
+                f"table {runtime.name!r} at {table.base_uri}: its writers archive it "
+                f"({', '.join(foreign[:3])} appeared in the archived timeline, written by no run of "
+                "this daemon); two archivers must not interleave, so archival is left to them",
+                reason="writers_archive",
+                fix="turn archival off in the writers (hoodie.table.services.enabled=false, or "
+                "hoodie.archive.automatic=false), then restart the daemon or change the table's entry",
+            )
 
     def _archival_seen(self, runtime: TableRuntime, active: int, window: ArchivalWindow) -> None:
         """The page's and the gauges' view of archival: the active timeline's length, the commits the

@@ -26,6 +26,7 @@ from service.table.table import HudiTable
 from strategies.archival import Bound
 from tests.support import hudi_tables as ht
 from tests.support.archival import SETTINGS, active_instants, assert_window_is_what_hudi_archives, twin_copies
+from tests.support.crash_at import run_killed_at
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -208,3 +209,36 @@ def test_our_archival_is_read_by_hudi_as_its_own(
 
 _SETTINGS = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
              "--hoodie-conf", "hoodie.cleaner.commits.retained=1"]  # fmt: skip
+
+
+# Where a run is killed: its archive file written, the active files not yet deleted; and midway
+# through the deletes (the requested and inflight files gone, a completed one just deleted).
+V6_KILL_POINTS = {
+    "archive_written": ("after", r"^\.hoodie/archived/\.commits_\.archive\.\d+_1-0-1$"),
+    "mid_deletes": ("on-delete", r"^\.hoodie/\d{17}\.(commit|deltacommit|replacecommit)$"),
+}
+
+
+@pytest.mark.parametrize("step", list(V6_KILL_POINTS))
+def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_have_archived(
+    spark: SparkSession, histories: dict[str, History], tmp_path: Path, step: str
+) -> None:
+    """SIGKILL at each step of `archive`, then a second run: the active timeline is Hudi's after its
+    own archival of the same table, and Hudi's `show_archived_commits` reads every archived commit
+    exactly once, as from Hudi's own archive; Hudi reads the same rows."""
+    theirs, ours = twin_copies(histories["COPY_ON_WRITE"].base, tmp_path)
+    rows_before = _rows(spark, ours)
+    _call(spark, theirs, "archive_commits", "min_commits => 2, max_commits => 3, retain_commits => 1")
+    mode, pattern = V6_KILL_POINTS[step]
+    argv = ["archive", "--base-path", str(ours), "--timezone", "UTC", *_SETTINGS]
+    run_killed_at(pattern, argv, tmp_path / "killed.log", mode=mode)
+    assert _instant_files(ours) != _instant_files(theirs)  # the kill left the run unfinished
+    assert main(argv) == 0
+    assert _instant_files(ours) == _instant_files(theirs)
+    fresh_theirs, fresh_ours = tmp_path / "fresh-hudi", tmp_path / "fresh-ours"
+    shutil.copytree(theirs, fresh_theirs, symlinks=True)
+    shutil.copytree(ours, fresh_ours, symlinks=True)
+    our_view = _archived_commits(spark, fresh_ours)
+    assert our_view and our_view == _archived_commits(spark, fresh_theirs)
+    assert len({r["commit_time"] for r in our_view}) == len(our_view)
+    assert _rows(spark, ours) == rows_before

@@ -566,3 +566,36 @@ def test_daemon_archival_tick_archives_when_hudis_archiver_would_and_says_what_h
     assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
     assert sorted(p.name for p in (t.base / ".hoodie" / "archived").iterdir()) == sorted(archived)
     assert _value(registry, "archived_instants_total", table="t") == 4
+
+
+def test_daemon_archival_stands_down_where_the_writers_still_archive(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """An archive file there before the daemon first looked (archived before the hand-over) is no
+    reason to stop; one that appears later, written by no run of the daemon, means the writers still
+    archive: archival is refused for the table, with its fix, and nothing more is archived."""
+    t = FixtureTable(tmp_path / "t", name="t")
+    for i in range(1, 7):
+        t.commit(ts(i), [FileSpec("a", fid(i))])
+    archived = t.base / ".hoodie" / "archived"
+    archived.mkdir()
+    (archived / ".commits_.archive.1_1-0-1").write_bytes(b"")  # a writer's, from before the hand-over
+    text = _config_text({"t": t.base}).replace(
+        "hoodie.cleaner.commits.retained: 1",
+        "hoodie.cleaner.commits.retained: 1\n  hoodie.keep.min.commits: 2\n  hoodie.keep.max.commits: 3",
+    )
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    runtime = daemon.runtimes["t"]
+    assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
+    assert (archived / ".commits_.archive.2_1-0-1").exists()
+    for i in range(7, 10):
+        t.commit(ts(i), [FileSpec("a", fid(i))])
+    (archived / ".commits_.archive.3_1-0-1").write_bytes(b"")  # a writer archived meanwhile
+    before = sorted(p.name for p in t.base.rglob("*"))
+    for _ in range(2):
+        assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.REFUSED
+    assert sorted(p.name for p in t.base.rglob("*")) == before
+    refusal = daemon.status.table(runtime, NOW)["service_refusals"]["archival"]
+    assert ".commits_.archive.3_1-0-1" in refusal["reason"] and "its writers archive it" in refusal["reason"]
+    assert "hoodie.table.services.enabled=false" in refusal["change"]
+    assert _value(registry, "table_refused", table="t", service="archival", reason="writers_archive") == 1
