@@ -227,7 +227,9 @@ def _archival(
     if not history and window.commits > window.max_commits:
         entry["note"] = (
             f"nobody archives this table: {window.commits} completed commits on the active timeline, "
-            f"above hoodie.keep.max.commits={window.max_commits}, and no archived timeline"
+            f"above hoodie.keep.max.commits={window.max_commits}, and no archived timeline; the "
+            "daemon's archival (on unless the table's entry sets archival: {enabled: false}) or "
+            "`hudi-table-service archive` archives it"
         )
     return entry
 

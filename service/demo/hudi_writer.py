@@ -95,9 +95,10 @@ def demo_writer_options(
 ) -> dict[str, str]:
     """Hudi writer options of the demo table (partitioned by `city`, keyed by `order_id`).
 
-    MERGE_ON_READ: updates land in log files; the writer neither compacts nor schedules compaction
-    (the daemon's services rewrite the slices, logs merged). `record_index`: the writer keeps and uses
-    the record index (Hudi 1.x)."""
+    The writer hands every table service over with Hudi's master switch,
+    `hoodie.table.services.enabled=false`: it cleans, clusters, compacts (merge-on-read: updates stay
+    in log files until the daemon's services rewrite the slices) and archives nothing.
+    `record_index`: the writer keeps and uses the record index (Hudi 1.x)."""
     opts = {
         "hoodie.table.name": table_name,
         "hoodie.datasource.write.table.type": table_type,
@@ -105,22 +106,12 @@ def demo_writer_options(
         "hoodie.datasource.write.precombine.field": "updated_at",
         "hoodie.datasource.write.partitionpath.field": "city",
         "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
-        "hoodie.clean.automatic": "false",
-        "hoodie.clustering.inline": "false",
-        "hoodie.clustering.async.enabled": "false",
+        "hoodie.table.services.enabled": "false",
         # Small files on purpose: they are what the table service's clustering is for.
         "hoodie.parquet.small.file.limit": "0",
         "hoodie.insert.shuffle.parallelism": "2",
         "hoodie.upsert.shuffle.parallelism": "2",
     }
-    if table_type == "MERGE_ON_READ":
-        opts.update(
-            {
-                "hoodie.compact.inline": "false",
-                "hoodie.compact.schedule.inline": "false",
-                "hoodie.datasource.compaction.async.enable": "false",
-            }
-        )
     if record_index:
         opts.update(RECORD_INDEX_OPTIONS)
     if zk_connect:

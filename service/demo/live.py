@@ -23,12 +23,13 @@ import logging
 import posixpath
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
 
+from service.archival import archived_timeline_files
 from service.config.daemon import load_daemon_config
 from service.config.hoodie_keys import HEARTBEAT_INTERVAL_MS
 from service.daemon import Daemon
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 LOCK_BASE_PATH = "/hudi/locks"
+DEMO_MAX_COMMITS = 6  # the demo's hoodie.keep.max.commits
 DEMO_HEARTBEAT_MS = 5000  # x hoodie.client.heartbeat.tolerable.misses (2): a failed attempt expires in 10 s
 
 
@@ -63,8 +65,8 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--until-serviced",
         action="store_true",
-        help="stop before --duration once the daemon has clustered and cleaned the table (on "
-        "merge-on-read: two clusterings that merged log files)",
+        help="stop before --duration once the daemon has clustered, cleaned and archived the table "
+        "(on merge-on-read: two clusterings that merged log files)",
     )
     parser.add_argument("--batch-interval", type=float, default=3.0, help="seconds between writer batches")
     parser.add_argument("--rows-per-batch", type=int, default=400)
@@ -113,6 +115,10 @@ def demo_config(base_path: str, zk: str, metrics_port: int) -> dict[str, object]
             "hoodie.layout.optimize.strategy": "ZORDER",
             "hoodie.clustering.plan.strategy.sort.columns": "quantity,amount",
             "hoodie.cleaner.commits.retained": 3,
+            # Archival keeps the active timeline between 4 and 6 commits (Hudi's defaults: 20 and 30),
+            # so the demo shows it within minutes.
+            "hoodie.keep.min.commits": 4,
+            "hoodie.keep.max.commits": DEMO_MAX_COMMITS,
             # The writer's (optimistic concurrency forces it there): each clean first rolls back the
             # writer's rejected attempts once their heartbeat (the writer's interval) expired.
             "hoodie.cleaner.policy.failed.writes": "LAZY",
@@ -222,12 +228,13 @@ class _Serviced:
     clusterings: int = 0
     merging_clusterings: int = 0  # merge-on-read: clusterings of slices with log files
     cleans: int = 0
+    archived_files: set[str] = field(default_factory=set)  # the archived timeline's, as last seen
 
     def shown(self, merge_on_read: bool) -> bool:
         """Whether the demo has shown what it is for: a clustering (two merging log files on
-        merge-on-read, where every batch's updates land in log files) and a clean."""
+        merge-on-read, where every batch's updates land in log files), a clean and an archival."""
         clustered = self.merging_clusterings >= 2 if merge_on_read else self.clusterings >= 1
-        return clustered and self.cleans >= 1
+        return clustered and self.cleans >= 1 and bool(self.archived_files)
 
 
 def _report_progress(table: HudiTable, seen: set[str], serviced: _Serviced) -> None:
@@ -255,6 +262,31 @@ def _report_progress(table: HudiTable, seen: set[str], serviced: _Serviced) -> N
                 detail += f", {merged} with log files: {said}"
             detail = f" ({detail})"
         print(f"  daemon: {services[instant.action]} at {instant.timestamp}{detail}", flush=True)
+    archived = set(archived_timeline_files(table))
+    if archived - serviced.archived_files:
+        serviced.archived_files = archived
+        print(f"  daemon: archived ({_timeline_summary(table)})", flush=True)
+
+
+def _timeline_summary(table: HudiTable) -> str:
+    timeline = table.load_timeline()
+    commits = len(timeline.commits().completed())
+    return f"active timeline: {len(timeline)} instants, {commits} completed commits"
+
+
+def _timeline_bounded(table: HudiTable, wait_seconds: float) -> bool:
+    """Whether the active timeline holds at most hoodie.keep.max.commits completed commits, waiting
+    up to `wait_seconds` for the daemon's next archival tick after the writer's last commit (printed)."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        commits = len(table.load_timeline().commits().completed())
+        if commits <= DEMO_MAX_COMMITS or time.monotonic() >= deadline:
+            break
+        time.sleep(1)
+    ok = commits <= DEMO_MAX_COMMITS
+    verdict = "within" if ok else "MISMATCH: more than"
+    print(f"verify (archival): {_timeline_summary(table)}: {verdict} hoodie.keep.max.commits={DEMO_MAX_COMMITS}")
+    return ok
 
 
 def _hudi_read(spark: SparkSession, base: str, metadata: bool) -> list[tuple[int, int, str]]:
@@ -351,14 +383,15 @@ def run_demo(args: argparse.Namespace) -> int:
                 time.sleep(2)
                 _report_progress(table, seen, serviced)
                 if args.until_serviced and serviced.shown(merge_on_read):
-                    print("the daemon has clustered and cleaned the table: stopping", flush=True)
+                    print("the daemon has clustered, cleaned and archived the table: stopping", flush=True)
                     break
         except KeyboardInterrupt:
             print("interrupted", flush=True)
         finally:
             stop.set()
             writer.join(timeout=120)
+            bounded = _timeline_bounded(table, wait_seconds=30)
             daemon.stop(60)
         _report_progress(table, seen, serviced)
-        ok = verify_demo_table(spark, base, written, args.rows_per_batch)
+        ok = verify_demo_table(spark, base, written, args.rows_per_batch) and bounded
     return 0 if ok else 1

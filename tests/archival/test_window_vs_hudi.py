@@ -21,6 +21,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from service.cli import main
+from service.table.archived_log import archive_file_version
 from service.table.instant import Action
 from service.table.table import HudiTable
 from strategies.archival import Bound
@@ -33,8 +34,15 @@ pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 NAME = "archival"
 PARTITION_FIELDS = [ht.PARTITION_FIELD]
 # Writers that hand their table services over: nothing cleans, compacts, clusters or archives inline.
-# The metadata table at Hudi's default (on; the test writers' default is off).
-HANDED_OVER = {"hoodie.table.services.enabled": "false", "hoodie.metadata.enable": "true"}
+# The metadata table at Hudi's default (on; the test writers' default is off). The small archival
+# settings reach the metadata table's own archival (its minimum and maximum are these plus one), which
+# the writer still runs.
+HANDED_OVER = {
+    "hoodie.table.services.enabled": "false",
+    "hoodie.metadata.enable": "true",
+    "hoodie.keep.min.commits": "2",
+    "hoodie.keep.max.commits": "3",
+}
 
 
 @dataclass(frozen=True)
@@ -242,3 +250,21 @@ def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_h
     assert our_view and our_view == _archived_commits(spark, fresh_theirs)
     assert len({r["commit_time"] for r in our_view}) == len(our_view)
     assert _rows(spark, ours) == rows_before
+
+
+def test_a_writer_that_handed_its_services_over_still_compacts_and_archives_its_metadata_table(
+    histories: dict[str, History],
+) -> None:
+    """What stays inside Hudi 0.15's writer commits with `hoodie.table.services.enabled=false` (the
+    README's hand-over): its data table is neither archived nor cleaned (the only cleans are the
+    history's two `run_clean` calls), but its metadata table is compacted and archived."""
+    for history in histories.values():
+        meta = history.base / ".hoodie"
+        assert not [p for p in (meta / "archived").iterdir() if archive_file_version(p.name)]
+        timeline = HudiTable.open(str(history.base)).load_timeline()
+        assert len(timeline.by_actions([Action.CLEAN]).completed()) == 2
+        mdt = meta / "metadata" / ".hoodie"
+        assert [p for p in mdt.iterdir() if p.name.endswith(".commit")], (
+            "the writer compacted its metadata table"
+        )
+        assert [p for p in (mdt / "archived").iterdir() if archive_file_version(p.name)], "and archived it"

@@ -66,10 +66,12 @@ def test_live_demo_clusters_cleans_and_keeps_every_order(
     assert table.config.table_type.name == table_type
     # Hudi's defaults: the writer built the metadata table with its files partition only.
     assert table.config.metadata_partitions == ["files"]
-    # What the daemon did, as the demo reported it while running: Hudi's writer archives early instants
+    # What the daemon did, as the demo reported it while running: the daemon archives early instants
     # (hoodie.keep.max.commits), so the active timeline at the end no longer shows them all.
     assert "daemon: clustering committed at" in out, "the daemon clustered"
-    assert "the daemon has clustered and cleaned the table: stopping" in out
+    assert "the daemon has clustered, cleaned and archived the table: stopping" in out
+    assert "  daemon: archived (active timeline: " in out
+    assert re.search(r"verify \(archival\): .*: within hoodie.keep.max.commits=6", out), out
     timeline = table.load_timeline().completed()
     ours = [i for i in timeline if i.action in (Action.REPLACE_COMMIT, Action.CLEAN)]
     # A clean needs 3 commits after the first clustering, and the writer's attempts Hudi rejected

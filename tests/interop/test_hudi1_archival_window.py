@@ -36,6 +36,9 @@ def _build(jvm: HudiJvm, base: Path, table_type: str) -> Path:
     opts = {
         **writer_options(name, table_type, True),
         "hoodie.table.services.enabled": "false",
+        # Reach the metadata table's own archival, which the writer still runs (its bounds follow these).
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
         "hoodie.metadata.index.column.stats.enable": "false",
         "hoodie.metadata.index.partition.stats.enable": "false",
     }
@@ -231,3 +234,21 @@ def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_h
     assert _timeline_files(ours) == _timeline_files(theirs)
     _assert_hudi_reads_our_history_as_its_own(hudi1, theirs, ours, tmp_path, f"killed_{step}")
     assert hudi_rows(hudi1, ours, metadata=True) == rows_before
+
+
+@pytest.mark.long(hudi1="1.0.2")
+def test_a_writer_that_handed_its_services_over_still_compacts_and_archives_its_metadata_table(
+    hudi1: HudiJvm, histories: Histories
+) -> None:
+    """What stays inside Hudi 1.x's writer commits with `hoodie.table.services.enabled=false` (the
+    README's hand-over): nothing goes to its data table's history and the only cleans are the
+    history's two `run_clean` calls, but its metadata table is compacted and archived (the metadata
+    table's archival never passes the data table's first active instant, so it advances as the data
+    table's archival does)."""
+    table_type = "COPY_ON_WRITE" if hudi1.version == "1.1.1" else "MERGE_ON_READ"
+    timeline = histories[table_type] / ".hoodie" / "timeline"
+    assert not list((timeline / "history").glob("*.parquet"))
+    assert len([p for p in timeline.iterdir() if p.name.endswith(".clean")]) == 2
+    mdt = histories[table_type] / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    assert [p for p in mdt.iterdir() if p.name.endswith(".commit")], "the writer compacted its metadata table"
+    assert list((mdt / "history").glob("*.parquet")), "and archived it"
