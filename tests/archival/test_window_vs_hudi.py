@@ -257,12 +257,13 @@ def test_a_writer_that_handed_its_services_over_still_compacts_and_archives_its_
 ) -> None:
     """What stays inside Hudi 0.15's writer commits with `hoodie.table.services.enabled=false` (the
     README's hand-over): its data table is neither archived nor cleaned (the only cleans are the
-    history's two `run_clean` calls), but its metadata table is compacted and archived."""
+    history's two `run_clean` calls, when they found something to delete), but its metadata table is
+    compacted and archived."""
     for history in histories.values():
         meta = history.base / ".hoodie"
         assert not [p for p in (meta / "archived").iterdir() if archive_file_version(p.name)]
         timeline = HudiTable.open(str(history.base)).load_timeline()
-        assert len(timeline.by_actions([Action.CLEAN]).completed()) == 2
+        assert len(timeline.by_actions([Action.CLEAN]).completed()) <= 2  # `run_clean`'s at most
         mdt = meta / "metadata" / ".hoodie"
         assert [p for p in mdt.iterdir() if p.name.endswith(".commit")], (
             "the writer compacted its metadata table"
