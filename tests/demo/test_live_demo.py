@@ -104,6 +104,7 @@ def test_live_demo_with_hudi_1_1s_writer_keeps_every_order_on_a_version_9_table(
     assert done.returncode == 0, out[-3000:] + done.stderr.decode()[-3000:]
     assert "Hudi 1.1.1's writer" in out and "MISMATCH" not in out
     assert "daemon: clustering committed at" in out and "daemon: clean completed at" in out
+    assert "daemon: archived (active timeline: " in out and "verify (archival): " in out
     assert re.search(r"verify: \d+ rows written in \d+ batches.*every order holds its latest value", out)
     [table_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
     table = HudiTable.open(str(table_dir))
