@@ -138,6 +138,10 @@ def update_manifest(
     files = [f for f in latest.files if f.file_name not in removed] + [added]
     version = 1 if latest.version < 0 else latest.version + 1
     manifest_rel = posixpath.join(history_dir, f"{MANIFEST_FILE_PREFIX}{version}")
+    # A manifest of that version without `_version_` naming it is a stopped run's leftover, which no
+    # reader trusts while a `_version_` names an older one: replaced, as Hudi 1.1's
+    # `LSMTimelineWriter.updateManifest` does (it deletes the file if it exists before creating it).
+    storage.delete_file(manifest_rel)
     storage.create_if_absent(manifest_rel, manifest_json(files).encode("utf-8"))
     version_rel = posixpath.join(history_dir, VERSION_FILE_NAME)
     storage.delete_file(version_rel)

@@ -62,3 +62,17 @@ def test_runs_append_snapshots_and_a_retried_run_is_not_written_twice(tmp_path: 
     }
     footer = pq.ParquetFile(tmp_path / HISTORY / first).schema_arrow.metadata
     assert footer[b"parquet.avro.schema"].decode() == AVRO_SCHEMA
+
+
+def test_a_run_stopped_after_its_manifest_before_the_version_file_is_redone(tmp_path: Path) -> None:
+    """`_version_` still names snapshot 1 and `manifest_2` is there: readers trust snapshot 1, and the
+    next run replaces the leftover manifest (creating it anew failed on the existing file)."""
+    storage = Storage.for_base_uri(str(tmp_path))
+    first = write_archived_actions(storage, HISTORY, [_action(1)])
+    second = write_archived_actions(storage, HISTORY, [_action(2)])
+    (tmp_path / HISTORY / "_version_").write_bytes(b"1")  # as if stopped before `_version_` moved on
+    assert [f.file_name for f in read_latest_manifest(storage, HISTORY).files] == [first]
+    assert write_archived_actions(storage, HISTORY, [_action(2)]) == second
+    manifest = read_latest_manifest(storage, HISTORY)
+    assert manifest.version == 2 and [f.file_name for f in manifest.files] == [first, second]
+    assert (tmp_path / HISTORY / "_version_").read_bytes() == b"2"
