@@ -9,7 +9,8 @@ its requested file would leave a phantom pending instant). A run stopped anywher
 next: the window is the same instants (their completed files are the last to go), and a data file
 the latest manifest already lists is not written twice.
 
-Layout 2 (table versions 8 and 9) writes the LSM history (`service.table.lsm_writer`). Layout 1
+Layout 2 (table versions 8 and 9) writes the LSM history (`service.table.lsm_writer`), then merges
+its layers and removes the snapshots and files they replaced (`compact_and_clean`). Layout 1
 (version 6) writes one `archived/` log file of `HoodieArchivedMetaEntry` blocks per run
 (`service.table.archived_log`), one record per instant file, in Hudi 0.15's order: completed
 rollbacks, then cleans, then commits, each instant's requested, inflight and completed file. A rerun
@@ -37,7 +38,7 @@ from service.table.archived_log import (
     next_archive_file_name,
 )
 from service.table.instant import Action, Instant, State
-from service.table.lsm_writer import ArchivedAction, write_archived_actions
+from service.table.lsm_writer import ArchivedAction, compact_and_clean, write_archived_actions
 from service.table.markers import marker_dir
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, format_instant_time
@@ -82,6 +83,10 @@ def archive(
             )
         lock.check_held()
         deleted = _delete_state_files(table, groups)
+        if table.layout.history_dir is not None:
+            # `TimelineArchiverV2.archiveIfRequired`: after the active files, the history's layers.
+            # At Hudi 1.x's default batch (`hoodie.timeline.compaction.batch.size`, a 1.x-only key).
+            compact_and_clean(table.storage, table.layout.history_dir)
     return ArchiveResult(window, data_file, deleted)
 
 

@@ -285,7 +285,9 @@ def _timeline_bounded(table: HudiTable, wait_seconds: float) -> bool:
         time.sleep(1)
     ok = commits <= DEMO_MAX_COMMITS
     verdict = "within" if ok else "MISMATCH: more than"
-    print(f"verify (archival): {_timeline_summary(table)}: {verdict} hoodie.keep.max.commits={DEMO_MAX_COMMITS}")
+    print(
+        f"verify (archival): {_timeline_summary(table)}: {verdict} hoodie.keep.max.commits={DEMO_MAX_COMMITS}"
+    )
     return ok
 
 

@@ -141,7 +141,7 @@ def read_latest_manifest(storage: Storage, history_dir: str) -> LsmManifest:
     except FileNotFoundError:
         version = None
     if version is None:
-        version = max(_manifest_versions(storage, history_dir), default=None)
+        version = max(manifest_versions(storage, history_dir), default=None)
         if version is None:
             return EMPTY_MANIFEST
     manifest_path = posixpath.join(history_dir, f"{MANIFEST_FILE_PREFIX}{version}")
@@ -155,7 +155,7 @@ def read_latest_manifest(storage: Storage, history_dir: str) -> LsmManifest:
     return parse_manifest(data, version, source)
 
 
-def _manifest_versions(storage: Storage, history_dir: str) -> list[int]:
+def manifest_versions(storage: Storage, history_dir: str) -> list[int]:
     """`LSMTimeline.allSnapshotVersions`: `manifest_*` names but `*.tmp`; another such name is refused
     (Hudi fails on it too, parsing its version)."""
     versions = []

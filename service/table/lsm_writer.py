@@ -31,11 +31,16 @@ from service.table.lsm_history import (
     VERSION_FILE_NAME,
     LsmDataFile,
     LsmManifest,
+    manifest_versions,
+    parse_manifest,
     read_latest_manifest,
 )
 from service.table.storage import Storage
 
 LAYER_ZERO = 0  # LSMTimelineWriter.FILE_LAYER_ZERO
+COMPACTION_BATCH_SIZE = 10  # hoodie.timeline.compaction.batch.size: files of one layer merged at once
+COMPACTION_MAX_BYTES = 1024 * 1024 * 1000  # LSMTimelineWriter.MAX_FILE_SIZE_IN_BYTES
+MANIFESTS_RETAINED = 3  # snapshots kept beside those compaction adds (1.2's manifest.retained.versions)
 LSM_TIMELINE_INSTANT_VERSION = 1  # MetadataConversionUtils.LSM_TIMELINE_INSTANT_VERSION_1
 # `HoodieLSMTimelineInstant.getClassSchema().toString()`, written as the footer's Avro schema.
 AVRO_SCHEMA = (
@@ -147,3 +152,80 @@ def update_manifest(
     storage.delete_file(version_rel)
     storage.create_if_absent(version_rel, str(version).encode("utf-8"))
     return version
+
+
+def compact_and_clean(storage: Storage, history_dir: str, batch: int = COMPACTION_BATCH_SIZE) -> list[str]:
+    """`LSMTimelineWriter.compactAndClean`: while a layer holds `batch` files or more, its oldest (by
+    name) are merged into one file of the next layer, the cascade going on upwards; then snapshots
+    beyond the newest `MANIFESTS_RETAINED` plus one per compaction are deleted, and every data file
+    none of the kept snapshots lists. Returns the files written."""
+    written: list[str] = []
+    layer = LAYER_ZERO
+    while (name := _compact_layer(storage, history_dir, layer, batch)) is not None:
+        written.append(name)
+        layer += 1
+    _clean(storage, history_dir, MANIFESTS_RETAINED + len(written))
+    return written
+
+
+def _compact_layer(storage: Storage, history_dir: str, layer: int, batch: int) -> str | None:
+    manifest = read_latest_manifest(storage, history_dir)
+    files = sorted((f for f in manifest.files if f.layer == layer), key=lambda f: f.file_name)
+    if len(files) < batch:
+        return None
+    candidates: list[LsmDataFile] = []
+    total = 0
+    for entry in files[:batch]:  # `getCandidateFiles`: stop once the merged file would be too big
+        if total > COMPACTION_MAX_BYTES:
+            break
+        total += entry.file_len
+        candidates.append(entry)
+    if len(candidates) < 2:
+        return None
+    low = min(f.min_instant for f in candidates)
+    high = max(f.max_instant for f in candidates)
+    name = f"{low}_{high}_{layer + 1}.parquet"
+    # Every record of each candidate unchanged, in the candidates' order (`compactFiles`).
+    tables = [
+        pq.read_table(io.BytesIO(storage.read_bytes(posixpath.join(history_dir, f.file_name))))
+        for f in candidates
+    ]
+    merged = pa.concat_tables([t.select(LSM_SCHEMA.names).cast(LSM_SCHEMA) for t in tables])
+    out = io.BytesIO()
+    pq.write_table(merged, out, compression="gzip", use_dictionary=True, write_statistics=True)
+    data = out.getvalue()
+    storage.write_bytes(
+        posixpath.join(history_dir, name), data
+    )  # a stopped compaction's leftover is replaced
+    update_manifest(
+        storage,
+        history_dir,
+        manifest,
+        [f.file_name for f in candidates],
+        LsmDataFile(name, len(data), low, high, layer + 1),
+    )
+    return name
+
+
+def _clean(storage: Storage, history_dir: str, keep: int) -> None:
+    """`LSMTimelineWriter.clean`: manifests older than the newest `keep` go first, then the data files
+    none of the kept ones lists (a stopped run's unlisted file among them)."""
+    versions = sorted(manifest_versions(storage, history_dir), reverse=True)
+    if len(versions) <= keep:
+        return
+    kept = versions[:keep]
+    listed: set[str] = set()
+    for version in kept:
+        rel = posixpath.join(history_dir, f"{MANIFEST_FILE_PREFIX}{version}")
+        listed |= {
+            f.file_name for f in parse_manifest(storage.read_bytes(rel), version, storage.qualify(rel)).files
+        }
+    for version in versions[keep:]:
+        rel = posixpath.join(history_dir, f"{MANIFEST_FILE_PREFIX}{version}")
+        storage.delete_checksum_sibling(rel)
+        storage.delete_file(rel)
+    for name in storage.list_file_names(history_dir):
+        if name.endswith(".parquet") and name not in listed:
+            rel = posixpath.join(history_dir, name)
+            storage.delete_checksum_sibling(rel)
+            storage.delete_file(rel)

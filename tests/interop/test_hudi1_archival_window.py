@@ -15,9 +15,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from service.cli import main
+from service.table.lsm_writer import (
+    COMPACTION_BATCH_SIZE,
+    ArchivedAction,
+    compact_and_clean,
+    write_archived_actions,
+)
+from service.table.storage import Storage
 from service.table.table import HudiTable
 from tests.support.archival import SETTINGS, active_instants, assert_window_is_what_hudi_archives, twin_copies
 from tests.support.crash_at import run_killed_at
@@ -252,3 +260,33 @@ def test_a_writer_that_handed_its_services_over_still_compacts_and_archives_its_
     mdt = histories[table_type] / ".hoodie" / "metadata" / ".hoodie" / "timeline"
     assert [p for p in mdt.iterdir() if p.name.endswith(".commit")], "the writer compacted its metadata table"
     assert list((mdt / "history").glob("*.parquet")), "and archived it"
+
+
+@pytest.mark.long(hudi1="1.0.2")
+def test_hudi_reads_our_history_after_its_layers_are_merged(
+    hudi1: HudiJvm, histories: Histories, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our archive written as one layer-0 file per archived action (what as many runs leave), then
+    merged by our `compact_and_clean`: Hudi's `show_archived_commits` returns the same commits as
+    from Hudi's own history, reading the merged layer-1 file and the manifests the merge wrote."""
+    table_type = "COPY_ON_WRITE" if hudi1.version == "1.1.1" else "MERGE_ON_READ"
+    theirs, ours = twin_copies(histories[table_type], tmp_path)
+    hudi1.sql(
+        f"call archive_commits(path => '{theirs}', min_commits => 2, max_commits => 3, retain_commits => 1)"
+    )
+    assert main(["archive", "--base-path", str(ours), "--timezone", "UTC", *_SETTINGS_ARGS]) == 0
+    history = ours / ".hoodie" / "timeline" / "history"
+    [data_file] = history.glob("*.parquet")
+    records = pq.read_table(data_file).to_pylist()
+    assert len(records) >= 5
+    for path in history.iterdir():
+        path.unlink()
+    storage = Storage.for_base_uri(str(ours))
+    rel = ".hoodie/timeline/history"
+    for r in records:
+        action = ArchivedAction(r["instantTime"], r["completionTime"], r["action"], r["metadata"], r["plan"])
+        write_archived_actions(storage, rel, [action])
+    # A batch of them all (Hudi's default is ten; the history archives fewer actions).
+    [merged] = compact_and_clean(storage, rel, batch=min(len(records), COMPACTION_BATCH_SIZE))
+    assert merged.endswith("_1.parquet")
+    _assert_hudi_reads_our_history_as_its_own(hudi1, theirs, ours, tmp_path, "merged")

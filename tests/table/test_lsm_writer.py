@@ -8,7 +8,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from service.table.lsm_history import LsmDataFile, read_archived_instants, read_latest_manifest
-from service.table.lsm_writer import AVRO_SCHEMA, ArchivedAction, manifest_json, write_archived_actions
+from service.table.lsm_writer import (
+    AVRO_SCHEMA,
+    ArchivedAction,
+    compact_and_clean,
+    manifest_json,
+    write_archived_actions,
+)
 from service.table.storage import Storage
 
 HISTORY = ".hoodie/timeline/history"
@@ -76,3 +82,29 @@ def test_a_run_stopped_after_its_manifest_before_the_version_file_is_redone(tmp_
     manifest = read_latest_manifest(storage, HISTORY)
     assert manifest.version == 2 and [f.file_name for f in manifest.files] == [first, second]
     assert (tmp_path / HISTORY / "_version_").read_bytes() == b"2"
+
+
+def test_ten_layer_zero_files_merge_into_layer_one_and_what_they_replaced_goes(tmp_path: Path) -> None:
+    """Twelve runs: the ten oldest layer-0 files become one layer-1 file holding their records in
+    order; the newest 3 + 1 snapshots stay (they still list the merged files, which stay too), older
+    manifests go. Three runs later, with no merge, three snapshots stay and the merged layer-0 files
+    go. Every archived instant is found once throughout."""
+    storage = Storage.for_base_uri(str(tmp_path))
+
+    def on_disk() -> list[str]:
+        return sorted(p.name for p in (tmp_path / HISTORY).iterdir() if not p.name.startswith("."))
+
+    names = [write_archived_actions(storage, HISTORY, [_action(n)]) for n in range(1, 13)]
+    merged = f"{_action(1).instant_time}_{_action(10).instant_time}_1.parquet"
+    assert compact_and_clean(storage, HISTORY) == [merged]
+    manifest = read_latest_manifest(storage, HISTORY)
+    assert [f.file_name for f in manifest.files] == [names[10], names[11], merged]
+    assert pq.read_table(tmp_path / HISTORY / merged).column("instantTime").to_pylist() == [
+        _action(n).instant_time for n in range(1, 11)
+    ]
+    assert on_disk() == sorted([*names, merged, "_version_", *(f"manifest_{v}" for v in range(10, 14))])
+    names += [write_archived_actions(storage, HISTORY, [_action(n)]) for n in range(13, 16)]
+    assert compact_and_clean(storage, HISTORY) == []  # five layer-0 files, one layer-1 file
+    assert on_disk() == sorted([*names[10:], merged, "_version_", *(f"manifest_{v}" for v in range(14, 17))])
+    found = read_archived_instants(storage, HISTORY, [_action(n).instant_time for n in range(1, 16)])
+    assert len(found) == 15
