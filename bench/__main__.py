@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "daemon": "bench.daemon",
     "hudi-clustering": "bench.hudi_clustering",
     "hudi-cleaning": "bench.hudi_cleaning",
+    "hudi-archival": "bench.hudi_archival",
     "hudi-compaction": "bench.hudi_compaction",
     "hudi-s3": "bench.hudi_s3",
 }
