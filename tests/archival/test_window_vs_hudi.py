@@ -165,6 +165,20 @@ def _archived_commits(spark: SparkSession, base: Path) -> list[dict[str, Any]]:
     return [r.asDict() for r in _call(spark, base, "show_archived_commits", bounds)]
 
 
+def _assert_hudi_reads_our_archive_as_its_own(
+    spark: SparkSession, theirs: Path, ours: Path, tmp_path: Path
+) -> list[dict[str, Any]]:
+    """Hudi's `show_archived_commits` returns the same commits, each once, from our archive as from
+    its own (read from copies its JVM never cached); returns them."""
+    fresh_theirs, fresh_ours = tmp_path / "fresh-hudi", tmp_path / "fresh-ours"
+    shutil.copytree(theirs, fresh_theirs, symlinks=True)
+    shutil.copytree(ours, fresh_ours, symlinks=True)
+    our_view = _archived_commits(spark, fresh_ours)
+    assert our_view and our_view == _archived_commits(spark, fresh_theirs)
+    assert len({r["commit_time"] for r in our_view}) == len(our_view)  # each archived commit once
+    return our_view
+
+
 def _instant_files(base: Path) -> list[str]:
     """The active timeline's files, Hadoop's checksums of them (`.<name>.crc`) among them."""
     meta = base / ".hoodie"
@@ -196,13 +210,7 @@ def test_our_archival_is_read_by_hudi_as_its_own(
     reply = json.loads(capsys.readouterr().out)
     assert reply["instants"] and reply["data_file"]
     assert _instant_files(ours) == _instant_files(theirs)
-    # Read from copies Hudi's JVM never cached.
-    fresh_theirs, fresh_ours = tmp_path / "fresh-hudi", tmp_path / "fresh-ours"
-    shutil.copytree(theirs, fresh_theirs, symlinks=True)
-    shutil.copytree(ours, fresh_ours, symlinks=True)
-    hudi_view, our_view = _archived_commits(spark, fresh_theirs), _archived_commits(spark, fresh_ours)
-    assert our_view and our_view == hudi_view
-    assert len({r["commit_time"] for r in our_view}) == len(our_view)  # each archived commit once
+    our_view = _assert_hudi_reads_our_archive_as_its_own(spark, theirs, ours, tmp_path)
     assert _rows(spark, ours) == rows_before
     assert ht.normalise_rows(ht.hudi_rs_snapshot(ours).to_pylist()) == rows_before
     # Hudi's writer goes on (new keys beside the pending plan); its next archival continues from ours.
@@ -243,12 +251,7 @@ def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_h
     assert _instant_files(ours) != _instant_files(theirs)  # the kill left the run unfinished
     assert main(argv) == 0
     assert _instant_files(ours) == _instant_files(theirs)
-    fresh_theirs, fresh_ours = tmp_path / "fresh-hudi", tmp_path / "fresh-ours"
-    shutil.copytree(theirs, fresh_theirs, symlinks=True)
-    shutil.copytree(ours, fresh_ours, symlinks=True)
-    our_view = _archived_commits(spark, fresh_ours)
-    assert our_view and our_view == _archived_commits(spark, fresh_theirs)
-    assert len({r["commit_time"] for r in our_view}) == len(our_view)
+    _assert_hudi_reads_our_archive_as_its_own(spark, theirs, ours, tmp_path)
     assert _rows(spark, ours) == rows_before
 
 

@@ -533,6 +533,16 @@ def test_ticks_pass_the_tick_gate_one_at_a_time_and_leave_it_to_wait_for_a_slot(
         assert daemon.stop(grace_seconds=10)
 
 
+def _archiving_daemon(t: FixtureTable, registry: CollectorRegistry) -> tuple[Daemon, TableRuntime]:
+    """The daemon over table t, archiving down to 2 commits once more than 3 are active."""
+    text = _config_text({"t": t.base}).replace(
+        "hoodie.cleaner.commits.retained: 1",
+        "hoodie.cleaner.commits.retained: 1\n  hoodie.keep.min.commits: 2\n  hoodie.keep.max.commits: 3",
+    )
+    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
+    return daemon, daemon.runtimes["t"]
+
+
 def test_daemon_archival_tick_archives_when_hudis_archiver_would_and_says_what_holds_it(
     tmp_path: Path, registry: CollectorRegistry
 ) -> None:
@@ -543,12 +553,7 @@ def test_daemon_archival_tick_archives_when_hudis_archiver_would_and_says_what_h
     t = FixtureTable(tmp_path / "t", name="t")
     for i in range(1, 7):
         t.commit(ts(i), [FileSpec("a", fid(i))])
-    text = _config_text({"t": t.base}).replace(
-        "hoodie.cleaner.commits.retained: 1",
-        "hoodie.cleaner.commits.retained: 1\n  hoodie.keep.min.commits: 2\n  hoodie.keep.max.commits: 3",
-    )
-    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
-    runtime = daemon.runtimes["t"]
+    daemon, runtime = _archiving_daemon(t, registry)
     assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
     archived = [p.name for p in (t.base / ".hoodie" / "archived").iterdir()]
     assert ".commits_.archive.1_1-0-1" in archived
@@ -580,12 +585,7 @@ def test_daemon_archival_stands_down_where_the_writers_still_archive(
     archived = t.base / ".hoodie" / "archived"
     archived.mkdir()
     (archived / ".commits_.archive.1_1-0-1").write_bytes(b"")  # a writer's, from before the hand-over
-    text = _config_text({"t": t.base}).replace(
-        "hoodie.cleaner.commits.retained: 1",
-        "hoodie.cleaner.commits.retained: 1\n  hoodie.keep.min.commits: 2\n  hoodie.keep.max.commits: 3",
-    )
-    daemon = Daemon(parse_daemon_config(text), registry=registry, clock=lambda: NOW, serve_http=False)
-    runtime = daemon.runtimes["t"]
+    daemon, runtime = _archiving_daemon(t, registry)
     assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
     assert (archived / ".commits_.archive.2_1-0-1").exists()
     for i in range(7, 10):
