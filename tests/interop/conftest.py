@@ -10,9 +10,10 @@ from tests.support import leaks
 from tests.support.hudi_jvm import HudiJvm, hudi_jvm
 
 
-@pytest.fixture(scope="session", params=["1.0.2", "1.1.1"])
+@pytest.fixture(scope="session", params=["1.0.2", "1.1.1", "1.2.0"])
 def hudi1(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HudiJvm]:
-    """A child process with Hudi 1.0.2's (table version 8), then 1.1.1's (version 9) Spark bundle: one
+    """A child process with Hudi 1.0.2's (table version 8), then 1.1.1's and 1.2.0's (version 9) Spark
+    bundle (1.2.0's variants are long ones unless marked `hudi_1_2_in_ci`, `tests/conftest.py`): one
     bundle per JVM, one JVM per version for the session. pytest runs every 1.0.2 test of the session
     before the first 1.1.1 one, so one child runs at a time. A cold JVM writes Hudi's tables at half the
     speed of a warm one (class loading and JIT): a child per module cost CI minutes. What a module

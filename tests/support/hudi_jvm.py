@@ -24,7 +24,7 @@ from typing import Any
 from tests.support.paths import JARS_DIR, REPO_ROOT
 
 # Table version each bundle writes by default (`HoodieTableVersion.current()`).
-HUDI_VERSIONS = {"0.15.0": 6, "1.0.2": 8, "1.1.1": 9}
+HUDI_VERSIONS = {"0.15.0": 6, "1.0.2": 8, "1.1.1": 9, "1.2.0": 9}
 START_TIMEOUT_S = 180.0
 CALL_TIMEOUT_S = 600.0
 
