@@ -272,3 +272,51 @@ def test_a_writer_that_handed_its_services_over_still_compacts_and_archives_its_
             "the writer compacted its metadata table"
         )
         assert [p for p in (mdt / "archived").iterdir() if archive_file_version(p.name)], "and archived it"
+
+
+def _incremental_and_time_travel(spark: SparkSession, base: Path, end: str, as_of: str) -> dict[str, Any]:
+    """Hudi's incremental query from the start up to `end`, and its time travel to `as_of`: (commit
+    time, record key) of every row, sorted; or Hudi's refusal (a time travel to a cleaned commit)."""
+
+    def rows(**options: str) -> list[tuple[str, str]] | str:
+        reader = spark.read.format("hudi").option("hoodie.metadata.enable", "false")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        try:
+            frame = reader.load(str(base)).select("_hoodie_commit_time", "_hoodie_record_key")
+            return sorted((r[0], r[1]) for r in frame.collect())
+        except Exception as exc:  # pyspark's wrapper of Hudi's exception
+            return str(exc).splitlines()[0]
+
+    return {
+        "incremental": rows(**{
+            "hoodie.datasource.query.type": "incremental",
+            "hoodie.datasource.read.begin.instanttime": "000",
+            "hoodie.datasource.read.end.instanttime": end,
+        }),
+        "time_travel": rows(**{"as.of.instant": as_of}),
+    }  # fmt: skip
+
+
+def test_queries_reaching_archived_commits_read_the_same_after_our_archival_as_after_hudis(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Six inserts of new keys (no file is ever rewritten or cleaned), archived down to two commits,
+    on a copy we archived and one Hudi archived: a time travel to the last archived commit returns the
+    rows of the four archived commits on both; an incremental query from the start returns the same
+    on both (Hudi 0.15 answers it from the active timeline: the two active commits' rows)."""
+    source = tmp_path / "inserts"
+    opts = {**HANDED_OVER, "hoodie.metadata.enable": "false"}
+    commits = [_write(spark, source, "insert", range(n * 10, n * 10 + 10), n, opts) for n in range(6)]
+    theirs, ours = twin_copies(source, tmp_path)
+    _call(spark, theirs, "archive_commits", "min_commits => 2, max_commits => 3, retain_commits => 1")
+    capsys.readouterr()
+    assert main(["archive", "--base-path", str(ours), "--timezone", "UTC", "--json", *_SETTINGS]) == 0
+    archived = {i["instant"] for i in json.loads(capsys.readouterr().out)["instants"]}
+    assert archived == set(commits[:4])
+    ours_read = _incremental_and_time_travel(spark, ours, commits[-1], max(archived))
+    assert isinstance(ours_read["time_travel"], list)
+    assert {time for time, _ in ours_read["time_travel"]} == archived and len(ours_read["time_travel"]) == 40
+    assert isinstance(ours_read["incremental"], list)
+    assert {time for time, _ in ours_read["incremental"]} == set(commits[4:])
+    assert ours_read == _incremental_and_time_travel(spark, theirs, commits[-1], max(archived))
