@@ -260,6 +260,36 @@ def render_hudi_cleaning(document: Mapping[str, Any]) -> str:
     )
 
 
+def render_hudi_archival(document: Mapping[str, Any]) -> str:
+    hudi = f"Hudi {document['hudi_version']}"
+    r = document["result"]
+    during = [x for pair in r["load"] for x in pair]
+    row = [
+        f"{r['active_before']:,}", f"{r['hudi_archived']:,}", f"{r['ours_archived']:,}",
+        "yes" if r["same_active_timeline"] else "**no**",
+        _spread(r["seconds"]["hudi"]), _spread(r["seconds"]["ours"]),
+        f"**{_ratio(r['seconds']['ours']['median'] / r['seconds']['hudi']['median'])}**",
+        f"{r['peak_rss_mb']['hudi']:,.0f}", f"{r['peak_rss_mb']['ours']:,.0f}",
+    ]  # fmt: skip
+    headers = [
+        "active timeline files", f"{hudi} archived", "ours archived", "same active timeline left",
+        f"{hudi} s", "ours s", "ours/Hudi s", f"{hudi} peak RSS MB", "ours peak RSS MB",
+    ]  # fmt: skip
+    settings = document["settings"]
+    return "\n\n".join(
+        [
+            provenance(document, during, len(r["load"])),
+            f"Input: a backlog of {document['commits']:,} completed commits and a clean, table version "
+            f"{document['table_version']}, archived with min {settings['min_commits']} / max "
+            f"{settings['max_commits']} commits, {settings['retain_commits']} retained by the cleaner. "
+            "Archived: instant files gone from the active timeline. Seconds: median (min-max) of the "
+            "rounds, each on fresh copies, alternating who goes first. Peak RSS: the contender's whole "
+            "process tree while it archived, highest of its rounds.",
+            _table(headers, [row], [True, True, True, False, True, True, True, True, True]),
+        ]
+    )
+
+
 # ---------------------------------------------------------------- section 1: pruning
 
 
@@ -609,6 +639,7 @@ RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "hudi-compaction": render_hudi_compaction,
     "hudi-clustering": render_hudi_clustering,
     "hudi-cleaning": render_hudi_cleaning,
+    "hudi-archival": render_hudi_archival,
     "hudi-s3": render_hudi_s3,
 }
 
