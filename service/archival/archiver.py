@@ -15,7 +15,8 @@ its layers and removes the snapshots and files they replaced (`compact_and_clean
 (`service.table.archived_log`), one record per instant file, in Hudi 0.15's order: completed
 rollbacks, then cleans, then commits, each instant's requested, inflight and completed file. A rerun
 after a kill leaves out the instant files the latest archive file already holds, so none is archived
-twice.
+twice. With `hoodie.archive.merge.enable`, small archive files are then merged
+(`service.archival.archive_merge`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
+from service.archival.archive_merge import finish_last_merge, merge_small_files
 from service.archival.planning import archival_window, archive_location
 from service.config.hoodie import HoodieConfig
 from service.errors import CorruptTableError
@@ -68,7 +70,12 @@ def archive(
     with lock:
         timeline = table.load_timeline()
         window = archival_window(table, config, zone, timeline)
+        merging = table.layout.history_dir is None and config.archival.merge_enable
+        if merging:
+            finish_last_merge(table.storage, archive_location(table))
         if not window.instants:
+            if merging:  # Hudi merges even when nothing was archived
+                merge_small_files(table.storage, archive_location(table), config.archival)
             return ArchiveResult(window)
         groups = _state_files(table, timeline, window.instants)
         for instant in window.instants:
@@ -83,6 +90,9 @@ def archive(
             )
         lock.check_held()
         deleted = _delete_state_files(table, groups)
+        if merging:
+            lock.check_held()
+            merge_small_files(table.storage, archive_location(table), config.archival)
         if table.layout.history_dir is not None:
             # `TimelineArchiverV2.archiveIfRequired`: after the active files, the history's layers.
             # At Hudi 1.x's default batch (`hoodie.timeline.compaction.batch.size`, a 1.x-only key).

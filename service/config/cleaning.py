@@ -134,6 +134,10 @@ class ArchivalConfig:
     max_commits_to_keep: int
     archival_batch_size: int
     beyond_savepoint: bool
+    # Version 6 only: merging small archive files (`HoodieTimelineArchiver.mergeArchiveFilesIfNecessary`).
+    merge_enable: bool = False
+    merge_small_file_limit_bytes: int = 20 * 1024 * 1024
+    merge_files_batch_size: int = 10
 
     @classmethod
     def from_reader(cls, r: KeyReader) -> ArchivalConfig:
@@ -144,6 +148,9 @@ class ArchivalConfig:
             max_commits_to_keep=r.get_int("hoodie.keep.max.commits"),
             archival_batch_size=r.get_int("hoodie.commits.archival.batch"),
             beyond_savepoint=r.get_bool("hoodie.archive.beyond.savepoint"),
+            merge_enable=r.get_bool("hoodie.archive.merge.enable"),
+            merge_small_file_limit_bytes=r.get_int("hoodie.archive.merge.small.file.limit.bytes"),
+            merge_files_batch_size=r.get_int("hoodie.archive.merge.files.batch.size"),
         )
         if config.max_commits_to_keep <= config.min_commits_to_keep:
             # HoodieWriteConfig.validate() refuses this too.

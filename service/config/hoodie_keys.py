@@ -587,7 +587,11 @@ _KEYS: tuple[HoodieKey, ...] = (
         used=False,
     ),
     HoodieKey(
-        "hoodie.archive.merge.enable", KeyType.BOOL, "false", "Merge small archive files.", _A, used=False
+        "hoodie.archive.merge.enable",
+        KeyType.BOOL,
+        "false",
+        "Merge small archive files (table version 6).",
+        _A,
     ),
     HoodieKey(
         "hoodie.archive.merge.small.file.limit.bytes",
@@ -596,7 +600,6 @@ _KEYS: tuple[HoodieKey, ...] = (
         "Archive files smaller than this are merged.",
         _A,
         min_value=0,
-        used=False,
     ),
     HoodieKey(
         "hoodie.archive.merge.files.batch.size",
@@ -605,7 +608,6 @@ _KEYS: tuple[HoodieKey, ...] = (
         "Number of small archive files merged at once.",
         _A,
         min_value=1,
-        used=False,
     ),
     HoodieKey(
         "hoodie.archive.beyond.savepoint",

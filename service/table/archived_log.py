@@ -90,63 +90,83 @@ def encode_archive_file(files: Sequence[InstantFile], batch: int) -> bytes:
     """The log file of one run: `batch` records a block, in the order given."""
     if batch < 1:
         raise ValueError(f"hoodie.commits.archival.batch must be at least 1, not {batch}")
+    records = [(meta_entry(f), f.source) for f in files]
+    return _encode_blocks([records[i : i + batch] for i in range(0, len(records), batch)])
+
+
+def _encode_blocks(blocks: Sequence[Sequence[tuple[dict[str, Any], str]]]) -> bytes:
+    """Avro data blocks of (record, the file it came from) in Hudi 0.15's schema, one per group."""
     text, parsed = _schema()
     out = bytearray()
-    for start in range(0, len(files), batch):
-        datums = [_datum(parsed, f) for f in files[start : start + batch]]
+    for records in blocks:
         content = io.BytesIO()
-        content.write(BLOCK_CONTENT_VERSION.to_bytes(4, "big") + len(datums).to_bytes(4, "big"))
-        for datum in datums:
-            content.write(len(datum).to_bytes(4, "big") + datum)
+        content.write(BLOCK_CONTENT_VERSION.to_bytes(4, "big") + len(records).to_bytes(4, "big"))
+        for record, source in records:
+            datum = io.BytesIO()
+            try:
+                fastavro.schemaless_writer(datum, parsed, record)
+            except (ValueError, TypeError) as err:
+                raise CorruptTableError(
+                    f"{source}: cannot be archived as a HoodieArchivedMetaEntry: {err}"
+                ) from err
+            content.write(len(datum.getvalue()).to_bytes(4, "big") + datum.getvalue())
         out += encode_log_block(LogBlockType.AVRO_DATA_BLOCK, {HeaderKey.SCHEMA: text}, content.getvalue())
     return bytes(out)
 
 
-def _datum(parsed: Any, file: InstantFile) -> bytes:
-    record = meta_entry(file)
-    buf = io.BytesIO()
-    try:
-        fastavro.schemaless_writer(buf, parsed, record)
-    except (ValueError, TypeError) as err:
-        raise CorruptTableError(
-            f"{file.source}: cannot be archived as a HoodieArchivedMetaEntry: {err}"
-        ) from err
-    return buf.getvalue()
+def read_archive_blocks(data: bytes, path: str) -> list[list[dict[str, Any]]]:
+    """The records of each block of the archive file `data`, resolved to Hudi 0.15's schema (0.14's
+    writer schema lacks a few optional nested fields; each block is read in its own)."""
+    _, reader_schema = _schema()
+    blocks: list[list[dict[str, Any]]] = []
+    for frame in read_block_frames(data, path):
+        where = frame.location.offset
+        if frame.block_type is not LogBlockType.AVRO_DATA_BLOCK:
+            raise CorruptLogBlockError(path, where, f"{frame.block_type.name} in an archive file")
+        content, bounds = avro_data_datums(frame.content, frame.location)
+        try:
+            writer_schema = _parsed(frame.header[HeaderKey.SCHEMA])
+        except (KeyError, ValueError, TypeError) as err:
+            raise CorruptLogBlockError(path, where, f"no usable SCHEMA header: {err}") from err
+        stream = io.BytesIO(content)
+        records = []
+        for pos, _length in bounds:
+            stream.seek(pos)
+            try:
+                record = fastavro.schemaless_reader(stream, writer_schema, reader_schema)
+            except Exception as err:  # fastavro raises several types on bad bytes
+                raise CorruptLogBlockError(path, where, f"not a HoodieArchivedMetaEntry: {err}") from err
+            if not isinstance(record, dict):
+                raise CorruptLogBlockError(path, where, "not a HoodieArchivedMetaEntry record")
+            records.append(record)
+        blocks.append(records)
+    return blocks
 
 
 def archived_keys(data: bytes, path: str) -> frozenset[tuple[str, str, str]]:
     """(commitTime, actionType, actionState) of every record of the archive file `data`."""
-    keys: set[tuple[str, str, str]] = set()
-    for frame in read_block_frames(data, path):
-        if frame.block_type is not LogBlockType.AVRO_DATA_BLOCK:
-            raise CorruptLogBlockError(
-                path, frame.location.offset, f"{frame.block_type.name} in an archive file"
-            )
-        content, bounds = avro_data_datums(frame.content, frame.location)
-        # Each block in its own schema: 0.14's differs from 0.15's in nested optional fields.
-        try:
-            schema = _parsed(frame.header[HeaderKey.SCHEMA])
-        except (KeyError, ValueError, TypeError) as err:
-            raise CorruptLogBlockError(
-                path, frame.location.offset, f"no usable SCHEMA header: {err}"
-            ) from err
-        stream = io.BytesIO(content)
-        for pos, _length in bounds:
-            stream.seek(pos)
-            try:
-                record = fastavro.schemaless_reader(stream, schema, None)
-            except Exception as err:  # fastavro raises several types on bad bytes
-                raise CorruptLogBlockError(
-                    path, frame.location.offset, f"not a HoodieArchivedMetaEntry: {err}"
-                ) from err
-            if not isinstance(record, dict):
-                raise CorruptLogBlockError(
-                    path, frame.location.offset, "not a HoodieArchivedMetaEntry record"
-                )
-            keys.add(
-                (str(record.get("commitTime")), str(record.get("actionType")), str(record.get("actionState")))
-            )
-    return frozenset(keys)
+    return frozenset(
+        (str(r.get("commitTime")), str(r.get("actionType")), str(r.get("actionState")))
+        for block in read_archive_blocks(data, path)
+        for r in block
+    )
+
+
+def encode_merged_archive(files: Sequence[tuple[bytes, str]], batch: int) -> bytes:
+    """`HoodieTimelineArchiver.mergeArchiveFiles`: the records of `files` ((bytes, path), in the
+    order given: Hudi passes the newest first), whole blocks gathered until a group holds `batch`
+    records or more, each group one block."""
+    groups: list[list[tuple[dict[str, Any], str]]] = []
+    pending: list[tuple[dict[str, Any], str]] = []
+    for data, path in files:
+        for block in read_archive_blocks(data, path):
+            pending.extend((record, path) for record in block)
+            if len(pending) >= batch:
+                groups.append(pending)
+                pending = []
+    if pending:
+        groups.append(pending)
+    return _encode_blocks(groups)
 
 
 def key_of(file: InstantFile) -> tuple[str, str, str]:
@@ -300,3 +320,38 @@ def _write_stat(stat: WriteStat) -> Mapping[str, Any]:
         "totalRollbackBlocks": stat.total_rollback_blocks,
         "fileSizeInBytes": stat.file_size_in_bytes,
     }
+
+
+MERGE_PLAN_FILE = "mergeArchivePlan"  # HoodieArchivedTimeline.MERGE_ARCHIVE_PLAN_NAME
+# `HoodieMergeArchiveFilePlan`: the candidates (full paths) and the merged file's name.
+_MERGE_PLAN_SCHEMA = {
+    "type": "record",
+    "name": "HoodieMergeArchiveFilePlan",
+    "namespace": "org.apache.hudi.avro.model",
+    "fields": [
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "candidate", "type": ["null", {"type": "array", "items": "string"}], "default": None},
+        {"name": "mergedArchiveFileName", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
+def encode_merge_plan(candidates: Sequence[str], merged_name: str) -> bytes:
+    """The plan Hudi's merge writes first (`buildArchiveMergePlan`): one-record Avro container."""
+    out = io.BytesIO()
+    record = {"version": 1, "candidate": list(candidates), "mergedArchiveFileName": merged_name}
+    fastavro.writer(out, fastavro.parse_schema(_MERGE_PLAN_SCHEMA, named_schemas={}), [record], codec="null")
+    return out.getvalue()
+
+
+def decode_merge_plan(data: bytes) -> tuple[tuple[str, ...], str] | None:
+    """(candidate paths, merged file name) of a merge plan; None for a plan Hudi could not read
+    either (a partly written one, which it deletes)."""
+    try:
+        record = next(iter(fastavro.reader(io.BytesIO(data))), None)
+    except Exception:  # fastavro raises several types on bad bytes
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("mergedArchiveFileName"), str):
+        return None
+    candidates = record.get("candidate") or []
+    return tuple(str(c) for c in candidates), record["mergedArchiveFileName"]

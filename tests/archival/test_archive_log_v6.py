@@ -9,10 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from service.archival.archive_merge import finish_last_merge
 from service.cli import main
-from service.table.archived_log import archive_file_version, archived_keys, next_archive_file_name
+from service.errors import CorruptTableError
+from service.table.archived_log import (
+    archive_file_version,
+    archived_keys,
+    encode_merge_plan,
+    next_archive_file_name,
+    read_archive_blocks,
+)
 from service.table.instant import Action, State
 from service.table.log_format.reader import read_block_frames
+from service.table.storage import Storage
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 SETTINGS = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
@@ -115,3 +124,74 @@ def test_each_action_and_state_is_archived_in_its_field(
     keys = archived_keys(archive.read_bytes(), str(archive))
     assert {(ts(4), "clean", s.name) for s in State} <= keys
     assert {k[0] for k in keys if k[1] == "commit"} >= {ts(1), ts(2), ts(3)}
+
+
+MERGE = [
+    "--hoodie-conf",
+    "hoodie.archive.merge.enable=true",
+    "--hoodie-conf",
+    "hoodie.archive.merge.files.batch.size=3",
+]
+
+
+def test_small_archive_files_are_merged_as_hudis_archiver_merges_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hoodie.archive.merge.enable` with batches of 3: the third run's file makes three small files,
+    merged into the next version (their records, newest file first) and deleted with the plan."""
+    t = _table(tmp_path / "t", 6)
+    argv = ["archive", "--base-path", str(tmp_path / "t"), "--timezone", "UTC", *SETTINGS, *MERGE]
+    assert main(argv) == 0
+    for first in (7, 9):
+        for i in (first, first + 1):
+            t.commit(ts(i), [FileSpec("a", f"{i:08d}-0000-0000-0000-000000000000-0")])
+        assert main(argv) == 0
+    [merged] = _archive_files(tmp_path / "t")
+    assert merged.name == ".commits_.archive.4_1-0-1"
+    assert not (tmp_path / "t" / ".hoodie" / "archived" / "mergeArchivePlan").exists()
+    blocks = read_archive_blocks(merged.read_bytes(), str(merged))
+    times = [r["commitTime"] for block in blocks for r in block]
+    # Newest file first: the third run's instants (7, 8), the second's (5, 6), then the first's (1-4).
+    assert list(dict.fromkeys(times)) == [ts(i) for i in (7, 8, 5, 6, 1, 2, 3, 4)]
+    assert len(times) == 8 * 3 and all(len(block) >= 4 for block in blocks[:-1])
+
+
+def test_a_merge_stopped_midway_is_undone_or_finished_by_the_next_run(tmp_path: Path) -> None:
+    """`verifyLastMergeArchiveFilesIfNecessary`: every candidate still there, the merged file goes;
+    some gone, the merged file is whole and the remaining candidates go; the plan goes either way."""
+    folder = tmp_path / ".hoodie" / "archived"
+    folder.mkdir(parents=True)
+    storage = Storage.for_base_uri(str(tmp_path))
+    names = [f".commits_.archive.{n}_1-0-1" for n in (1, 2, 3)]
+    for name in names:
+        (folder / name).write_bytes(b"x")
+    paths = [storage.qualify(f".hoodie/archived/{n}") for n in names]
+    plan = encode_merge_plan(paths, ".commits_.archive.4_1-0-1")
+    (folder / "mergeArchivePlan").write_bytes(plan)
+    (folder / ".commits_.archive.4_1-0-1").write_bytes(b"partial")
+    finish_last_merge(storage, ".hoodie/archived")
+    assert sorted(p.name for p in folder.iterdir()) == names  # undone
+    (folder / "mergeArchivePlan").write_bytes(plan)
+    (folder / ".commits_.archive.4_1-0-1").write_bytes(b"whole")
+    (folder / names[0]).unlink()
+    finish_last_merge(storage, ".hoodie/archived")
+    assert sorted(p.name for p in folder.iterdir()) == [".commits_.archive.4_1-0-1"]  # finished
+
+
+def test_a_merge_plan_naming_a_file_outside_the_archive_is_refused_and_deletes_nothing(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ".hoodie" / "archived"
+    folder.mkdir(parents=True)
+    victim = tmp_path / "a" / ".commits_.archive.1_1-0-1"
+    victim.parent.mkdir()
+    victim.write_bytes(b"x")
+    storage = Storage.for_base_uri(str(tmp_path))
+    plan = encode_merge_plan([storage.qualify("a/.commits_.archive.1_1-0-1")], ".commits_.archive.2_1-0-1")
+    (folder / "mergeArchivePlan").write_bytes(plan)
+    (folder / ".commits_.archive.2_1-0-1").write_bytes(b"x")
+    with pytest.raises(
+        CorruptTableError, match=r"mergeArchivePlan: .*a/\.commits_\.archive\.1_1-0-1.* is no archive file"
+    ):
+        finish_last_merge(storage, ".hoodie/archived")
+    assert victim.exists() and (folder / ".commits_.archive.2_1-0-1").exists()
