@@ -320,3 +320,30 @@ def test_queries_reaching_archived_commits_read_the_same_after_our_archival_as_a
     assert isinstance(ours_read["incremental"], list)
     assert {time for time, _ in ours_read["incremental"]} == set(commits[4:])
     assert ours_read == _incremental_and_time_travel(spark, theirs, commits[-1], max(archived))
+
+
+def test_hudi_reads_our_merged_archive_files(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hoodie.archive.merge.enable` with batches of three: three archival runs between inserts leave
+    three small archive files, merged into one; Hudi's `show_archived_commits` returns every commit
+    the runs archived, each once."""
+    base = tmp_path / "merged"
+    opts = {**HANDED_OVER, "hoodie.metadata.enable": "false"}
+    argv = ["archive", "--base-path", str(base), "--timezone", "UTC", "--json",
+            "--hoodie-conf", "hoodie.keep.min.commits=1", "--hoodie-conf", "hoodie.keep.max.commits=2",
+            "--hoodie-conf", "hoodie.cleaner.commits.retained=1",
+            "--hoodie-conf", "hoodie.archive.merge.enable=true",
+            "--hoodie-conf", "hoodie.archive.merge.files.batch.size=3"]  # fmt: skip
+    archived: list[str] = []
+    batch = 0
+    for writes in (4, 2, 2):  # the minimum is 2: the cleaner retains one commit, plus two
+        for _ in range(writes):
+            _write(spark, base, "insert", range(batch * 10, batch * 10 + 10), batch, opts)
+            batch += 1
+        capsys.readouterr()
+        assert main(argv) == 0
+        archived += [i["instant"] for i in json.loads(capsys.readouterr().out)["instants"]]
+    files = [p.name for p in (base / ".hoodie" / "archived").iterdir() if archive_file_version(p.name)]
+    assert files == [".commits_.archive.4_1-0-1"] and len(archived) == 6
+    assert sorted(r["commit_time"] for r in _archived_commits(spark, base)) == sorted(archived)
