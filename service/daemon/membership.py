@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
@@ -54,6 +55,28 @@ _MEMBER_POLL_S = 2.0
 _RETRY_PAUSE_S = 1.0
 
 HeldListener = Callable[[str, frozenset[str]], None]
+
+
+class _SetPartitioner(SetPartitioner):
+    """kazoo's `SetPartitioner` whose lock release cannot race itself. `finish()` (the membership
+    thread, when the table list changes) and an allocation kazoo aborts (its `_allocate_transition`
+    thread, when the party changes) may release at once; kazoo's `_release_locks` then removes one
+    lock from its list twice and its thread dies with a ValueError (seen in CI under load)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._release_guard = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def _release_locks(self) -> None:
+        with self._release_guard:
+            self._acquire_event.clear()
+            for lock in list(self._locks):
+                try:
+                    lock.release()
+                except KazooException:
+                    continue  # kazoo keeps what it could not release (its session's end frees it)
+                with contextlib.suppress(ValueError):
+                    self._locks.remove(lock)
 
 
 @dataclass(frozen=True)
@@ -241,7 +264,7 @@ class Membership:
     def _new_partitioner(self) -> SetPartitioner:
         with self._guard:
             tables = sorted(self._tables)
-        return SetPartitioner(
+        return _SetPartitioner(
             self._client,
             self._settings.path,
             tables,
