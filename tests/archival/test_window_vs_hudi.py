@@ -26,7 +26,13 @@ from service.table.instant import Action
 from service.table.table import HudiTable
 from strategies.archival import Bound
 from tests.support import hudi_tables as ht
-from tests.support.archival import SETTINGS, active_instants, assert_window_is_what_hudi_archives, twin_copies
+from tests.support.archival import (
+    SETTINGS,
+    LazyHistories,
+    active_instants,
+    assert_window_is_what_hudi_archives,
+    twin_copies,
+)
 from tests.support.crash_at import run_killed_at
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
@@ -103,16 +109,17 @@ def _build(spark: SparkSession, base: Path, table_type: str) -> History:
 
 
 @pytest.fixture(scope="module")
-def histories(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[str, History]:
+def histories(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> LazyHistories[History]:
     root = tmp_path_factory.mktemp("archival-histories")
-    return {t: _build(spark, root / t.lower(), t) for t in ("COPY_ON_WRITE", "MERGE_ON_READ")}
+    return LazyHistories(lambda table_type: _build(spark, root / table_type.lower(), table_type))
 
 
+@pytest.mark.long(table_type="MERGE_ON_READ")  # CI: copy-on-write (one history); both with HTS_LONG_TESTS
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 @pytest.mark.parametrize(("low", "high", "retained"), SETTINGS)
 def test_the_window_is_what_hudi_archives(
     spark: SparkSession,
-    histories: dict[str, History],
+    histories: LazyHistories[History],
     tmp_path: Path,
     table_type: str,
     low: int,
@@ -130,7 +137,7 @@ def test_the_window_is_what_hudi_archives(
 
 
 def test_check_says_nobody_archives_the_table_and_what_archival_would_do(
-    spark: SparkSession, histories: dict[str, History], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: SparkSession, histories: LazyHistories[History], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`check` on a table whose writers handed their services over: the active timeline's length, no
     archived timeline, the note that nobody archives it, and the window (the same as Hudi's archiver
@@ -189,10 +196,11 @@ def _rows(spark: SparkSession, base: Path) -> list[dict[str, Any]]:
     return ht.normalise_rows(ht.read_snapshot(spark, base))
 
 
+@pytest.mark.long(table_type="MERGE_ON_READ")  # CI: copy-on-write (one history); both with HTS_LONG_TESTS
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_our_archival_is_read_by_hudi_as_its_own(
     spark: SparkSession,
-    histories: dict[str, History],
+    histories: LazyHistories[History],
     tmp_path: Path,
     table_type: str,
     capsys: pytest.CaptureFixture[str],
@@ -237,7 +245,7 @@ V6_KILL_POINTS = {
 
 @pytest.mark.parametrize("step", list(V6_KILL_POINTS))
 def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_have_archived(
-    spark: SparkSession, histories: dict[str, History], tmp_path: Path, step: str
+    spark: SparkSession, histories: LazyHistories[History], tmp_path: Path, step: str
 ) -> None:
     """SIGKILL at each step of `archive`, then a second run: the active timeline is Hudi's after its
     own archival of the same table, and Hudi's `show_archived_commits` reads every archived commit
@@ -255,23 +263,23 @@ def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_h
     assert _rows(spark, ours) == rows_before
 
 
+@pytest.mark.long(table_type="MERGE_ON_READ")
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_a_writer_that_handed_its_services_over_still_compacts_and_archives_its_metadata_table(
-    histories: dict[str, History],
+    histories: LazyHistories[History], table_type: str
 ) -> None:
     """What stays inside Hudi 0.15's writer commits with `hoodie.table.services.enabled=false` (the
     README's hand-over): its data table is neither archived nor cleaned (the only cleans are the
     history's two `run_clean` calls, when they found something to delete), but its metadata table is
     compacted and archived."""
-    for history in histories.values():
-        meta = history.base / ".hoodie"
-        assert not [p for p in (meta / "archived").iterdir() if archive_file_version(p.name)]
-        timeline = HudiTable.open(str(history.base)).load_timeline()
-        assert len(timeline.by_actions([Action.CLEAN]).completed()) <= 2  # `run_clean`'s at most
-        mdt = meta / "metadata" / ".hoodie"
-        assert [p for p in mdt.iterdir() if p.name.endswith(".commit")], (
-            "the writer compacted its metadata table"
-        )
-        assert [p for p in (mdt / "archived").iterdir() if archive_file_version(p.name)], "and archived it"
+    history = histories[table_type]
+    meta = history.base / ".hoodie"
+    assert not [p for p in (meta / "archived").iterdir() if archive_file_version(p.name)]
+    timeline = HudiTable.open(str(history.base)).load_timeline()
+    assert len(timeline.by_actions([Action.CLEAN]).completed()) <= 2  # `run_clean`'s at most
+    mdt = meta / "metadata" / ".hoodie"
+    assert [p for p in mdt.iterdir() if p.name.endswith(".commit")], "the writer compacted its metadata table"
+    assert [p for p in (mdt / "archived").iterdir() if archive_file_version(p.name)], "and archived it"
 
 
 def _incremental_and_time_travel(spark: SparkSession, base: Path, end: str, as_of: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from bench.hudi_cleaning import Options, run
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 
+@pytest.mark.long(table_version=9)
 @pytest.mark.parametrize(("table_version", "result"), [(6, "hudi-cleaning"), (9, "hudi-cleaning-v9")])
 def test_hudi_cleaning_bench_deletes_the_same_files_as_hudi(
     tmp_path: Path, table_version: int, result: str

@@ -18,7 +18,15 @@ from bench.s3_proxy import KINDS
 from tests.support.paths import REPO_ROOT
 
 # pytest-timeout above the benchmark process's own 1800 s limit, so that limit reports first.
-pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow, pytest.mark.timeout(2400)]
+# A long variant (CI's budget): the product's S3 behaviour is tested in tests/clean/test_s3_requests.py
+# and tests/faults/test_storage_faults.py; this checks the benchmark's request counting.
+pytestmark = [
+    pytest.mark.long,
+    pytest.mark.spark,
+    pytest.mark.hudi,
+    pytest.mark.slow,
+    pytest.mark.timeout(2400),
+]
 
 
 def test_hudi_s3_bench_counts_both_contenders_requests(tmp_path: Path) -> None:

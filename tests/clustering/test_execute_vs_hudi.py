@@ -348,6 +348,8 @@ def test_a_group_of_a_few_files_in_one_task_is_encoded_by_several_threads_into_e
     _assert_global_linear_order(base, result.written)
 
 
+@pytest.mark.long(files_worth=1.7)  # CI: two files read by the writer tasks; the rest with HTS_LONG_TESTS
+@pytest.mark.long(read_by="shuffle")
 @pytest.mark.parametrize(
     ("files_worth", "files", "read_by"), [(1.1, 2, "writer"), (1.7, 4, "writer"), (1.1, 2, "shuffle")]
 )

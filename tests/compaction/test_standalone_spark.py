@@ -24,7 +24,8 @@ from tests.support.mor_tables import MorHistoryCache, compacted_snapshot, mor_hi
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+# A long variant: CI runs the standalone cluster with clustering (tests/clustering/test_standalone_spark.py).
+pytestmark = [pytest.mark.long, pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 __all__ = ["mor_histories"]
 

@@ -44,7 +44,10 @@ MID_SERVICE_WAIT_S = 45.0  # at most, at each kill time: for a replica to be run
 TIMEOUT_S = int(SOAK_SECONDS + QUIET_SECONDS + 900)
 RUNNING = ("executing", "committing")
 
+# A long variant: CI's budget keeps `test_cluster_kill_mid_clustering` (one replica killed mid-clustering,
+# the plan taken over and completed once); HTS_LONG_TESTS=1 runs this soak.
 pytestmark = [
+    pytest.mark.long,
     pytest.mark.spark,
     pytest.mark.hudi,
     pytest.mark.zk,

@@ -36,6 +36,8 @@ pytestmark = [
 _DURATION = "150"
 
 
+# CI: copy-on-write; merge-on-read and Hudi 1.1's writer with HTS_LONG_TESTS=1.
+@pytest.mark.long(table_type="MERGE_ON_READ")
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_live_demo_clusters_cleans_and_keeps_every_order(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], table_type: str
@@ -91,6 +93,7 @@ def test_live_demo_clusters_cleans_and_keeps_every_order(
     assert {i.timestamp for i in ours} <= mdt_done
 
 
+@pytest.mark.long
 def test_live_demo_with_hudi_1_1s_writer_keeps_every_order_on_a_version_9_table(tmp_path: Path) -> None:
     """`./run demo --hudi 1.1`: Hudi 1.1.1's writer (its own process: one bundle per JVM) creates a
     version-9 table with its defaults and the record index, which it uses to locate the orders it

@@ -27,7 +27,13 @@ from service.table.lsm_writer import (
 )
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from tests.support.archival import SETTINGS, active_instants, assert_window_is_what_hudi_archives, twin_copies
+from tests.support.archival import (
+    SETTINGS,
+    LazyHistories,
+    active_instants,
+    assert_window_is_what_hudi_archives,
+    twin_copies,
+)
 from tests.support.crash_at import run_killed_at
 from tests.support.hudi1_histories import SCHEMA, hudi_rows, hudi_rs_rows, rows, writer_options
 from tests.support.hudi_jvm import HudiJvm
@@ -84,22 +90,10 @@ def _build(jvm: HudiJvm, base: Path, table_type: str) -> Path:
     return base
 
 
-class Histories:
-    """Each table type's history, built on first use (CI uses one table type per Hudi version)."""
-
-    def __init__(self, jvm: HudiJvm, root: Path) -> None:
-        self._jvm, self._root = jvm, root
-        self._built: dict[str, Path] = {}
-
-    def __getitem__(self, table_type: str) -> Path:
-        if table_type not in self._built:
-            self._built[table_type] = _build(self._jvm, self._root / table_type.lower(), table_type)
-        return self._built[table_type]
-
-
 @pytest.fixture(scope="module")
-def histories(hudi1: HudiJvm, tmp_path_factory: pytest.TempPathFactory) -> Histories:
-    return Histories(hudi1, tmp_path_factory.mktemp(f"archival-{hudi1.version}"))
+def histories(hudi1: HudiJvm, tmp_path_factory: pytest.TempPathFactory) -> LazyHistories[Path]:
+    root = tmp_path_factory.mktemp(f"archival-{hudi1.version}")
+    return LazyHistories(lambda table_type: _build(hudi1, root / table_type.lower(), table_type))
 
 
 # CI: merge-on-read on 1.0.2, copy-on-write on 1.1.1 (one history each); all with HTS_LONG_TESTS.
@@ -109,7 +103,7 @@ def histories(hudi1: HudiJvm, tmp_path_factory: pytest.TempPathFactory) -> Histo
 @pytest.mark.parametrize(("low", "high", "retained"), SETTINGS)
 def test_the_window_is_what_hudi_1x_archives(
     hudi1: HudiJvm,
-    histories: Histories,
+    histories: LazyHistories[Path],
     tmp_path: Path,
     table_type: str,
     low: int,
@@ -163,7 +157,7 @@ def _assert_hudi_reads_our_history_as_its_own(
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_our_archival_is_read_by_hudi_as_its_own(
     hudi1: HudiJvm,
-    histories: Histories,
+    histories: LazyHistories[Path],
     tmp_path: Path,
     table_type: str,
     capsys: pytest.CaptureFixture[str],
@@ -223,7 +217,7 @@ ARCHIVAL_KILL_POINTS = {
 @pytest.mark.long(step=("data_file_written", "version_written"))
 @pytest.mark.parametrize("step", list(ARCHIVAL_KILL_POINTS))
 def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_have_archived(
-    hudi1: HudiJvm, histories: Histories, tmp_path: Path, step: str
+    hudi1: HudiJvm, histories: LazyHistories[Path], tmp_path: Path, step: str
 ) -> None:
     """SIGKILL at each step of `archive`, then a second run: the active timeline is Hudi's after its
     own archival of the same table, and Hudi's `show_archived_commits` reads every archived commit
@@ -246,7 +240,7 @@ def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_h
 
 @pytest.mark.long(hudi1="1.0.2")
 def test_a_writer_that_handed_its_services_over_still_compacts_and_archives_its_metadata_table(
-    hudi1: HudiJvm, histories: Histories
+    hudi1: HudiJvm, histories: LazyHistories[Path]
 ) -> None:
     """What stays inside Hudi 1.x's writer commits with `hoodie.table.services.enabled=false` (the
     README's hand-over): nothing goes to its data table's history and the only cleans are the
@@ -264,7 +258,7 @@ def test_a_writer_that_handed_its_services_over_still_compacts_and_archives_its_
 
 @pytest.mark.long(hudi1="1.0.2")
 def test_hudi_reads_our_history_after_its_layers_are_merged(
-    hudi1: HudiJvm, histories: Histories, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    hudi1: HudiJvm, histories: LazyHistories[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Our archive written as one layer-0 file per archived action (what as many runs leave), then
     merged by our `compact_and_clean`: Hudi's `show_archived_commits` returns the same commits as

@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from service.archival import archival_window
 from service.config.hoodie import HoodieConfig
@@ -14,9 +15,25 @@ from service.table.instant import Action
 from service.table.table import HudiTable
 from strategies.archival import ArchivalWindow
 
+H = TypeVar("H")
+
 # (hoodie.keep.min.commits, hoodie.keep.max.commits, the cleaner's commits retained): a small window,
 # one the cleaner's retention widens, and one between.
 SETTINGS = [(2, 3, 1), (3, 5, 8), (4, 6, 2)]
+
+
+class LazyHistories(Generic[H]):
+    """Each table type's history, built on first use: CI uses one table type per Hudi version, the
+    other runs with the long variants."""
+
+    def __init__(self, build: Callable[[str], H]) -> None:
+        self._build = build
+        self._built: dict[str, H] = {}
+
+    def __getitem__(self, table_type: str) -> H:
+        if table_type not in self._built:
+            self._built[table_type] = self._build(table_type)
+        return self._built[table_type]
 
 
 def active_instants(base: Path) -> set[tuple[str, Action]]:
