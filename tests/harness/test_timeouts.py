@@ -32,9 +32,9 @@ def _collected_timeouts() -> dict[str, set[float]]:
     """Module key -> the limits its tests get, as a fresh pytest session collects them."""
     argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "tests.support.timeout_report",
             "-p", "no:cacheprovider", *MODULES.values()]  # fmt: skip
-    done = subprocess.run(
-        argv, cwd=REPO_ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=240
-    )
+    # Long variants collected too (the soak is one): their limits matter when they run.
+    env = {**os.environ, "HTS_LONG_TESTS": "1"}
+    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     found: dict[str, set[float]] = {key: set() for key in MODULES}
     for line in done.stdout.splitlines():
