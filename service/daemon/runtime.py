@@ -120,6 +120,8 @@ class TableRuntime:
     # The archived timeline's files as this replica last left them (None: not looked at since it
     # holds the table): files beyond these were written by another archiver.
     archive_files_seen: frozenset[str] | None = None
+    # The active timeline's files when archival last found nothing to do (None: look again).
+    archival_timeline: frozenset[str] | None = None
     file_sizes: FileSizes | None = None
     file_sizes_measured_at: float = 0.0  # time.monotonic() of the measurement
     history_loaded: bool = False  # the run history was rebuilt from the timeline

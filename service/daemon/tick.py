@@ -109,6 +109,7 @@ class TableTicker:
             return Outcome.STOPPING
         if not self.holds(runtime.name):
             runtime.archive_files_seen = None  # whoever holds it archives meanwhile
+            runtime.archival_timeline = None
             return Outcome.NOT_HELD  # another replica serves it: not even a stat of hoodie.properties
         refusal = runtime.refusal
         if refusal is not None:
@@ -265,11 +266,21 @@ class TableTicker:
         table, lock, zone = runtime.open()
         name, config = runtime.name, runtime.entry.hoodie
         runtime.phase[TableService.ARCHIVAL] = Phase.PLANNING
-        self._check_no_other_archiver(runtime, table)
         timeline = table.load_timeline()
+        previous = runtime.archival_timeline  # set only by a look that ended well
+        if previous == timeline.files:
+            # Nothing committed, cleaned or archived since the last look: the window and the archive
+            # are as they were, so an idle tick costs the one `.hoodie` listing every service's costs.
+            return Outcome.DONE
+        # Only an archival removes completed instant files (a rollback removes a failed attempt's
+        # pending ones): the archive is looked at for another archiver's files only then.
+        gone = timeline.files if previous is None else previous - timeline.files
+        if previous is None or any(table.layout.parse_file_name(n).is_completed for n in gone):
+            self._check_no_other_archiver(runtime, table)
         window = archival_window(table, config, zone, timeline)
         self._archival_seen(runtime, len(timeline), window)
         if not window.instants:
+            runtime.archival_timeline = timeline.files
             return Outcome.DONE
         self._observe_lock(name, lock)
         runtime.phase[TableService.ARCHIVAL] = Phase.EXECUTING
@@ -296,6 +307,7 @@ class TableTicker:
         runtime.archive_files_seen = frozenset(archived_timeline_files(table))
         after = table.load_timeline()
         self._archival_seen(runtime, len(after), archival_window(table, config, zone, after))
+        runtime.archival_timeline = after.files
         return Outcome.DONE
 
     def _check_no_other_archiver(self, runtime: TableRuntime, table: HudiTable) -> None:

@@ -63,7 +63,7 @@ def test_bench_daemon_quick_run_reports_every_figure(tmp_path: Path) -> None:
         for key in ("per_table_cpu_ms", "per_table_wall_ms"):
             assert set(figures[key]) == {"mean", "p50", "p99", "max"}
             assert figures[key]["p50"] > 0
-        assert set(figures["services"]) == {"clustering", "cleaning", "compaction"}
+        assert set(figures["services"]) == {"clustering", "cleaning", "compaction", "archival"}
     assert document["cold"]["table_ticks"] == TOY.tables
     steady = document["steady"]
     assert steady["table_ticks"] >= TOY.tables  # at least one full round in the window

@@ -590,7 +590,10 @@ def test_daemon_archival_stands_down_where_the_writers_still_archive(
     assert (archived / ".commits_.archive.2_1-0-1").exists()
     for i in range(7, 10):
         t.commit(ts(i), [FileSpec("a", fid(i))])
-    (archived / ".commits_.archive.3_1-0-1").write_bytes(b"")  # a writer archived meanwhile
+    # A writer archived meanwhile: its archive file, and ts(5)'s instant files gone from the timeline.
+    (archived / ".commits_.archive.3_1-0-1").write_bytes(b"")
+    for name in (f"{ts(5)}.commit.requested", f"{ts(5)}.inflight", f"{ts(5)}.commit"):
+        (t.base / ".hoodie" / name).unlink()
     before = sorted(p.name for p in t.base.rglob("*"))
     for _ in range(2):
         assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.REFUSED
