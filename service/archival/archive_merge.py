@@ -44,11 +44,11 @@ def finish_last_merge(storage: Storage, folder: str) -> None:
         merged = _in_folder(storage, folder, merged_name, plan_rel)
         present = [c for c in candidates if storage.exists(c)]
         if len(present) == len(candidates):
-            _delete(storage, merged)  # the merged file may be partial: undo the merge
+            storage.delete_file_and_checksum(merged)  # the merged file may be partial: undo the merge
         elif storage.exists(merged):
             for rel in present:  # the merged file is whole: finish deleting what it replaced
-                _delete(storage, rel)
-    _delete(storage, plan_rel)
+                storage.delete_file_and_checksum(rel)
+    storage.delete_file_and_checksum(plan_rel)
 
 
 def _in_folder(storage: Storage, folder: str, path: str, plan_rel: str) -> str:
@@ -88,11 +88,6 @@ def merge_small_files(storage: Storage, folder: str, config: ArchivalConfig) -> 
         posixpath.join(folder, merged_name), encode_merged_archive(files, config.archival_batch_size)
     )
     for name in candidates:
-        _delete(storage, posixpath.join(folder, name))
-    _delete(storage, plan_rel)
+        storage.delete_file_and_checksum(posixpath.join(folder, name))
+    storage.delete_file_and_checksum(plan_rel)
     return merged_name
-
-
-def _delete(storage: Storage, rel: str) -> None:
-    storage.delete_checksum_sibling(rel)
-    storage.delete_file(rel)

@@ -182,9 +182,5 @@ def _delete_state_files(table: HudiTable, groups: Sequence[Sequence[Instant]]) -
     completed = [i for group in groups for i in group if i.state is State.COMPLETED]
     deleted = 0
     for instant in [*pending, *completed]:
-        path = table.layout.instant_path(instant)
-        # The checksum first, as Hadoop's ChecksumFileSystem deletes: a run killed between the two
-        # leaves the instant file, which the next run archives and deletes, not an orphan checksum.
-        table.storage.delete_checksum_sibling(path)
-        deleted += table.storage.delete_file(path)
+        deleted += table.storage.delete_file_and_checksum(table.layout.instant_path(instant))
     return deleted

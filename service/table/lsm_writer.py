@@ -221,11 +221,7 @@ def _clean(storage: Storage, history_dir: str, keep: int) -> None:
             f.file_name for f in parse_manifest(storage.read_bytes(rel), version, storage.qualify(rel)).files
         }
     for version in versions[keep:]:
-        rel = posixpath.join(history_dir, f"{MANIFEST_FILE_PREFIX}{version}")
-        storage.delete_checksum_sibling(rel)
-        storage.delete_file(rel)
+        storage.delete_file_and_checksum(posixpath.join(history_dir, f"{MANIFEST_FILE_PREFIX}{version}"))
     for name in storage.list_file_names(history_dir):
         if name.endswith(".parquet") and name not in listed:
-            rel = posixpath.join(history_dir, name)
-            storage.delete_checksum_sibling(rel)
-            storage.delete_file(rel)
+            storage.delete_file_and_checksum(posixpath.join(history_dir, name))

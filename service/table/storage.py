@@ -270,6 +270,13 @@ class Storage:
         if self.is_local:
             self.delete_file(posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.crc"))
 
+    def delete_file_and_checksum(self, rel: str) -> bool:
+        """Delete a file the archiver retires, its checksum first, as Hadoop's ChecksumFileSystem
+        deletes: a run killed between the two leaves the file, which the next run finds and deletes
+        again, not an orphan checksum. False when the file was already gone."""
+        self.delete_checksum_sibling(rel)
+        return self.delete_file(rel)
+
     def delete_dir(self, rel: str) -> None:
         """Delete a directory tree if it exists."""
         if self.exists(rel):
