@@ -27,10 +27,13 @@ from service.table.table import HudiTable
 from strategies.archival import Bound
 from tests.support import hudi_tables as ht
 from tests.support.archival import (
+    EDGE_ARCHIVE_ARGUMENTS,
+    EDGE_ARCHIVE_SETTINGS,
     SETTINGS,
     LazyHistories,
     active_instants,
     assert_window_is_what_hudi_archives,
+    avro_record,
     twin_copies,
 )
 from tests.support.crash_at import run_killed_at
@@ -355,3 +358,84 @@ def test_hudi_reads_our_merged_archive_files(
     files = [p.name for p in (base / ".hoodie" / "archived").iterdir() if archive_file_version(p.name)]
     assert files == [".commits_.archive.4_1-0-1"] and len(archived) == 6
     assert sorted(r["commit_time"] for r in _archived_commits(spark, base)) == sorted(archived)
+
+
+def _replaced_files(base: Path, replacecommit: str) -> set[str]:
+    """The data files of the file groups Hudi's replacecommit names as replaced (its JSON metadata)."""
+    metadata = json.loads((base / ".hoodie" / f"{replacecommit}.replacecommit").read_text())
+    groups = {(p, g) for p, ids in metadata["partitionToReplaceFileIds"].items() for g in ids}
+    return {str(f.relative_to(base)) for p, g in groups for f in (base / p).glob(f"{g}_*.parquet")}
+
+
+def _keys_once(spark: SparkSession, base: Path) -> list[dict[str, Any]]:
+    """Hudi's snapshot rows (listing through the metadata table and without it) and hudi-rs's, all
+    equal, every record key once: a replaced file group read again would repeat its keys."""
+    rows = _rows(spark, base)
+    through_mdt = spark.read.format("hudi").option("hoodie.metadata.enable", "true").load(str(base))
+    assert ht.normalise_rows([r.asDict() for r in through_mdt.collect()]) == rows
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist()) == rows
+    keys = [r[ht.RECORD_KEY] for r in rows]
+    assert len(keys) == len(set(keys)) > 0
+    return rows
+
+
+def test_no_replaced_file_group_is_read_again_when_the_clean_edge_meets_the_window(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A clustering's replacecommit R is the last completed clean's earliest commit to retain, so that
+    clean kept R's replaced file groups; a later clean is pending (our clean, killed once its plan was
+    written), its plan deleting them. Archival, ours as Hudi's, stops before R: archiving it while the
+    replaced files exist would show their rows again to every reader. Once that clean completes, the
+    next archival passes R, as Hudi's does; each time Hudi (with and without the metadata table) and
+    hudi-rs read every key once."""
+    base = tmp_path / "edge"
+    # The metadata table compacted often: its latest compaction bounds the data table's archival.
+    opts = {**HANDED_OVER, "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+            "hoodie.metadata.compact.max.delta.commits": "2"}  # fmt: skip
+    write = lambda op, ids, batch: _write(spark, base, op, ids, batch, opts)  # noqa: E731
+    write("insert", range(0, 60), 0)
+    write("insert", range(60, 120), 1)
+    write("upsert", range(0, 120, 5), 2)
+    # One partition clustered: the others' older file slices give the clean below files to delete.
+    _call(spark, base, "run_clustering", "op => 'scheduleAndExecute', selected_partitions => 'asia'")
+    [replacecommit] = ht.instants_with_action(base, "replacecommit")
+    write("upsert", range(1, 120, 7), 3)
+    write("upsert", range(2, 120, 9), 4)
+    _call(spark, base, "run_clean", "retain_commits => 3")  # R is the third commit from the end
+    [clean] = [p for p in (base / ".hoodie").iterdir() if p.name.endswith(".clean")]
+    assert avro_record(clean)["earliestCommitToRetain"] == replacecommit
+    replaced = _replaced_files(base, replacecommit)
+    assert replaced and all((base / f).exists() for f in replaced)  # that clean kept them
+    for batch in (5, 6):
+        write("upsert", range(batch, 120, 11), batch)
+    clean_argv = lambda table: ["clean", "--base-path", str(table), "--timezone", "UTC", "--force",  # noqa: E731
+                                "--hoodie-conf", "hoodie.cleaner.commits.retained=1"]  # fmt: skip
+    run_killed_at(r"^\.hoodie/\d{17}\.clean\.requested$", clean_argv(base), tmp_path / "killed.log")
+    plan_file = max((base / ".hoodie").glob("*.clean.requested"))  # Hudi's completed clean's is older
+    assert not plan_file.with_name(plan_file.name.replace(".requested", "")).exists()
+    plan = avro_record(plan_file)
+    assert plan["earliestInstantToRetain"]["timestamp"] > replacecommit
+    planned = {f["filePath"] for fs in plan["filePathsToBeDeletedPerPartition"].values() for f in fs}
+    assert {str(base / f) for f in replaced} <= {p.removeprefix("file:") for p in planned}
+    rows = _keys_once(spark, base)
+
+    def archive_both(source: Path, label: str) -> tuple[Path, set[tuple[str, Action]]]:
+        theirs, ours = twin_copies(source, tmp_path / label)
+        before = active_instants(ours)
+        _call(spark, theirs, "archive_commits", EDGE_ARCHIVE_ARGUMENTS)
+        assert main(["archive", "--base-path", str(ours), "--timezone", "UTC", *EDGE_ARCHIVE_SETTINGS]) == 0
+        assert _instant_files(ours) == _instant_files(theirs)
+        return ours, before - active_instants(ours)
+
+    ours, archived = archive_both(base, "pending-clean")
+    assert archived and max(t for t, _ in archived) < replacecommit  # something went, R stayed
+    assert f"{replacecommit}.replacecommit" in _instant_files(ours)
+    assert _keys_once(spark, ours) == rows
+    # The pending clean completes (on the table its plan names; it deletes the replaced files); now
+    # the window passes R.
+    assert main(clean_argv(base)) == 0
+    assert not any((base / f).exists() for f in replaced)
+    assert _keys_once(spark, base) == rows
+    ours, archived = archive_both(base, "clean-done")
+    assert replacecommit in {t for t, _ in archived}
+    assert _keys_once(spark, ours) == rows

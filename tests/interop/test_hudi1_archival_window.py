@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.cli import main
+from service.table.instant import Action
 from service.table.lsm_writer import (
     COMPACTION_BATCH_SIZE,
     ArchivedAction,
@@ -28,14 +29,24 @@ from service.table.lsm_writer import (
 from service.table.storage import Storage
 from service.table.table import HudiTable
 from tests.support.archival import (
+    EDGE_ARCHIVE_ARGUMENTS,
+    EDGE_ARCHIVE_SETTINGS,
     SETTINGS,
     LazyHistories,
     active_instants,
     assert_window_is_what_hudi_archives,
+    avro_record,
     twin_copies,
 )
 from tests.support.crash_at import run_killed_at
-from tests.support.hudi1_histories import SCHEMA, hudi_rows, hudi_rs_rows, rows, writer_options
+from tests.support.hudi1_histories import (
+    SCHEMA,
+    completed_instants,
+    hudi_rows,
+    hudi_rs_rows,
+    rows,
+    writer_options,
+)
 from tests.support.hudi_jvm import HudiJvm
 
 pytestmark = [pytest.mark.hudi, pytest.mark.slow]
@@ -284,3 +295,156 @@ def test_hudi_reads_our_history_after_its_layers_are_merged(
     [merged] = compact_and_clean(storage, rel, batch=min(len(records), COMPACTION_BATCH_SIZE))
     assert merged.endswith("_1.parquet")
     _assert_hudi_reads_our_history_as_its_own(hudi1, theirs, ours, tmp_path, "merged")
+
+
+def _replaced_files(base: Path, replacecommit: str) -> set[str]:
+    """The data files of the file groups Hudi's completed replacecommit names as replaced (its Avro
+    metadata, `HoodieReplaceCommitMetadata`)."""
+    [completed] = (base / ".hoodie" / "timeline").glob(f"{replacecommit}_*.replacecommit")
+    replaced = avro_record(completed)["partitionToReplaceFileIds"]
+    groups = {(p, g) for p, ids in replaced.items() for g in ids}
+    return {str(f.relative_to(base)) for p, g in groups for f in (base / p).glob(f"{g}_*.parquet")}
+
+
+def _keys_once(jvm: HudiJvm, base: Path) -> list[tuple[Any, ...]]:
+    """Hudi's snapshot rows (through the metadata table and without it) and hudi-rs's, all equal, every
+    record key once: a replaced file group read again would repeat its keys."""
+    read = hudi_rows(jvm, base, metadata=True)
+    assert hudi_rows(jvm, base, metadata=False) == read == hudi_rs_rows(base)
+    keys = [r[0] for r in read]
+    assert len(keys) == len(set(keys)) > 0
+    return read
+
+
+@pytest.mark.hudi_1_2_in_ci
+@pytest.mark.long(hudi1=("1.0.2", "1.1.1"))  # CI: 1.2.0
+def test_no_replaced_file_group_is_read_again_when_the_clean_edge_meets_the_window(
+    hudi1: HudiJvm, tmp_path: Path
+) -> None:
+    """A clustering's replacecommit R is the last completed clean's earliest commit to retain, so that
+    clean kept R's replaced file groups; a later clean is pending (our clean, killed once its plan was
+    written), its plan deleting them. Archival, ours as Hudi's, stops before R: archiving it while the
+    replaced files exist would show their rows again to every reader. Once that clean completes, the
+    next archival passes R, as Hudi's does; each time Hudi (with and without the metadata table) and
+    hudi-rs read every key once."""
+    base = tmp_path / "edge"
+    name = f"edge_{hudi1.table_version}"
+    opts = {
+        **writer_options(name, "COPY_ON_WRITE", True),
+        "hoodie.table.services.enabled": "false",
+        # The metadata table compacted often: its latest compaction bounds the data table's archival.
+        "hoodie.metadata.compact.max.delta.commits": "2",
+    }
+
+    def write(ids: Any, batch: int, operation: str = "upsert") -> None:
+        hudi1.write(
+            base, rows(list(ids), batch), SCHEMA, {**opts, "hoodie.datasource.write.operation": operation}
+        )
+
+    write(range(0, 40), 0, "insert")
+    write(range(40, 80), 1, "insert")
+    write(range(0, 80, 5), 2)
+    hudi1.sql(f"create table {name} using hudi location '{base}'")
+    # One partition clustered: the other's older file slices give the clean below files to delete.
+    hudi1.sql(
+        f"call run_clustering(table => '{name}', op => 'scheduleAndExecute', selected_partitions => 'asia')"
+    )
+    [(replacecommit, _)] = completed_instants(base, "replacecommit")
+    write(range(1, 80, 7), 3)
+    write(range(2, 80, 9), 4)
+    hudi1.sql(f"call run_clean(table => '{name}', retain_commits => 3)")  # R: third commit from the end
+    hudi1.sql(f"drop table {name}")
+    timeline = base / ".hoodie" / "timeline"
+    [clean] = timeline.glob("*_*.clean")
+    assert avro_record(clean)["earliestCommitToRetain"] == replacecommit
+    replaced = _replaced_files(base, replacecommit)
+    assert replaced and all((base / f).exists() for f in replaced)  # that clean kept them
+    for batch in (5, 6):
+        write(range(batch, 80, 11), batch)
+
+    def clean_argv(table: Path) -> list[str]:
+        return ["clean", "--base-path", str(table), "--timezone", "UTC", "--force",
+                "--hoodie-conf", "hoodie.cleaner.commits.retained=1"]  # fmt: skip
+
+    run_killed_at(r"^\.hoodie/timeline/\d{17}\.clean\.requested$", clean_argv(base), tmp_path / "killed.log")
+    plan_file = max(timeline.glob("*.clean.requested"))  # Hudi's completed clean's is older
+    assert not list(timeline.glob(f"{plan_file.name.split('.')[0]}_*.clean"))
+    plan = avro_record(plan_file)
+    assert plan["earliestInstantToRetain"]["timestamp"] > replacecommit
+    planned = {f["filePath"] for fs in plan["filePathsToBeDeletedPerPartition"].values() for f in fs}
+    assert {str(base / f) for f in replaced} <= {p.removeprefix("file:") for p in planned}
+    read = _keys_once(hudi1, base)
+
+    def archive_both(source: Path, label: str) -> tuple[Path, set[tuple[str, Action]]]:
+        theirs, ours = twin_copies(source, tmp_path / label)
+        before = active_instants(ours)
+        hudi1.sql(f"call archive_commits(path => '{theirs}', {EDGE_ARCHIVE_ARGUMENTS})")
+        assert main(["archive", "--base-path", str(ours), "--timezone", "UTC", *EDGE_ARCHIVE_SETTINGS]) == 0
+        assert _timeline_files(ours) == _timeline_files(theirs)
+        return ours, before - active_instants(ours)
+
+    ours, archived = archive_both(base, "pending-clean")
+    assert archived and max(t for t, _ in archived) < replacecommit  # something went, R stayed
+    assert replacecommit in {t for t, _ in active_instants(ours)}
+    assert _keys_once(hudi1, ours) == read
+    # The pending clean completes (on the table its plan names; it deletes the replaced files); now
+    # the window passes R.
+    assert main(clean_argv(base)) == 0
+    assert not any((base / f).exists() for f in replaced)
+    assert _keys_once(hudi1, base) == read
+    ours, archived = archive_both(base, "clean-done")
+    assert replacecommit in {t for t, _ in archived}
+    assert _keys_once(hudi1, ours) == read
+
+
+def _latest_manifest_files(base: Path) -> list[str]:
+    """The data files the LSM history's latest snapshot lists (`_version_` names the manifest), read
+    as JSON, not with the project's reader."""
+    history = base / ".hoodie" / "timeline" / "history"
+    version = int((history / "_version_").read_text().strip())
+    manifest = json.loads((history / f"manifest_{version}").read_text())
+    return sorted(f["fileName"] for f in manifest["files"])
+
+
+@pytest.mark.hudi_1_2_in_ci
+@pytest.mark.long(hudi1=("1.0.2", "1.1.1"))  # CI: 1.2.0
+def test_hudis_layer_compaction_merges_our_history_files(
+    hudi1: HudiJvm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our archival writes a layer-0 file; Hudi's writer, archiving inline with layers merged two at a
+    time (`hoodie.timeline.compaction.batch.size=2`), writes its own and merges both into one layer-1
+    file (`LSMTimelineWriter.compactAndClean`): the latest snapshot lists that file alone, Hudi's
+    `show_archived_commits` returns every archived commit once, and Hudi and hudi-rs read the rows."""
+    base = tmp_path / "lsm"
+    name = f"lsm_{hudi1.table_version}"
+    opts = {**writer_options(name, "COPY_ON_WRITE", False), "hoodie.table.services.enabled": "false",
+            "hoodie.datasource.write.operation": "insert"}  # fmt: skip
+    for batch in range(8):
+        hudi1.write(base, rows(range(batch * 4, batch * 4 + 4), batch), SCHEMA, opts)
+    capsys.readouterr()
+    settings = ["hoodie.keep.min.commits=4", "hoodie.keep.max.commits=5", "hoodie.cleaner.commits.retained=1"]
+    argv = ["archive", "--base-path", str(base), "--timezone", "UTC", "--json"]
+    assert main([*argv, *(a for s in settings for a in ("--hoodie-conf", s))]) == 0
+    ours = json.loads(capsys.readouterr().out)
+    [our_file] = _latest_manifest_files(base)
+    assert our_file.endswith("_0.parquet") and len(ours["instants"]) == 4
+    archiving = {
+        **opts,
+        "hoodie.table.services.enabled": "true",
+        "hoodie.archive.automatic": "true",
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+        "hoodie.cleaner.commits.retained": "1",
+        "hoodie.timeline.compaction.batch.size": "2",
+    }
+    hudi1.write(base, rows(range(100, 104), 8), SCHEMA, archiving)
+    [merged] = _latest_manifest_files(base)
+    assert merged.endswith("_1.parquet") and our_file != merged
+    commits = [t for t, _ in completed_instants(base, "commit")]
+    assert len(commits) == 2  # Hudi archived three more
+    archived = [r["commit_time"] for r in _archived_commits(hudi1, base, f"{name}_read")]
+    assert len(archived) == len(set(archived)) == 7
+    assert {i["instant"] for i in ours["instants"]} < set(archived)
+    assert max(archived) < min(commits)
+    read = hudi_rows(hudi1, base)
+    assert read == hudi_rs_rows(base) and len(read) == 9 * 4

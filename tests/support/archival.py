@@ -1,5 +1,6 @@
 """What the archival differential tests share: the settings they compare at, the instants of a table's
-active timeline, and our window for those settings (`service.archival.archival_window`)."""
+active timeline, our window for those settings (`service.archival.archival_window`), and the stored
+Avro records the tests read to set a scene up (with fastavro, not the project's codecs)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import shutil
 from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+import fastavro
 
 from service.archival import archival_window
 from service.config.hoodie import HoodieConfig
@@ -86,3 +89,21 @@ def assert_window_is_what_hudi_archives(
     assert len(window.instants) == len(ours_archived)  # each instant once
     if (low, high) == SETTINGS[0][:2]:
         assert hudi_archived, "the smallest window archives something"
+
+
+def avro_record(path: Path) -> dict[str, Any]:
+    """The one record of an Avro instant file (a clean plan or metadata, a 1.x commit's metadata)."""
+    with path.open("rb") as f:
+        [record] = list(fastavro.reader(f))
+    assert isinstance(record, dict), path
+    return record
+
+
+# The clean edge (`test_no_replaced_file_group_is_read_again_when_the_clean_edge_meets_the_window` of
+# both versions' modules): archival as small as it goes.
+EDGE_ARCHIVE_ARGUMENTS = "min_commits => 1, max_commits => 2, retain_commits => 1"
+EDGE_ARCHIVE_SETTINGS = [
+    *("--hoodie-conf", "hoodie.keep.min.commits=1"),
+    *("--hoodie-conf", "hoodie.keep.max.commits=2"),
+    *("--hoodie-conf", "hoodie.cleaner.commits.retained=1"),
+]
