@@ -18,7 +18,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from service.archival import archival_window, archive_location, archived_timeline_files
-from service.archival.report import held_by_json, held_by_text
+from service.archival.report import held_by_json, held_by_text, last_archived
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
 from service.clustering.attempts import SCHEDULER_NAME, failed_attempts, is_our_plan
@@ -205,9 +205,12 @@ def _archival(
     """The active timeline's length, whether anyone has archived the table, and what Hudi's archiver
     would archive now with these settings, or what holds it back."""
     history = archived_timeline_files(table)
+    last = last_archived(table) if history else None
     entry: dict[str, Any] = {
         "active_instants": len(timeline),
         "archived_timeline": {"location": table.storage.qualify(archive_location(table)), "files": history},
+        # Who wrote it, Hudi's files do not say: the daemon's page does for its own runs.
+        "last_archived": {"at": last.at.isoformat(timespec="seconds"), "file": last.file} if last else None,
         "keep_min_commits": config.archival.min_commits_to_keep,
         "keep_max_commits": config.archival.max_commits_to_keep,
     }
@@ -397,6 +400,9 @@ def _archival_text(archival: Mapping[str, Any]) -> str:
     files = archival["archived_timeline"]["files"]
     text = f"{archival['active_instants']} instants on the active timeline; archived timeline: "
     text += f"{len(files)} files" if files else "none"
+    last = archival.get("last_archived")
+    if last:
+        text += f", last written {last['at']} ({last['file']})"
     if "refusal" in archival:
         return f"{text}; {archival['refusal']}"
     text += (

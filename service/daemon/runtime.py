@@ -17,6 +17,7 @@ from datetime import datetime, tzinfo
 from enum import StrEnum
 from typing import Any
 
+from service.archival.report import LastArchived
 from service.config.daemon import ZONE_SETTINGS, TableEntry
 from service.config.hoodie import TimelineTimezone
 from service.daemon.file_sizes import FileSizes
@@ -120,6 +121,10 @@ class TableRuntime:
     # The archived timeline's files as this replica last left them (None: not looked at since it
     # holds the table): files beyond these were written by another archiver.
     archive_files_seen: frozenset[str] | None = None
+    # The archived timeline's newest file when this replica first looked, and after its latest run
+    # that archived (the page's "last archived ... by").
+    last_archived_before: LastArchived | None = None
+    last_archived_ours: LastArchived | None = None
     # The active timeline's files when archival last found nothing to do (None: look again).
     archival_timeline: frozenset[str] | None = None
     file_sizes: FileSizes | None = None

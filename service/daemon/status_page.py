@@ -162,8 +162,14 @@ def _archival(table: dict[str, Any]) -> str:
         return ""
     held = seen["held_by"]
     why = f"; {escape(held_by_text(held))}" if held else ""
+    last = seen.get("last_archived")
+    when = (
+        f"; last archived {escape(last['at'])} by {escape(last['by'])} ({escape(last['file'])})"
+        if last
+        else "; never archived"
+    )
     return (
-        f"<p class='archival'>active timeline: {seen['active_instants']} instants; "
+        f"<p class='archival'>active timeline: {seen['active_instants']} instants{when}; "
         f"archival would take {seen['would_archive']}{why}</p>"
     )
 

@@ -32,10 +32,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
+from typing import Any
 
 from service.archival import archival_window, archived_timeline_files
 from service.archival.archiver import archive
-from service.archival.report import held_by_json
+from service.archival.report import held_by_json, last_archived
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.snapshot import read_last_clean
 from service.clock import Clock
@@ -305,6 +306,7 @@ class TableTicker:
                 )
             )  # fmt: skip
         runtime.archive_files_seen = frozenset(archived_timeline_files(table))
+        runtime.last_archived_ours = last_archived(table) if archived else runtime.last_archived_ours
         after = table.load_timeline()
         self._archival_seen(runtime, len(after), archival_window(table, config, zone, after))
         runtime.archival_timeline = after.files
@@ -319,6 +321,7 @@ class TableTicker:
         files = frozenset(archived_timeline_files(table))
         if runtime.archive_files_seen is None:
             runtime.archive_files_seen = files
+            runtime.last_archived_before = last_archived(table)
         foreign = sorted(files - runtime.archive_files_seen)
         if foreign:
             raise TableServicesRefusedError(
@@ -339,6 +342,7 @@ class TableTicker:
             "active_instants": active,
             "would_archive": len(window.instants),
             "held_by": held_by_json(window),
+            "last_archived": _last_archived_json(runtime),
         }
         self.metrics.active_timeline_instants.labels(runtime.name).set(active)
 
@@ -710,3 +714,15 @@ class _PhaseRunner:
         phase = self._runtime.phase
         if self._done and phase.get(TableService.CLUSTERING) is Phase.EXECUTING:
             phase[TableService.CLUSTERING] = Phase.COMMITTING
+
+
+def _last_archived_json(runtime: TableRuntime) -> dict[str, Any] | None:
+    """When the archived timeline was last written, and by whom as far as this replica knows: its
+    own run, or whoever archived before it served the table (another archiver since then is refused,
+    `writers_archive`)."""
+    last = runtime.last_archived_ours or runtime.last_archived_before
+    if last is None:
+        return None
+    ours = last == runtime.last_archived_ours
+    by = "this daemon" if ours else "an archiver before this daemon served the table"
+    return {"at": last.at.isoformat(timespec="seconds"), "file": last.file, "by": by}

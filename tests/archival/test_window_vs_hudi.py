@@ -160,12 +160,14 @@ def test_check_says_nobody_archives_the_table_and_what_archival_would_do(
     active = len(HudiTable.open(str(base)).load_timeline())
     assert before["active_instants"] == active and before["archived_timeline"]["files"] == []
     assert before["would_archive"] > 0 and "nobody archives this table" in before["note"]
-    assert before["held_by"]["bound"] in {b.value for b in Bound}
+    assert before["held_by"]["bound"] in {b.value for b in Bound} and before["held_by"]["way_out"]
+    assert before["last_archived"] is None
     instants = active_instants(base)
     _call(spark, base, "archive_commits", "min_commits => 2, max_commits => 3, retain_commits => 1")
     assert len(instants - active_instants(base)) == before["would_archive"]
     after = check()
     assert after["archived_timeline"]["files"] and "note" not in after
+    assert after["last_archived"]["file"] in after["archived_timeline"]["files"]
     assert after["active_instants"] == active - before["would_archive"]
 
 

@@ -565,12 +565,23 @@ def test_daemon_archival_tick_archives_when_hudis_archiver_would_and_says_what_h
     state = daemon.status.table(runtime, NOW)["services"]["archival"]
     assert state["archival"]["active_instants"] == 2 and state["archival"]["would_archive"] == 0
     assert state["archival"]["held_by"]["bound"] == Bound.NOT_TRIGGERED.value and not state["due"]
+    assert state["archival"]["held_by"]["way_out"].startswith("none needed")
+    last = state["archival"]["last_archived"]
+    assert last["by"] == "this daemon" and last["file"] == ".commits_.archive.1_1-0-1"
     page = status_page.render(daemon.status)
-    assert "active timeline: 2 instants; archival would take 0; held by hoodie.keep.max.commits" in page
+    assert (
+        f"active timeline: 2 instants; last archived {last['at']} by this daemon (.commits_.archive.1_1-0-1); "
+        "archival would take 0; held by hoodie.keep.max.commits"
+    ) in page
     # Nothing more to archive: nothing written, nothing counted.
     assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
     assert sorted(p.name for p in (t.base / ".hoodie" / "archived").iterdir()) == sorted(archived)
     assert _value(registry, "archived_instants_total", table="t") == 4
+    # Another daemon (a restart) finds the archive there: written before it served the table.
+    other, other_runtime = _archiving_daemon(t, CollectorRegistry())
+    assert other.run_iteration(other_runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
+    seen = other.status.table(other_runtime, NOW)["services"]["archival"]["archival"]["last_archived"]
+    assert seen == {**last, "by": "an archiver before this daemon served the table"}
 
 
 def test_daemon_archival_stands_down_where_the_writers_still_archive(
