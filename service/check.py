@@ -20,6 +20,7 @@ from typing import Any
 from service.archival import archival_window, archive_location, archived_timeline_files
 from service.archival.report import held_by_json, held_by_text, last_archived
 from service.cleaning import Cleaner, CleanOptions
+from service.cleaning.guard import held_json
 from service.cleaning.snapshot import read_last_clean
 from service.clustering.attempts import SCHEDULER_NAME, failed_attempts, is_our_plan
 from service.clustering.orchestrator import schedule_clustering
@@ -33,7 +34,12 @@ from service.config.hoodie import HoodieConfig, TimelineTimezone
 from service.config.hoodie_keys import INDEX_TYPE
 from service.config.locking import WriteConcurrencyMode, ZookeeperLockSettings
 from service.config.zones import ZoneChoice
-from service.errors import NeedsConfigurationError, TableServicesRefusedError, UnsupportedMergeError
+from service.errors import (
+    NeedsConfigurationError,
+    TableServicesRefusedError,
+    UnsupportedMergeError,
+    VolumeBreakerError,
+)
 from service.lock.in_process import InProcessTableLock
 from service.lock.probe import probe_zookeeper_lock
 from service.table.heartbeat import last_heartbeat_ms
@@ -287,11 +293,18 @@ def _dry_run(
     timeline = table.load_timeline()
     if kind is TableServiceKind.CLEANING:
         since = commits_since_last_clean(timeline, read_last_clean(table, timeline))
-        result = Cleaner(table, config, lock, zone, CleanOptions(dry_run=True), now=lambda: now).run()
+        clean_trigger = {"commits_since_last": since, "threshold": config.clean.max_commits,
+                         "setting": "hoodie.clean.max.commits"}  # fmt: skip
+        try:
+            result = Cleaner(table, config, lock, zone, CleanOptions(dry_run=True), now=lambda: now).run()
+        except VolumeBreakerError as exc:  # on hold until approved: what would go, and the way out
+            held = held_json(exc)
+            nxt = {"files_to_delete": held["files_to_delete"], "bytes_to_delete": held["bytes_to_delete"],
+                   "pending_cleans_resumed": 0, "reason": None, "on_hold": held}  # fmt: skip
+            return {"trigger": clean_trigger, "next": nxt}
         files = sum(c.files_planned for c in result.cleans)
         return {
-            "trigger": {"commits_since_last": since,
-                        "threshold": config.clean.max_commits, "setting": "hoodie.clean.max.commits"},
+            "trigger": clean_trigger,
             "next": {"files_to_delete": files,
                      "bytes_to_delete": sum(f.bytes for c in result.cleans for f in c.files),
                      "pending_cleans_resumed": sum(c.resumed for c in result.cleans),
@@ -383,6 +396,13 @@ def render_check(report: Mapping[str, Any]) -> str:
 
 def _next_text(name: str, nxt: Mapping[str, Any]) -> str:
     if name == "cleaning":
+        held = nxt.get("on_hold")
+        if held:
+            return (
+                f"ON HOLD: would delete {held['files_to_delete']} of the {held['live_files']} files of "
+                f"live file groups ({held['fraction']:.0%}, over the volume breaker's {held['limit']:.0%}); "
+                f"approve this plan once: {held['approve']}"
+            )
         if nxt["files_to_delete"]:
             return f"would delete {nxt['files_to_delete']} files ({nxt['bytes_to_delete']} bytes)"
         return f"would delete nothing: {nxt['reason']}"

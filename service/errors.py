@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class HudiTableServiceError(Exception):
     """Base of every error the product raises on purpose."""
@@ -66,6 +69,19 @@ class ConflictError(HudiTableServiceError):
 
 class PlanRefusedError(HudiTableServiceError):
     """A plan fails a safety rule (e.g. a clean that would delete the latest snapshot)."""
+
+
+class VolumeBreakerError(PlanRefusedError):
+    """A clean the volume breaker holds: it would delete more of the live file groups' files than the
+    limit. Not a failure: the clean is held until this very plan is approved (`digest`, bound to the
+    files it deletes: `clean --approve`) or forced, and the table's other services go on. `counts`
+    says how much would go (files and bytes against the live ones, per partition)."""
+
+    def __init__(self, message: str, *, digest: str, counts: Mapping[str, Any], approve: str) -> None:
+        super().__init__(message)
+        self.digest = digest
+        self.counts = dict(counts)
+        self.approve = approve  # the command that approves this plan once
 
 
 class DeleteFailedError(HudiTableServiceError):

@@ -1,17 +1,28 @@
-"""`hudi-table-service clean`: one cleaning pass from the command line (mirrors Hudi's HoodieCleaner)."""
+"""`hudi-table-service clean`: one cleaning pass from the command line (mirrors Hudi's HoodieCleaner).
+
+A plan the volume breaker holds exits 2 (held, not failed) naming its digest; `--approve DIGEST`
+records that exactly that plan may pass once (`service.cleaning.approvals`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 from collections.abc import Mapping
 
+from service.cleaning.approvals import DIGEST, record_approval
+from service.cleaning.guard import held_json
 from service.cleaning.orchestrator import Cleaner, CleanOptions
 from service.cleaning.results import render_result, result_to_json
-from service.command_context import add_service_arguments, open_context
-from service.errors import ConfigError
+from service.clock import utc_now
+from service.command_context import CommandContext, add_service_arguments, open_context
+from service.errors import ConfigError, VolumeBreakerError
 from service.table.properties import TableServiceKind
 from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION
+
+log = logging.getLogger(__name__)
+
+HELD_EXIT = 2  # as `check`'s refusal: nothing failed, a person decides
 
 
 def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,22 +33,54 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print the run (or dry run) as one JSON object; logs go to stderr"
     )
-    parser.add_argument("--force", action="store_true", help="run a plan the deletion volume breaker refuses")
+    parser.add_argument(
+        "--force", action="store_true", help="run a plan the deletion volume breaker holds, whatever it is"
+    )
     parser.add_argument(
         "--max-delete-fraction",
         type=float,
         default=DEFAULT_MAX_DELETE_FRACTION,
-        help="volume breaker: refuse a plan deleting more than this share of the files of live file groups",
+        help="volume breaker: hold a plan deleting more than this share of the files of live file groups",
+    )
+    parser.add_argument(
+        "--approve",
+        metavar="DIGEST",
+        help="let the held plan with this digest (printed when it was held) pass the volume breaker once: "
+        "the next clean, the daemon's or this command's, runs it; a plan deleting other files stays held",
     )
 
 
 def cmd_clean(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
     if not 0 < args.max_delete_fraction <= 1:
         raise ConfigError(f"--max-delete-fraction={args.max_delete_fraction} must be in (0, 1]")
+    if args.approve is not None and DIGEST.fullmatch(args.approve) is None:
+        raise ConfigError(f"--approve {args.approve!r}: not a plan digest (the one a held clean printed)")
     ctx = open_context(args, storage_options, TableServiceKind.CLEANING)
     options = CleanOptions(
         dry_run=args.dry_run, force=args.force, max_delete_fraction=args.max_delete_fraction
     )
-    result = Cleaner(ctx.table, ctx.config, ctx.lock, ctx.zone, options).run()
+    if args.approve is not None:
+        return _approve(ctx, args.approve)
+    try:
+        result = Cleaner(ctx.table, ctx.config, ctx.lock, ctx.zone, options).run()
+    except VolumeBreakerError as exc:
+        log.warning("clean held: %s", exc)
+        if args.json:
+            print(json.dumps({"table": ctx.table.name, "held": held_json(exc)}, indent=2))
+        return HELD_EXIT
     print(json.dumps(result_to_json(result), indent=2) if args.json else render_result(result))
+    return 0
+
+
+def _approve(ctx: CommandContext, digest: str) -> int:
+    """Record the approval of the held plan `digest`. No planning here: the plan was held under the
+    settings of whoever runs the clean (the daemon's table entry, or this command's flags), and only a
+    plan deleting exactly the files `digest` names runs by it."""
+    table = ctx.table
+    rel = record_approval(table.storage, digest, utc_now())
+    print(
+        f"table {table.name}: clean plan {digest} approved once ({table.storage.qualify(rel)}); the next "
+        "clean whose plan deletes exactly those files runs it: the daemon's next tick, or "
+        f"`hudi-table-service clean --base-path {table.base_uri}` with the settings it was held under"
+    )
     return 0

@@ -5,21 +5,26 @@
    belong to a committed slice of a known file group (never a pending write's file). A missing
    file is fine: it is already deleted.
 2. No file of the latest snapshot (refused always).
-3. The volume breaker (`strategies.cleaning.safety`; `--force` overrides): the plan's files of live
-   file groups against every file of the table's live file groups, every retained version; files
-   of file groups a completed replacecommit replaced count on neither side. When the view lists
-   only some partitions (an incremental clean, the plan's partitions at execution) and the plan is
-   over the limit within them, the whole table's view is loaded to count before deciding (not with
-   `--force`: `volume` then covers the listed partitions only).
+3. The volume breaker (`strategies.cleaning.safety`): the plan's files of live file groups against
+   every file of the table's live file groups, every retained version; files of file groups a
+   completed replacecommit replaced count on neither side. When the view lists only some
+   partitions (an incremental clean, the plan's partitions at execution) and the plan is over the
+   limit within them, the whole table's view is loaded to count before deciding (not with
+   `--force`: `volume` then covers the listed partitions only). A plan over the limit is held
+   (`VolumeBreakerError`, with its digest and counts) unless that very plan was approved
+   (`service.cleaning.approvals`) or the run is forced.
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from service.errors import PlanRefusedError
+from service.cleaning.approvals import approved_digests
+from service.errors import PlanRefusedError, VolumeBreakerError
 from service.table.data_files import parse_base_file, parse_log_file
 from service.table.fs_view import FileSystemView
 from service.table.table import HudiTable
@@ -27,15 +32,19 @@ from strategies.cleaning import (
     VolumeCount,
     count_volume,
     live_file_sizes,
+    plan_digest,
     refuse_latest_snapshot_targets,
-    refuse_volume,
+    volume_refusal,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class CheckedPlan:
     present: Mapping[str, int]  # planned paths still on storage -> size in bytes
     volume: VolumeCount  # the breaker's count (the listed partitions' when forced)
+    approval: str | None = None  # the digest of the approval that let the plan pass the breaker
 
     @property
     def bytes_to_delete(self) -> int:
@@ -79,8 +88,43 @@ def check_plan(
         # (through the metadata table when served, as the planner lists). The listed partitions'
         # live files stay counted even if that listing lags behind storage.
         volume = count_volume(present, {**live_file_sizes(table.load_view(view.timeline)), **live})
-    refuse_volume(table.name, instant, volume, max_delete_fraction)
-    return CheckedPlan(present, volume)
+    reason = volume_refusal(table.name, instant, volume, max_delete_fraction)
+    if reason is None:
+        return CheckedPlan(present, volume)
+    digest = plan_digest(files)
+    if digest in approved_digests(table.storage):  # listed only for a plan over the limit
+        log.info(
+            "table %s: clean %s passes the volume breaker by its approval %s", table.name, instant, digest
+        )
+        return CheckedPlan(present, volume, approval=digest)
+    counts = {
+        "files_to_delete": volume.files_to_delete,
+        "live_files": volume.live_files,
+        "bytes_to_delete": volume.bytes_to_delete,
+        "live_bytes": volume.live_bytes,
+        "replaced_files": volume.replaced_files,
+        "fraction": round(volume.fraction, 4),
+        "limit": max_delete_fraction,
+        "partitions": {p: len(paths) for p, paths in sorted(files.items()) if paths},
+    }
+    approve = approve_command(table, digest)
+    raise VolumeBreakerError(
+        f"{reason}; held: approve exactly this plan once with `{approve}` after checking the cleaning "
+        "policy and retention (or pass --force)",
+        digest=digest,
+        counts=counts,
+        approve=approve,
+    )
+
+
+def held_json(exc: VolumeBreakerError) -> dict[str, Any]:
+    """A held clean as `clean --json`, `check` and the daemon's status show it."""
+    return {"digest": exc.digest, **exc.counts, "approve": exc.approve, "reason": str(exc)}
+
+
+def approve_command(table: HudiTable, digest: str) -> str:
+    """The command that approves the held plan `digest` of `table` once."""
+    return f"hudi-table-service clean --base-path {table.base_uri} --approve {digest}"
 
 
 def _check_data_file(table: HudiTable, instant: str, partition: str, path: str) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta, tzinfo
 
+from service.cleaning.approvals import consume_approval
 from service.cleaning.deleter import DeleteFn, delete_files
 from service.cleaning.failed_writes import rollback_failed_writes
 from service.cleaning.guard import CheckedPlan, check_plan
@@ -303,6 +304,8 @@ class Cleaner:
             self._delete_empty_partitions(deletable_partitions)
             metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))
             completed_by_other = self._complete(instant, metadata)
+            if checked.approval is not None:  # spent: the next plan over the limit needs its own
+                consume_approval(storage, checked.approval)
         finally:
             self._owned = None
             heartbeat.stop()

@@ -21,7 +21,7 @@ from service.archival.report import LastArchived
 from service.config.daemon import ZONE_SETTINGS, TableEntry
 from service.config.hoodie import TimelineTimezone
 from service.daemon.file_sizes import FileSizes
-from service.errors import NeedsConfigurationError, TableServicesRefusedError
+from service.errors import NeedsConfigurationError, TableServicesRefusedError, VolumeBreakerError
 from service.lock import create_lock
 from service.lock.base import TableLock
 from service.lock.kazoo_pool import KazooClientPool
@@ -46,6 +46,8 @@ class Outcome(StrEnum):
     BACKING_OFF = "backing_off"
     QUARANTINED = "quarantined"
     REFUSED = "refused"  # the services must not touch this table (yet); not a failure
+    # The volume breaker holds the service's plan until a person approves it; not a failure.
+    ON_HOLD = "on_hold"
     STOPPING = "stopping"
     OWNED_ELSEWHERE = "owned_elsewhere"  # another executor owns the pending instant; skipped
     # No execution starts until a maintenance window opens (a new plan may have been written).
@@ -116,6 +118,12 @@ class TableRuntime:
     due: dict[TableService, bool] = field(default_factory=dict)
     commits_since: dict[TableService, int] = field(default_factory=dict)
     pending: dict[TableService, tuple[str, ...]] = field(default_factory=dict)  # instant times
+    # A service the volume breaker holds (cleaning): the held plan as `clean --json` shows it, the
+    # error to raise again, and what it was held on (the timeline's files, the approvals): a tick that
+    # finds both unchanged holds without planning again.
+    on_hold: dict[TableService, dict[str, Any]] = field(default_factory=dict)
+    on_hold_error: VolumeBreakerError | None = None
+    on_hold_signature: tuple[object, ...] | None = None
     # What the last archival tick saw: the active timeline's length and what holds the window back.
     archival: dict[str, Any] | None = None
     # The archived timeline's files as this replica last left them (None: not looked at since it

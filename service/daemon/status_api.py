@@ -67,6 +67,8 @@ class StatusSource:
             return "needs configuration"
         if runtime.refused or runtime.refused_services:
             return "refused"
+        if any(runtime.on_hold.copy().values()):
+            return "on hold"  # a plan waits for a person's approval; the other services go on
         # Ticks update these dicts while a request reads them: read copies (a dict copy is atomic).
         phases = set(runtime.phase.copy().values())
         for phase in _PHASE_ORDER:
@@ -102,6 +104,8 @@ class StatusSource:
             "retry_at": _iso(retry_at) if waiting else None,
             "next_due": _iso(retry_at if waiting else self.next_tick(runtime.name, service)),
             "last_run": last.to_json() if last is not None else None,
+            # The plan the volume breaker holds (`clean --json`'s "held"), with the command approving it.
+            "on_hold": runtime.on_hold.get(service),
             **({"archival": runtime.archival} if service is TableService.ARCHIVAL else {}),
         }
 

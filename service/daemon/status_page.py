@@ -28,6 +28,7 @@ STATE_COLOURS = {
     "committing": "#9c27b0",
     "needs configuration": "#795548",
     "refused": "#9e9e9e",
+    "on hold": "#ffc107",
     "quarantined": "#f44336",
     "backing off": "#ff9800",
 }
@@ -152,7 +153,26 @@ def _services(table: dict[str, Any], now: datetime) -> str:
         "<tr><th>service</th><th>enabled</th><th>phase</th><th>due</th><th>commits since last</th>"
         "<th>pending plans (age)</th><th>last run</th><th>next due</th></tr>"
     )
-    return f"<table class='services'>{head}{''.join(rows)}</table>{_archival(table)}"
+    return f"<table class='services'>{head}{''.join(rows)}</table>{_on_hold(table)}{_archival(table)}"
+
+
+def _on_hold(table: dict[str, Any]) -> str:
+    """Each plan the volume breaker holds: how much it would delete, where, and the one command that
+    approves exactly that plan once (`check` says the same)."""
+    out = []
+    for name, s in table["services"].items():
+        held = s.get("on_hold")
+        if not held:
+            continue
+        where = ", ".join(f"{escape(p)}: {n}" for p, n in held["partitions"].items())
+        out.append(
+            f"<p class='on-hold'>{escape(name)} on hold: the plan would delete {held['files_to_delete']} of "
+            f"the {held['live_files']} files of live file groups ({held['fraction']:.0%}; "
+            f"{_bytes(held['bytes_to_delete'])} of {_bytes(held['live_bytes'])}), over the volume "
+            f"breaker's {held['limit']:.0%}; by partition: {where or '-'}</p>"
+            f"<p class='fix'>to run exactly this plan once: <code>{escape(held['approve'])}</code></p>"
+        )
+    return "".join(out)
 
 
 def _archival(table: dict[str, Any]) -> str:

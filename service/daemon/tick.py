@@ -38,6 +38,8 @@ from service.archival import archival_window, archived_timeline_files
 from service.archival.archiver import archive
 from service.archival.report import held_by_json, last_archived
 from service.cleaning import Cleaner, CleanOptions
+from service.cleaning.approvals import approved_digests
+from service.cleaning.guard import held_json
 from service.cleaning.snapshot import read_last_clean
 from service.clock import Clock
 from service.clustering.clusterer import Clusterer, ClusteringPassListener, ClusteringPassOptions
@@ -58,6 +60,7 @@ from service.errors import (
     InstantOwnedError,
     TableServicesRefusedError,
     UnsupportedMergeError,
+    VolumeBreakerError,
 )
 from service.executor import SparkExecutor
 from service.executor.clustering_job import GroupJob
@@ -152,6 +155,9 @@ class TableTicker:
                 )
             self.metrics.set_refused(runtime.name, str(service), exc.reason)
             return Outcome.REFUSED
+        except VolumeBreakerError as exc:
+            self._hold(runtime, service, now, exc)
+            return Outcome.ON_HOLD
         except _NotHeldError:
             log.info(
                 "table %s: %s not started: this replica no longer holds the table", runtime.name, service
@@ -172,11 +178,13 @@ class TableTicker:
         except Exception as exc:
             if self.stopping.is_set() and isinstance(exc, InterruptedError):
                 return Outcome.STOPPING
+            runtime.on_hold.pop(service, None)
             self._record_failure(runtime, service, now, exc)
             self.metrics.set_refused(runtime.name, str(service), None)  # failing now, not refused
             return Outcome.FAILED
         finally:
             runtime.phase.pop(service, None)
+        runtime.on_hold.pop(service, None)
         if outcome is Outcome.NOT_APPLICABLE:
             return outcome  # nothing ran: no success, no series for a service the table does not have
         self.metrics.set_refused(runtime.name, str(service), None)
@@ -196,6 +204,10 @@ class TableTicker:
             )
             return Outcome.OUTSIDE_WINDOW
         table, lock, zone = runtime.open()
+        held = runtime.on_hold_error if runtime.on_hold.get(TableService.CLEANING) else None
+        # Held on this timeline and these approvals: the same plan would be held again.
+        if held is not None and runtime.on_hold_signature == self._hold_signature(runtime, table):
+            raise held
         options = CleanOptions(
             max_delete_fraction=self.settings().deletion.max_delete_fraction,
             max_interval=section.max_interval,
@@ -259,6 +271,29 @@ class TableTicker:
         self.metrics.commits_since_last_clean.labels(name).set(since)
         self._after_tick(runtime, table, timeline, zone, worked=bool(result.cleans))
         return Outcome.DONE
+
+    def _hold(
+        self, runtime: TableRuntime, service: TableService, now: datetime, exc: VolumeBreakerError
+    ) -> None:
+        """The volume breaker holds `service`'s plan: a state with its counts and the command that
+        approves that plan once, not a failure (no backoff, no quarantine); the table's other services
+        go on. Said and recorded once per plan."""
+        first = (runtime.on_hold.get(service) or {}).get("digest") != exc.digest
+        runtime.on_hold[service] = held_json(exc)
+        if runtime.on_hold_error is not exc:
+            runtime.on_hold_error = exc
+            table, _, _ = runtime.open()
+            runtime.on_hold_signature = self._hold_signature(runtime, table)
+        self.metrics.set_refused(runtime.name, str(service), "volume_breaker")
+        if first:
+            log.warning("table %s: %s on hold: %s", runtime.name, service, exc)
+            self.history.record(
+                RunRecord(runtime.name, str(service), "on hold", started=now, ended=now, reason=str(exc))
+            )
+
+    @staticmethod
+    def _hold_signature(runtime: TableRuntime, table: HudiTable) -> tuple[object, ...]:
+        return (runtime.timeline_signature(), approved_digests(table.storage))
 
     def _archive(self, runtime: TableRuntime) -> Outcome:
         """Archive what Hudi's archiver would archive now. The window is computed first without the

@@ -16,8 +16,9 @@ from strategies.cleaning.safety import (
     count_volume,
     latest_snapshot_paths,
     live_file_sizes,
+    plan_digest,
     refuse_latest_snapshot_targets,
-    refuse_volume,
+    volume_refusal,
 )
 from strategies.cleaning.snapshot import CleanSnapshot, LastClean
 from strategies.cleaning.trigger import clean_due, commits_since_last_clean
@@ -39,6 +40,7 @@ __all__ = [
     "live_file_sizes",
     "partitions_to_scan",
     "plan_clean",
+    "plan_digest",
     "refuse_latest_snapshot_targets",
-    "refuse_volume",
+    "volume_refusal",
 ]

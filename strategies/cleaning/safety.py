@@ -5,21 +5,24 @@
   readers merge with the new one) is refused, always.
 - The volume breaker guards the history readers still use: a plan deleting more than a fraction
   (default 0.75) of the files of the table's live file groups (every retained version: base and log
-  files of each committed slice) is refused unless forced. Files of file groups replaced by a
-  completed replacecommit (clustering, insert overwrite; `TimelineFacts.replaced`) count in neither
-  the numerator nor the denominator: no reader reads them once the replacecommit completed, and
-  Hudi's cleaner deletes them whole once retention releases them
-  (`CleanPlanner.getReplacedFilesEligibleToClean`). Counting them made the normal clean after a
-  clustering (which replaced most files) trip the breaker.
+  files of each committed slice) is held until that very plan is approved (`plan_digest`) or
+  forced. Files of file groups replaced by a completed replacecommit (clustering, insert
+  overwrite; `TimelineFacts.replaced`) count in neither the numerator nor the denominator: no
+  reader reads them once the replacecommit completed, and Hudi's cleaner deletes them whole once
+  retention releases them (`CleanPlanner.getReplacedFilesEligibleToClean`). Counting them made the
+  normal clean after a clustering (which replaced most files) trip the breaker.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from service.errors import PlanRefusedError
 from service.table.fs_view import FileSlice, FileSystemView
+
+DIGEST_LENGTH = 20  # hex digits of a held plan's digest (`plan_digest`)
 
 
 def latest_snapshot_paths(view: FileSystemView) -> frozenset[str]:
@@ -90,21 +93,31 @@ def count_volume(targets: Mapping[str, int], live: Mapping[str, int]) -> VolumeC
     )
 
 
-def refuse_volume(table: str, instant: str, count: VolumeCount, max_fraction: float) -> None:
-    """PlanRefusedError when the plan deletes more than `max_fraction` of the files of the table's
-    live file groups (`count_volume`)."""
+def volume_refusal(table: str, instant: str, count: VolumeCount, max_fraction: float) -> str | None:
+    """Why the breaker holds the plan (it deletes more than `max_fraction` of the files of the table's
+    live file groups, `count_volume`); None when it does not."""
     if count.live_files <= 0 or count.fraction <= max_fraction:
-        return
+        return None
     byte_share = f"{count.bytes_to_delete / count.live_bytes:.0%}" if count.live_bytes else "n/a"
     replaced = (
         f"; besides {count.replaced_files} file(s) of replaced file groups, not counted"
         if count.replaced_files
         else ""
     )
-    raise PlanRefusedError(
+    return (
         f"table {table!r}: clean {instant} would delete {count.files_to_delete} of the "
         f"{count.live_files} files of live file groups (every retained version; {count.fraction:.0%}; "
         f"{count.bytes_to_delete} of {count.live_bytes} bytes, {byte_share}{replaced}), "
-        f"more than the limit of {max_fraction:.0%}; check the cleaning policy and "
-        "retention, or pass --force to run it anyway"
+        f"more than the limit of {max_fraction:.0%}"
     )
+
+
+def plan_digest(files: Mapping[str, Iterable[str]]) -> str:
+    """What an approval of a held clean is bound to: the files the plan deletes (base-relative paths,
+    in any order or grouping), as 20 hex digits of their SHA-256. A plan deleting one file more or
+    less has another digest, so an approval never lets a different plan through."""
+    digest = hashlib.sha256()
+    for path in sorted({p for paths in files.values() for p in paths}):
+        digest.update(path.encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:DIGEST_LENGTH]

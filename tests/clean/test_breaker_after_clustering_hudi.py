@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,45 @@ def test_clean_after_clustering_one_merge_on_read_group_is_not_refused(
     assert len(_data_files(base)) >= 4
     replaced, written = _cluster_then_clean(spark, base, capsys, caplog)
     assert len(replaced) >= 4 and len(written) == 1
+
+
+def test_a_first_clean_over_the_breaker_is_held_and_runs_exactly_once_approved(
+    spark: SparkSession,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A table onboarded with a backlog (Hudi 0.15's writer, services handed over, the metadata table
+    on): five upserts of the same keys, never cleaned. The first clean keeping one version is over the
+    breaker's limit: `check` and `clean` say it is on hold, with the same counts and digest and the
+    command approving it; nothing is deleted. Once approved, `clean` deletes exactly what Hudi's own
+    `run_clean` deletes from a copy with the same policy, and Hudi and hudi-rs read the same rows."""
+    base = tmp_path / "backlog"
+    opts = {**MDT_ON, "hoodie.table.services.enabled": "false"}
+    for batch in range(5):
+        df = ht.generate(spark, range(0, 60), batch=batch)
+        ht.write(spark, base, df, "upsert", "backlog", partition_fields=[ht.PARTITION_FIELD], extra_opts=opts)
+    twin = tmp_path / "hudi"
+    shutil.copytree(base, twin, symlinks=True)
+    before, rows = _data_files(base), _reads(spark, base)
+    capsys.readouterr()
+    assert main(["check", "--base-path", str(base), "--timezone", "UTC", *KEEP_ONE_VERSION, "--json"]) == 0
+    checked = json.loads(capsys.readouterr().out)["services"]["cleaning"]["next"]["on_hold"]
+    code, reply = _clean(base, capsys)
+    assert code == 2 and reply is not None
+    held = reply["held"]
+    assert (
+        held == checked and held["files_to_delete"] == len(before) - 3 and held["live_files"] == len(before)
+    )
+    assert "--approve" in caplog.text and _data_files(base) == before
+    assert main(held["approve"].split()[1:]) == 0
+    code, result = _clean(base, capsys)
+    assert code == 0 and result is not None and result["files_deleted"] == held["files_to_delete"]
+    with ht.registered_table(spark, twin) as name:
+        spark.sql(
+            f"CALL run_clean(table => '{name}', clean_policy => 'KEEP_LATEST_FILE_VERSIONS', "
+            "file_versions_retained => 1)"
+        ).collect()
+    assert _data_files(base) == _data_files(twin) and len(_data_files(base)) == 3
+    assert _reads(spark, base) == rows
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist()) == rows[0]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,14 +55,64 @@ def test_cli_clean_dry_run_writes_nothing(tmp_path: Path, capsys: pytest.Capture
     assert sorted(p.name for p in (t.base / ".hoodie").iterdir()) == hoodie
 
 
-def test_cli_clean_refused_plan_exits_non_zero_with_reason(
+def test_cli_clean_held_plan_exits_2_with_reason_and_force_runs_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     t = _table(tmp_path, versions=6)
     args = ["clean", "--base-path", str(t.base), "--hoodie-conf", "hoodie.cleaner.fileversions.retained=1"]
-    assert main(args) == 1
+    assert main(args) == 2
     assert "more than the limit of 75%" in caplog.text and "--force" in caplog.text
+    assert "--approve" in caplog.text
     assert main([*args, "--force"]) == 0
+
+
+def _files(base: Path) -> list[str]:
+    return sorted(str(p.relative_to(base)) for p in base.rglob("*.parquet"))
+
+
+def test_cli_clean_approval_runs_exactly_the_held_plan_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A held clean prints its digest; an approval of another digest lets it through no more than none;
+    approving the plan's digest deletes nothing by itself; the next clean runs that plan and spends the
+    approval. A plan that changed after its approval (one more version) is held again under a new
+    digest, the old approval letting nothing through."""
+    t = _table(tmp_path, versions=6)
+    args = ["clean", "--base-path", str(t.base), "--hoodie-conf", "hoodie.cleaner.fileversions.retained=1"]
+    approvals = t.base / ".hoodie" / ".aux" / "hudi-table-service" / "clean-approvals"
+
+    def held() -> dict[str, Any]:
+        capsys.readouterr()
+        assert main([*args, "--json"]) == 2
+        reply: dict[str, Any] = json.loads(capsys.readouterr().out)["held"]
+        return reply
+
+    first = held()
+    assert (first["files_to_delete"], first["live_files"]) == (10, 12)
+    assert first["partitions"] == {"a": 5, "b": 5} and first["limit"] == 0.75
+    before = _files(t.base)
+    assert main([*args, "--approve", "not-a-digest"]) == 1 and "not a plan digest" in caplog.text
+    assert main([*args, "--approve", "0" * 20]) == 0
+    assert held() == first  # another plan's approval lets this one through no more than none
+    assert main([*args, "--approve", first["digest"]]) == 0
+    assert sorted(p.name for p in approvals.iterdir()) == sorted(
+        ["0" * 20 + ".json", f"{first['digest']}.json"]
+    )
+    assert _files(t.base) == before  # approving deletes nothing
+    # The table moves on before the next clean: the plan now deletes one file more.
+    t.commit(ts(7), [FileSpec("a", fid(1))])
+    second = held()
+    assert second["digest"] != first["digest"] and second["files_to_delete"] == 11
+    assert len(_files(t.base)) == len(before) + 1  # nothing deleted by the old approval
+    assert main([*args, "--approve", second["digest"]]) == 0
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "deleted 11 files" in capsys.readouterr().out
+    assert _files(t.base) == [f"a/{t.file_name('a', fid(1), ts(7))}", f"b/{t.file_name('b', fid(2), ts(6))}"]
+    # The approval used is spent; those of plans that never ran stay, approving nothing else.
+    assert sorted(p.name for p in approvals.iterdir()) == sorted(
+        ["0" * 20 + ".json", f"{first['digest']}.json"]
+    )
 
 
 def test_cli_clean_bad_config_exits_non_zero(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

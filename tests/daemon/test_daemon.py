@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from service.cleaning import orchestrator
 from service.cleaning.deleter import DeleteReport
+from service.cli import main
 from service.config import daemon as daemon_config
 from service.config.daemon import parse_daemon_config
 from service.config.zones import ZoneChoice
@@ -570,8 +571,8 @@ def test_daemon_archival_tick_archives_when_hudis_archiver_would_and_says_what_h
     assert last["by"] == "this daemon" and last["file"] == ".commits_.archive.1_1-0-1"
     page = status_page.render(daemon.status)
     assert (
-        f"active timeline: 2 instants; last archived {last['at']} by this daemon (.commits_.archive.1_1-0-1); "
-        "archival would take 0; held by hoodie.keep.max.commits"
+        f"active timeline: 2 instants; last archived {last['at']} by this daemon "
+        "(.commits_.archive.1_1-0-1); archival would take 0; held by hoodie.keep.max.commits"
     ) in page
     # Nothing more to archive: nothing written, nothing counted.
     assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
@@ -613,3 +614,58 @@ def test_daemon_archival_stands_down_where_the_writers_still_archive(
     assert ".commits_.archive.3_1-0-1" in refusal["reason"] and "its writers archive it" in refusal["reason"]
     assert "hoodie.table.services.enabled=false" in refusal["change"]
     assert _value(registry, "table_refused", table="t", service="archival", reason="writers_archive") == 1
+
+
+def test_a_clean_over_the_volume_breaker_is_on_hold_until_that_plan_is_approved(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """A table onboarded with a backlog (ten versions of two file groups, never cleaned): the first
+    clean keeping one commit would delete 16 of its 20 files, over the breaker's 75%. The daemon holds
+    it, at every tick: no failure, no backoff, no quarantine; the API and the page show the counts and
+    the command approving exactly that plan, the metric says `volume_breaker`, archival goes on. Once
+    a commit changes the plan, the old digest's approval lets nothing through; the new plan's approval
+    (the command the page shows) runs exactly it at the next tick, and the hold is gone."""
+    t = FixtureTable(tmp_path / "t", name="t")
+    for i in range(1, 11):
+        t.commit(ts(i), [FileSpec("a", fid(1)), FileSpec("b", fid(2))])
+    daemon = Daemon(parse_daemon_config(_config_text({"t": t.base})), registry=registry, clock=lambda: NOW,
+                    serve_http=False)  # fmt: skip
+    runtime = daemon.runtimes["t"]
+
+    def files() -> list[str]:
+        return sorted(str(p.relative_to(t.base)) for p in t.base.rglob("*.parquet"))
+
+    def held() -> dict[str, Any]:
+        state = daemon.status.table(runtime, NOW)
+        assert state["state"] == "on hold"
+        on_hold: dict[str, Any] = state["services"]["cleaning"]["on_hold"]
+        return on_hold
+
+    before = files()
+    for _ in range(4):  # beyond `quarantine_after: 2`
+        assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.ON_HOLD
+    assert files() == before and not runtime.quarantined and not runtime.consecutive_failures
+    first = held()
+    assert (first["files_to_delete"], first["live_files"], first["partitions"]) == (16, 20, {"a": 8, "b": 8})
+    assert (
+        first["approve"] == f"hudi-table-service clean --base-path file:{t.base} --approve {first['digest']}"
+    )
+    page = status_page.render(daemon.status)
+    assert "cleaning on hold: the plan would delete 16 of the 20 files of live file groups (80%" in page
+    assert f"<code>{first['approve']}</code>" in page
+    assert _value(registry, "table_refused", table="t", service="cleaning", reason="volume_breaker") == 1
+    assert len([r for r in daemon.history.runs("t") if r.outcome == "on hold"]) == 1  # said once
+    assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE  # the others go on
+    # Approved, but the table moved on first: the plan deletes one file more and is held anew.
+    assert main(first["approve"].split()[1:]) == 0
+    t.commit(ts(11), [FileSpec("a", fid(1))])
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.ON_HOLD
+    second = held()
+    assert second["digest"] != first["digest"] and second["files_to_delete"] == 18
+    assert len(files()) == len(before) + 1
+    assert main(second["approve"].split()[1:]) == 0
+    assert daemon.run_iteration(runtime, TableService.CLEANING, NOW) is Outcome.DONE
+    assert len(files()) == 21 - 18 and f"a/{t.file_name('a', fid(1), ts(11))}" in files()
+    state = daemon.status.table(runtime, NOW)
+    assert state["state"] != "on hold" and state["services"]["cleaning"]["on_hold"] is None
+    assert _value(registry, "table_refused", table="t", service="cleaning", reason="volume_breaker") == 0
