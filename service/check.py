@@ -19,10 +19,11 @@ from typing import Any
 
 from service.archival import archival_window, archive_location, archived_timeline_files
 from service.archival.report import held_by_json, held_by_text, last_archived
+from service.blockers import blocker_json, owner, table_blockers
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.guard import held_json
 from service.cleaning.snapshot import read_last_clean
-from service.clustering.attempts import SCHEDULER_NAME, failed_attempts, is_our_plan
+from service.clustering.attempts import SCHEDULER_NAME, failed_attempts
 from service.clustering.orchestrator import schedule_clustering
 from service.clustering.preflight import (
     INDEXES_CLUSTERING_MUST_UPDATE,
@@ -43,7 +44,6 @@ from service.errors import (
 from service.lock.in_process import InProcessTableLock
 from service.lock.probe import probe_zookeeper_lock
 from service.table.heartbeat import last_heartbeat_ms
-from service.table.instant import Action, Instant
 from service.table.properties import TableServiceKind, TableType
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, parse_instant_time
@@ -103,6 +103,12 @@ def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = No
         zone_refusal = exc
         report["zone"] = {"in_force": None, "from": None, "refusal": str(exc), "fix": exc.setting}
     report["pending"] = _pending(table, timeline, zone, now)
+    # What holds the services back, each with its age, effect and way out (`strategies.blockers`).
+    report["blockers"] = (
+        [blocker_json(b, now) for b in table_blockers(table, inputs.config, zone, now, timeline)]
+        if zone is not None
+        else []
+    )
     report["archival"] = _archival(table, inputs.config, zone, timeline)
     report["services"] = {
         str(kind.value): _service(table, inputs, kind, zone, zone_refusal, now)
@@ -197,7 +203,7 @@ def _pending(table: HudiTable, timeline: Any, zone: tzinfo | None, now: datetime
             "state": instant.state.name,
             "age_seconds": age,
             "heartbeat_age_seconds": round(time.time() - beat / 1000) if beat is not None else None,
-            "owner": _owner(table, instant),
+            "owner": owner(table, instant),
         }
         if entry["owner"] == SCHEDULER_NAME:  # ours: purged after daemon.failures.purge_after failures
             entry["failed_attempts"] = failed_attempts(table, timeline, instant.timestamp)
@@ -241,17 +247,6 @@ def _archival(
             "`hudi-table-service archive` archives it"
         )
     return entry
-
-
-def _owner(table: HudiTable, instant: Instant) -> str | None:
-    """Who scheduled a pending instant, as far as the timeline says: a clustering plan of ours carries
-    our mark (`attempts.mark_as_ours`); a commit or deltacommit is a writer's; other plans
-    (clean, compaction, rollback, a writer's replacecommit) do not say which process wrote them."""
-    if instant.action in (Action.COMMIT, Action.DELTA_COMMIT):
-        return "a Hudi writer"
-    if instant.action in (Action.REPLACE_COMMIT, Action.CLUSTERING):
-        return SCHEDULER_NAME if is_our_plan(table, instant) else "a Hudi writer"
-    return None
 
 
 def _service(
@@ -378,6 +373,13 @@ def render_check(report: Mapping[str, Any]) -> str:
         owner = f", scheduled by {p['owner']}" if p["owner"] else ""
         failed = f", {p['failed_attempts']} failed attempts" if p.get("failed_attempts") else ""
         lines.append(f"  pending: {p['instant']} {p['action']} {p['state']}, {age}, {beat}{owner}{failed}")
+    for b in report["blockers"]:
+        age = f"{b['age_seconds']} s" if b["age_seconds"] is not None else "age unknown"
+        who = f", {b['owner']}" if b["owner"] else ""
+        beat = f", heartbeat {b['heartbeat']}" if b["heartbeat"] else ""
+        at = f" {b['instant']}" if b["instant"] else ""
+        lines.append(f"  blocker: {b['kind']}{at} ({age}{who}{beat}), holds {', '.join(b['services'])}")
+        lines.append(f"    {b['effect']}; way out: {b['way_out']}")
     lines.append(f"  archival: {_archival_text(report['archival'])}")
     for name, s in report["services"].items():
         if not s["enabled"]:

@@ -72,6 +72,12 @@ class ServiceMetrics:
         self.deleted_files = counter("deleted_files", "Files deleted by cleaning", table)
         self.deleted_bytes = counter("deleted_bytes", "Bytes deleted by cleaning", table)
         self.pending_clean_plans = gauge("pending_clean_plans", "Clean plans requested or inflight", table)
+        # `strategies.blockers`: how long each kind of blocker has held each service back (its oldest).
+        self.blocked_seconds = gauge(
+            "blocked_seconds",
+            "Age of the oldest blocker of each kind holding a service back (check and the page say why)",
+            ["table", "service", "blocker"],
+        )
         self.active_timeline_instants = gauge(
             "active_timeline_instants", "Instants on the active timeline (what archival bounds)", table
         )
@@ -175,6 +181,9 @@ class ServiceMetrics:
         ):  # fmt: skip
             with contextlib.suppress(KeyError):
                 metric.remove(table)
+        for labels in list(self.blocked_seconds._metrics):
+            if labels[0] == table:
+                self.blocked_seconds.remove(*labels)
         for service in ("clustering", "cleaning", "compaction", "archival"):
             for per_service in (
                 self.run_duration_seconds, self.last_success_timestamp_seconds, self.instant_owned_elsewhere,

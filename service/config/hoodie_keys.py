@@ -100,6 +100,8 @@ INDEX_TYPE = "hoodie.index.type"
 # The record index in the metadata table: 0.14-1.0's switch, which Hudi 1.1 reads as the alternative
 # of its `hoodie.metadata.global.record.level.index.enable` (HoodieMetadataConfig).
 RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
+# Delta commits between the metadata table's compactions (HoodieMetadataConfig.COMPACT_NUM_DELTA_COMMITS).
+METADATA_COMPACT_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
 
 _CLUSTERING_PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 _CLUSTERING_RUN = "org.apache.hudi.client.clustering.run.strategy."
@@ -868,6 +870,15 @@ _KEYS: tuple[HoodieKey, ...] = (
         "alternative of hoodie.metadata.global.record.level.index.enable).",
         _W,
         used=False,
+    ),
+    HoodieKey(
+        METADATA_COMPACT_MAX_DELTA_COMMITS,
+        KeyType.INT,
+        "10",
+        "Delta commits after which the writers compact the metadata table; more than these since its "
+        "last compaction is a blocker (check, the daemon's page).",
+        _W,
+        min_value=1,
     ),
     HoodieKey(
         "hoodie.write.concurrency.mode",

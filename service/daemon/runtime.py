@@ -29,6 +29,7 @@ from service.table.layout import DEFAULT_TIMELINE_PATH, METAFOLDER
 from service.table.properties import PROPERTIES_FILE, TableServiceKind
 from service.table.storage import Storage
 from service.table.table import HudiTable
+from strategies.blockers import Blocker
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,11 @@ class TableRuntime:
     on_hold: dict[TableService, dict[str, Any]] = field(default_factory=dict)
     on_hold_error: VolumeBreakerError | None = None
     on_hold_signature: tuple[object, ...] | None = None
+    # What holds the table's services back (`strategies.blockers`), when last looked at (monotonic
+    # seconds), and the `blocked_seconds` series set for it.
+    blockers: list[Blocker] = field(default_factory=list)
+    blockers_at: float | None = None
+    blocked_series: set[tuple[str, str]] = field(default_factory=set)
     # What the last archival tick saw: the active timeline's length and what holds the window back.
     archival: dict[str, Any] | None = None
     # The archived timeline's files as this replica last left them (None: not looked at since it

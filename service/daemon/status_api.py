@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from service.blockers import blocker_json
 from service.daemon.history import RunHistory
 from service.daemon.runtime import Phase, TableRuntime, TableService
 from service.table.timeline import parse_instant_time
@@ -126,6 +127,7 @@ class StatusSource:
                 for s, e in sorted(runtime.service_refusals.copy().items())
             },
             "services": {str(s): self._service(runtime, s, now) for s in TableService},
+            "blockers": [blocker_json(b, now) for b in list(runtime.blockers)],
             "files": sizes.to_json() if sizes is not None else None,
         }
 

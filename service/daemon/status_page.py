@@ -153,7 +153,25 @@ def _services(table: dict[str, Any], now: datetime) -> str:
         "<tr><th>service</th><th>enabled</th><th>phase</th><th>due</th><th>commits since last</th>"
         "<th>pending plans (age)</th><th>last run</th><th>next due</th></tr>"
     )
-    return f"<table class='services'>{head}{''.join(rows)}</table>{_on_hold(table)}{_archival(table)}"
+    return (
+        f"<table class='services'>{head}{''.join(rows)}</table>{_on_hold(table)}{_blockers(table)}"
+        f"{_archival(table)}"
+    )
+
+
+def _blockers(table: dict[str, Any]) -> str:
+    """What holds the services back, oldest first, with the way out (`check` says the same)."""
+    items = []
+    for b in table.get("blockers", []):
+        at = f" {escape(b['instant'])}" if b["instant"] else ""
+        who = f", {escape(b['owner'])}" if b["owner"] else ""
+        beat = f", heartbeat {escape(b['heartbeat'])}" if b["heartbeat"] else ""
+        items.append(
+            f"<li class='blocker' data-kind='{escape(b['kind'])}'><b>{escape(b['kind'])}</b>{at} "
+            f"({_age(b['age_seconds'])} old{who}{beat}) holds {escape(', '.join(b['services']))}: "
+            f"{escape(b['effect'])}; way out: {escape(b['way_out'])}</li>"
+        )
+    return f"<ul class='blockers'>{''.join(items)}</ul>" if items else ""
 
 
 def _on_hold(table: dict[str, Any]) -> str:

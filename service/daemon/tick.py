@@ -37,6 +37,7 @@ from typing import Any
 from service.archival import archival_window, archived_timeline_files
 from service.archival.archiver import archive
 from service.archival.report import held_by_json, last_archived
+from service.blockers import table_blockers
 from service.cleaning import Cleaner, CleanOptions
 from service.cleaning.approvals import approved_digests
 from service.cleaning.guard import held_json
@@ -84,6 +85,8 @@ from strategies.clustering.trigger import (
 )
 
 log = logging.getLogger(__name__)
+
+BLOCKERS_REFRESH_SECONDS = 60.0  # how often a table's blockers are looked at again
 
 # How stale the measured file sizes (status page, small-file gauges) may get while writers commit.
 FILE_SIZES_MAX_AGE_SECONDS = 300.0
@@ -133,6 +136,7 @@ class TableTicker:
         refused_before = runtime.refusal
         try:
             self._load_history(runtime)
+            self._watch_blockers(runtime)
             if service is TableService.CLEANING:
                 outcome = self._clean(runtime, now)
             elif service is TableService.COMPACTION:
@@ -271,6 +275,32 @@ class TableTicker:
         self.metrics.commits_since_last_clean.labels(name).set(since)
         self._after_tick(runtime, table, timeline, zone, worked=bool(result.cleans))
         return Outcome.DONE
+
+    def _watch_blockers(self, runtime: TableRuntime) -> None:
+        """What holds the table back, looked at again once `BLOCKERS_REFRESH_SECONDS` passed (a timeline
+        load, the heartbeats of old pending instants, the last clean, the metadata table's timeline);
+        `blocked_seconds` follows at every tick. A table too broken to look at is for its services'
+        own ticks to report."""
+        now = self.clock()
+        if runtime.blockers_at is None or time.monotonic() - runtime.blockers_at >= BLOCKERS_REFRESH_SECONDS:
+            runtime.blockers_at = time.monotonic()
+            try:
+                table, _, zone = runtime.open()
+                runtime.blockers = table_blockers(table, runtime.entry.hoodie, zone, now)
+            except Exception as exc:
+                log.debug("table %s: blockers not looked at: %s", runtime.name, exc)
+                runtime.blockers = []
+        ages: dict[tuple[str, str], float] = {}
+        for blocker in runtime.blockers:
+            age = blocker.age_seconds(now) or 0.0
+            for service in blocker.services:
+                key = (service, blocker.kind.value)
+                ages[key] = max(ages.get(key, 0.0), age)
+        for service, kind in runtime.blocked_series - set(ages):
+            self.metrics.blocked_seconds.remove(runtime.name, service, kind)
+        for (service, kind), age in ages.items():
+            self.metrics.blocked_seconds.labels(runtime.name, service, kind).set(age)
+        runtime.blocked_series = set(ages)
 
     def _hold(
         self, runtime: TableRuntime, service: TableService, now: datetime, exc: VolumeBreakerError

@@ -669,3 +669,44 @@ def test_a_clean_over_the_volume_breaker_is_on_hold_until_that_plan_is_approved(
     state = daemon.status.table(runtime, NOW)
     assert state["state"] != "on hold" and state["services"]["cleaning"]["on_hold"] is None
     assert _value(registry, "table_refused", table="t", service="cleaning", reason="volume_breaker") == 0
+
+
+def test_the_daemon_watches_what_holds_a_tables_services_back(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """A dead writer's pending commit (no heartbeat, hours old) and a savepoint: a tick looks, and the
+    API and the page list both, oldest first, with the services each holds back and the way out;
+    `blocked_seconds` gives each (service, blocker) its age. Once the write is gone (rolled back), the
+    next look drops it and its series."""
+    t = FixtureTable(tmp_path / "t", name="t")
+    for i in range(1, 4):
+        t.commit(ts(i), [FileSpec("a", fid(i))])
+    t.savepoint(ts(2), {"a": [t.file_name("a", fid(2), ts(2))]})
+    t.commit(ts(4), [FileSpec("a", fid(4))], state=State.INFLIGHT)
+    daemon = Daemon(parse_daemon_config(_config_text({"t": t.base})), registry=registry, clock=lambda: NOW,
+                    serve_http=False)  # fmt: skip
+    runtime = daemon.runtimes["t"]
+    assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
+    blockers = daemon.status.table(runtime, NOW)["blockers"]
+    assert [(b["kind"], b["instant"]) for b in blockers] == [("savepoint", ts(2)), ("pending_write", ts(4))]
+    write = blockers[1]
+    assert write["heartbeat"] == "none" and write["owner"] == "a Hudi writer" and "LAZY" in write["way_out"]
+    age = (NOW - parse_instant_time(ts(4), UTC)).total_seconds()
+    assert write["age_seconds"] == round(age)
+    assert _value(registry, "blocked_seconds", table="t", service="archival", blocker="pending_write") == age
+    assert _value(registry, "blocked_seconds", table="t", service="cleaning", blocker="savepoint") > age
+    page = status_page.render(daemon.status)
+    assert "<li class='blocker' data-kind='pending_write'><b>pending_write</b> " + ts(4) in page
+    # The write is rolled back: the next look (a minute on) no longer finds it.
+    for name in (f"{ts(4)}.commit.requested", f"{ts(4)}.inflight"):
+        (t.base / ".hoodie" / name).unlink()
+    runtime.blockers_at = None
+    assert daemon.run_iteration(runtime, TableService.ARCHIVAL, NOW) is Outcome.DONE
+    assert [b["kind"] for b in daemon.status.table(runtime, NOW)["blockers"]] == ["savepoint"]
+    assert (
+        registry.get_sample_value(
+            "hudi_table_service_blocked_seconds",
+            {"table": "t", "service": "archival", "blocker": "pending_write"},
+        )
+        is None
+    )

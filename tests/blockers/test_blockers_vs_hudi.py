@@ -1,0 +1,75 @@
+"""`check` names what holds a table Hudi 0.15 wrote back (`service.blockers`): a writer that failed
+mid-commit under LAZY failed-writes cleaning (its heartbeat left to expire), a clustering plan Hudi
+scheduled and nobody executes, and a savepoint; each with its age, owner, heartbeat and way out.
+The heartbeat window is made short (`hoodie.client.heartbeat.*`) so that instants written seconds ago
+count as old. Then our `clean` rolls the failed write back (LAZY), and `check` no longer names it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from service.cli import main
+from tests.support import hudi_tables as ht
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
+
+NAME = "blocked"
+LAZY = {
+    "hoodie.table.services.enabled": "false",
+    "hoodie.metadata.enable": "false",
+    "hoodie.cleaner.policy.failed.writes": "LAZY",
+    # Hudi 0.15 refuses LAZY without a lock provider for several writers; one writer, one process.
+    "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+    "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
+    "hoodie.client.heartbeat.interval_in_ms": "1000",
+    "hoodie.client.heartbeat.tolerable.misses": "1",
+}
+SHORT_WINDOW = ["--hoodie-conf", "hoodie.client.heartbeat.interval_in_ms=1000",
+                "--hoodie-conf", "hoodie.client.heartbeat.tolerable.misses=1",
+                "--hoodie-conf", "hoodie.cleaner.policy.failed.writes=LAZY"]  # fmt: skip
+
+
+def _blockers(base: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
+    capsys.readouterr()
+    main(["check", "--base-path", str(base), "--timezone", "UTC", "--json", *SHORT_WINDOW])
+    return {b["kind"]: b for b in json.loads(capsys.readouterr().out)["blockers"]}
+
+
+def test_check_names_a_failed_write_a_stale_clustering_plan_and_a_savepoint(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, fields = tmp_path / NAME, [ht.PARTITION_FIELD]
+    write = lambda op, ids, batch: ht.write(  # noqa: E731
+        spark, base, ht.generate(spark, ids, batch), op, NAME, partition_fields=fields, extra_opts=LAZY
+    )
+    write("insert", range(0, 60), 0)
+    savepoint = write("upsert", range(0, 60, 3), 1)
+    with ht.registered_table(spark, base) as name:
+        assert spark.sql(f"CALL create_savepoint(table => '{name}', commit_time => '{savepoint}')").collect()
+        [plan] = spark.sql(f"CALL run_clustering(table => '{name}', op => 'schedule')").collect()
+    # New keys: the pending plan's file groups take no updates (HoodieClusteringUpdateException).
+    failed = ht.write_failing(spark, base, ht.generate(spark, range(1000, 1020), 2), "insert", NAME,
+                              partition_fields=fields, extra_opts=LAZY)  # fmt: skip
+    time.sleep(3)  # beyond the one-second window: the failed writer's heartbeat has expired
+    found = _blockers(base, capsys)
+    assert set(found) >= {"pending_write", "pending_clustering", "savepoint"}
+    dead = found["pending_write"]
+    assert (dead["instant"], dead["owner"], dead["heartbeat"]) == (failed, "a Hudi writer", "expired")
+    assert dead["age_seconds"] >= 3 and "LAZY" in dead["way_out"] and "archival" in dead["services"]
+    stale = found["pending_clustering"]
+    assert (stale["instant"], stale["owner"], stale["heartbeat"]) == (
+        plan["timestamp"],
+        "a Hudi writer",
+        "none",
+    )
+    assert found["savepoint"]["instant"] == savepoint and "delete_savepoint" in found["savepoint"]["way_out"]
+    # The way out the check names: our clean rolls the failed write back under LAZY.
+    assert main(["clean", "--base-path", str(base), "--timezone", "UTC", *SHORT_WINDOW]) == 0
+    assert "pending_write" not in _blockers(base, capsys)
+    assert failed not in ht.pending_commit_instants(base)
