@@ -65,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_args(archive)
     add_archive_arguments(archive)
 
+    from service.repair.command import add_repair_arguments
+
+    repair = sub.add_parser(
+        "repair", help="what a repair would fix: failed writes to roll back, orphan files (a dry run)"
+    )
+    _add_table_args(repair)
+    add_repair_arguments(repair)
+
     from service.check_command import add_check_arguments
 
     check = sub.add_parser(
@@ -116,6 +124,12 @@ def cmd_archive(args: argparse.Namespace) -> int:
     return run(args, _storage_options(args.storage_option))
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    from service.repair.command import cmd_repair as run
+
+    return run(args, _storage_options(args.storage_option))
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from service.check_command import cmd_check as run
 
@@ -141,6 +155,7 @@ COMMANDS = {
     "cluster": cmd_cluster,
     "compact": cmd_compact,
     "archive": cmd_archive,
+    "repair": cmd_repair,
     "check": cmd_check,
     "run": cmd_run,
 }
