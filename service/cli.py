@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     from service.repair.command import add_repair_arguments
 
     repair = sub.add_parser(
-        "repair", help="what a repair would fix: failed writes to roll back, orphan files (a dry run)"
+        "repair", help="roll back failed writes and move orphan files to a trash (a dry run unless --execute)"
     )
     _add_table_args(repair)
     add_repair_arguments(repair)

@@ -10,7 +10,8 @@ A candidate is kept, never an orphan, when:
 - it was modified less than the safety age ago (a writer between writing it and requesting its
   instant, a slow task of a retried stage);
 - the metadata table lists it: readers listing through it read the file, so the table is inconsistent
-  and that is for a person to look at, not for a repair to move.
+  and that is for a person to look at, not for a repair to move;
+- its instant is after every instant of the timeline as loaded: a write may be starting.
 A file older than the active timeline is never a candidate: the view counts its slice committed (its
 commit was archived), as Hudi's readers do.
 """
@@ -48,11 +49,16 @@ def classify(
     listed_by_metadata_table: frozenset[str] | None,
     now: datetime,
     min_age: timedelta,
+    latest_instant: str | None = None,
 ) -> OrphanVerdict:
     orphans: list[Candidate] = []
     kept: list[Kept] = []
     for c in sorted(candidates, key=lambda c: c.path):
-        if c.instant in pending:
+        if latest_instant is not None and c.instant > latest_instant:
+            kept.append(
+                Kept(c.path, f"its instant {c.instant} is newer than the timeline: a write may be starting")
+            )
+        elif c.instant in pending:
             kept.append(
                 Kept(c.path, f"its instant {c.instant} is pending: it completes, or its rollback deletes it")
             )

@@ -1,11 +1,15 @@
-"""`hudi-table-service repair --base-path PATH`: what holds the table back that a repair would fix, as a
-dry run. This first version reports; it moves and rolls back nothing:
+"""`hudi-table-service repair --base-path PATH`: what a person used to fix by hand, guarded. A dry run
+unless `--execute`:
 
 - the failed writes a clean would roll back (LAZY failed writes: their heartbeat expired;
-  `service.cleaning.failed_writes`), which `hudi-table-service clean` rolls back today;
+  `service.cleaning.failed_writes`), rolled back with the clean's rollback;
 - the orphan files (`strategies.orphans`): files no reader reads and no pending instant will claim,
   older than the safety age (`--min-age-hours`, default the larger of 24 h and the heartbeat
-  expiry), and the uncommitted files kept, with why.
+  expiry), moved to the trash with a manifest (`service.repair.trash`); the uncommitted files kept
+  are listed with why.
+
+`--execute` first settles what a stopped run left, and afterwards empties the trash of runs older than
+`--trash-retention-hours`. `--undo RUN` puts a run's files back byte for byte.
 """
 
 from __future__ import annotations
@@ -13,13 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
-from service.cleaning.failed_writes import failed_writes
+from service.cleaning.failed_writes import failed_writes, rollback_failed_writes
 from service.clock import utc_now
 from service.command_context import add_service_arguments, open_context
+from service.repair import trash
 from service.repair.orphans import find_orphans, safety_age
 from service.table.properties import TableServiceKind
+
+DEFAULT_TRASH_RETENTION_HOURS = 7 * 24.0
 
 
 def add_repair_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,23 +39,66 @@ def add_repair_arguments(parser: argparse.ArgumentParser) -> None:
         "expiry, hoodie.client.heartbeat.interval_in_ms x tolerable.misses)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    parser.add_argument(
+        "--execute", action="store_true", help="roll the failed writes back and move the orphans to the trash"
+    )
+    parser.add_argument("--undo", metavar="RUN", help="put the files run RUN moved back where they were")
+    parser.add_argument(
+        "--trash-retention-hours",
+        type=float,
+        default=DEFAULT_TRASH_RETENTION_HOURS,
+        help="an --execute run empties the trash of earlier runs older than this (default: a week)",
+    )
 
 
 def cmd_repair(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
     ctx = open_context(args, storage_options, TableServiceKind.CLEANING)
     table, now = ctx.table, utc_now()
-    timeline = table.load_timeline()
+    storage = table.storage
+    if args.undo is not None:
+        manifest = trash.undo(storage, args.undo)
+        restored = [e.path for e in manifest.entries]
+        reply = {"table": table.name, "undone": args.undo, "restored": restored}
+        text = f"table {table.name}: run {args.undo} undone, {len(restored)} files back in place"
+        print(json.dumps(reply, indent=2) if args.json else text)
+        return 0
     min_age = safety_age(ctx.config, args.min_age_hours)
     lazy = ctx.config.clean.failed_writes_policy.value == "LAZY"
-    failed = failed_writes(table, timeline, ctx.config, now) if lazy else []
+    timeline = table.load_timeline()
+    settled: list[str] = []
+    rolled_back: list[str] = []
+    run = None
+    if args.execute:
+        current = {o.path for o in find_orphans(table, timeline, now, min_age).orphans}
+        settled = trash.settle(storage, current.__contains__)
+        if lazy:
+            rolled_back = rollback_failed_writes(table, ctx.config, ctx.lock, ctx.zone, utc_now, timeline)
+            timeline = table.load_timeline()
+    failed = failed_writes(table, timeline, ctx.config, now) if lazy and not args.execute else []
     verdict = find_orphans(table, timeline, now, min_age)
+    if args.execute and verdict.orphans:
+        run = trash.new_run_id(now)
+        entries = trash.entries_of(((o.path, o.size, o.instant, "orphan file") for o in verdict.orphans), run)
+        manifest = trash.TrashManifest(
+            run=run,
+            table=table.name,
+            created_at=now.isoformat(),
+            reason="repair: orphan files",
+            entries=entries,
+        )
+        trash.write_manifest(storage, manifest)
+        trash.move(storage, manifest)
+    purged = trash.purge(storage, now, timedelta(hours=args.trash_retention_hours)) if args.execute else []
     report: dict[str, Any] = {
         "table": table.name,
         "base_path": table.base_uri,
-        "dry_run": True,
-        "run": None,  # nothing was moved or rolled back
+        "dry_run": not args.execute,
+        "run": run,  # the trash run that moved the orphans (`--undo RUN`); None: nothing moved
+        "settled_runs": settled,
+        "purged_runs": purged,
         "safety_age_hours": min_age.total_seconds() / 3600,
         "failed_writes": [{"instant": i.timestamp, "action": i.action.value} for i in failed],
+        "rolled_back": rolled_back,
         "failed_writes_policy": ctx.config.clean.failed_writes_policy.value,
         "orphans": [
             {
@@ -65,7 +116,16 @@ def cmd_repair(args: argparse.Namespace, storage_options: Mapping[str, str]) -> 
 
 
 def _text(report: Mapping[str, Any]) -> str:
-    lines = [f"table {report['table']}: repair, dry run (nothing moved or rolled back)"]
+    if report["dry_run"]:
+        lines = [f"table {report['table']}: repair, dry run (nothing moved or rolled back)"]
+    else:
+        moved = f"orphans moved to trash run {report['run']}" if report["run"] else "no orphan moved"
+        lines = [f"table {report['table']}: repair: {moved}"]
+        if report["rolled_back"]:
+            lines.append(f"  rolled back failed writes: {', '.join(report['rolled_back'])}")
+        for name in ("settled_runs", "purged_runs"):
+            if report[name]:
+                lines.append(f"  {name.replace('_', ' ')}: {', '.join(report[name])}")
     if report["failed_writes"]:
         names = ", ".join(f"{f['action']} {f['instant']}" for f in report["failed_writes"])
         lines.append(f"  failed writes a clean rolls back (LAZY, heartbeat expired): {names}")

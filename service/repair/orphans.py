@@ -47,4 +47,4 @@ def find_orphans(table: HudiTable, timeline: Timeline, now: datetime, min_age: t
     if table.lists_through_mdt:
         listed = frozenset(s.path for statuses in table.list_partitions().values() for s in statuses)
     pending = frozenset(i.timestamp for i in timeline.pending())
-    return classify(candidates, pending, listed, now, min_age)
+    return classify(candidates, pending, listed, now, min_age, timeline.max_timestamp)

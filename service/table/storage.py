@@ -218,6 +218,12 @@ class Storage:
             raise InstantExistsError(f"{self.qualify(rel)} already exists")
         self.write_bytes(rel, data)
 
+    def copy_file(self, src: str, dst: str) -> None:
+        """Copy a file within the table's storage (a server-side copy on object stores), creating
+        `dst`'s parent directories; an existing `dst` is overwritten."""
+        self.make_dirs(posixpath.dirname(dst))
+        self._fs.copy_file(self.fs_path(src), self.fs_path(dst))
+
     def _file_exists(self, rel: str) -> bool:
         """Whether a *file* is at `rel`: one HEAD on an object store, where `exists` may add a LIST
         (pyarrow looks for a "directory" of that name once the HEAD misses)."""

@@ -1,12 +1,16 @@
-"""`repair` (a dry run) on a table Hudi 0.15 wrote (metadata table on) with the orphans issue 48 names
+"""`repair` on a table Hudi 0.15 wrote (metadata table on) with the orphans issue 48 names
 planted, as failures leave them: a retried task's leftover beside a committed base file (a copy of the
 group's older version under the committed instant), a file of a write whose rollback was killed before
 it deleted the file (an instant on no timeline), a file of a write still pending (a failed write left
-inflight), and a young copy. Exactly the first two are orphans; no orphan is a file Hudi's reader
-reads, through the metadata table or listing storage, now or by time travel to a retained commit."""
+inflight), and a young copy. Exactly the first two are orphans. Hudi's reader listing storage reads
+the leftover (the group's older rows: a lost update); `--execute` moves both to the trash, after which
+every reader (Hudi through the metadata table, listing storage, time travel to each commit; hudi-rs)
+reads the committed state; `--undo` puts them back byte for byte; the pending write's files are never
+touched."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -27,12 +31,27 @@ NAME = "orphans"
 DAY_AGO = time.time() - 2 * 86400
 
 
-def _read_files(spark: SparkSession, base: Path, **options: str) -> set[str]:
-    """The `_hoodie_file_name` of every row Hudi's reader returns, with these options."""
-    reader = spark.read.format("hudi")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return {r[0] for r in reader.load(str(base)).select("_hoodie_file_name").distinct().collect()}
+def _reads(spark: SparkSession, base: Path, commits: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Hudi's rows through the metadata table, listing storage, and by time travel to each commit."""
+    out = {}
+    for label, options in [
+        ("mdt", {"hoodie.metadata.enable": "true"}),
+        ("listing", {"hoodie.metadata.enable": "false"}),
+    ]:
+        reader = spark.read.format("hudi").options(**options)
+        out[label] = ht.normalise_rows([r.asDict() for r in reader.load(str(base)).collect()])
+    for commit in commits:
+        reader = (
+            spark.read.format("hudi")
+            .option("hoodie.metadata.enable", "false")
+            .option("as.of.instant", commit)
+        )
+        out[commit] = ht.normalise_rows([r.asDict() for r in reader.load(str(base)).collect()])
+    return out
+
+
+def _digests(base: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in base.rglob("*.parquet")}
 
 
 def _plant(source: Path, target: Path, mtime: float) -> str:
@@ -84,8 +103,21 @@ def test_repair_finds_the_orphans_failures_leave_and_no_file_hudi_reads(
     kept = {Path(k["path"]).name: k["why"] for k in report["kept"]}
     assert "safety age" in kept[young]
     assert all("pending" in kept[p.name] for p in of_pending)
-    read = _read_files(spark, base, **{"hoodie.metadata.enable": "true"})
-    read |= _read_files(spark, base, **{"hoodie.metadata.enable": "false"})
-    for commit in commits:
-        read |= _read_files(spark, base, **{"hoodie.metadata.enable": "false", "as.of.instant": commit})
-    assert read and not orphans & read
+    # The committed state: what the metadata table lists (the commits' write stats). Hudi's reader
+    # listing storage instead reads the leftover here (it sorts after the committed file of its
+    # instant, and `HoodieFileGroup.addBaseFile` keeps the last): the group's older rows, a lost
+    # update. Time travel to the earlier commits reads neither orphan.
+    reads, digests = _reads(spark, base, commits), _digests(base)
+    truth = reads["mdt"]
+    assert reads["listing"] != truth
+    capsys.readouterr()
+    assert main(["repair", "--base-path", str(base), "--timezone", "UTC", "--json", "--execute"]) == 0
+    run = json.loads(capsys.readouterr().out)["run"]
+    assert run and not any(p.exists() for p in base.glob("*/*") if p.name in orphans)
+    assert all(p.exists() for p in of_pending)
+    # After the move every reader reads the committed state, and the earlier commits as before.
+    after = _reads(spark, base, commits)
+    assert after == {**reads, "listing": truth, commits[-1]: truth}
+    assert ht.normalise_rows(ht.hudi_rs_snapshot(base).to_pylist()) == truth
+    assert main(["repair", "--base-path", str(base), "--undo", run]) == 0
+    assert _digests(base) == digests

@@ -9,6 +9,8 @@
   behind (e.g. a compaction's files written, its commit not yet);
 - `--on-delete`: right after the process deleted a file whose path matches (`Storage.delete_file`:
   a clean's or a rollback's deletes, from any of its threads), so the kill lands mid-deletes;
+- `--on-copy`: right after the process copied a file to a path that matches (`Storage.copy_file`:
+  `repair` moving a file to the trash, before it deletes the original);
 - `--on-appear`: as soon as a file whose path matches and that was not there when the process
   started appears under the table (`--base-path`), whoever wrote it: Spark's writer tasks run in
   other processes, so "after some data files" is watched for on storage.
@@ -35,7 +37,7 @@ from service.cli import main
 from service.table.storage import Storage
 from tests.support.paths import REPO_ROOT
 
-MODES = ("after", "before", "on-delete", "on-appear")
+MODES = ("after", "before", "on-delete", "on-copy", "on-appear")
 
 
 def run_killed_at(
@@ -118,6 +120,15 @@ def _install(pattern: re.Pattern[str], mode: str, base_path: str | None) -> None
             return removed
 
         Storage.delete_file = delete_then_die  # type: ignore[method-assign]
+    elif mode == "on-copy":
+        copy = Storage.copy_file
+
+        def copy_then_die(self: Storage, src: str, dst: str) -> None:
+            copy(self, src, dst)
+            if pattern.search(dst):
+                _die()
+
+        Storage.copy_file = copy_then_die  # type: ignore[method-assign]
     else:
         if base_path is None:
             raise SystemExit("--on-appear needs the CLI's --base-path")
