@@ -159,7 +159,7 @@ def settle(storage: Storage, still_orphan: Callable[[str], bool]) -> list[str]:
             undo(storage, run)
             settled.append(run)
             continue
-        if COMPLETED in names:
+        if COMPLETED in names or UNDONE in names:  # an undone run is never moved again
             continue
         manifest = read_manifest(storage, run)
         for entry in manifest.entries:
@@ -194,12 +194,15 @@ def undo(storage: Storage, run: str) -> TrashManifest:
 
 
 def purge(storage: Storage, now: datetime, retention: timedelta) -> list[str]:
-    """Delete the trash of completed runs created more than `retention` ago; returns the runs purged."""
+    """Delete the trash of settled runs (completed or undone) created more than `retention` ago;
+    returns the runs purged."""
     purged = []
     for run in runs(storage):
         names = set(storage.list_file_names(run_dir(run)))
-        if COMPLETED not in names or UNDOING in names:
-            continue
+        if MANIFEST not in names or (UNDOING in names and UNDONE not in names):
+            continue  # a run stopped before its manifest, or an undo to finish first
+        if COMPLETED not in names and UNDONE not in names:
+            continue  # a move to settle first
         if now - datetime.fromisoformat(read_manifest(storage, run).created_at) < retention:
             continue
         storage.delete_dir(run_dir(run))

@@ -184,3 +184,25 @@ def test_crafted_manifests_are_refused_by_name_and_nothing_moves(
         assert main(["repair", "--base-path", str(t.base), *argv]) == 1
         assert expected in caplog.text and "manifest.json" in caplog.text
         assert _tree(t.base) == before and sorted(str(p) for p in tmp_path.rglob("*")) == listing
+
+
+def test_an_undone_run_is_never_moved_again_and_old_runs_are_purged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run killed midway, then undone instead of settled: the next `--execute` does not redo it (it
+    moves the orphans under a run of its own). Runs older than the trash retention are emptied."""
+    t, _ = _table(tmp_path)
+    before = _tree(t.base)
+    mode, pattern = KILLS["midway"]
+    run_killed_at(
+        pattern, ["repair", "--base-path", str(t.base), "--execute"], tmp_path / "killed.log", mode=mode
+    )
+    [killed] = [p.name for p in (t.base / TRASH_DIR).iterdir()]
+    assert main(["repair", "--base-path", str(t.base), "--undo", killed]) == 0
+    assert _tree(t.base) == before
+    done = _repair(t.base, "--execute", capsys=capsys)
+    assert done["settled_runs"] == [] and done["run"] and done["run"] != killed
+    assert _by_name(_tree(t.base)) == _by_name(before) and len(_tree(t.base)) == len(before)
+    purged = _repair(t.base, "--execute", "--trash-retention-hours", "0", capsys=capsys)["purged_runs"]
+    assert sorted(purged) == sorted([killed, done["run"]])
+    assert not (t.base / TRASH_DIR / done["run"]).exists()
