@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+import re
 import secrets
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 TRASH_DIR = f"{METAFOLDER}/.aux/hudi-table-service/trash"
 MANIFEST = "manifest.json"
 COMPLETED, UNDOING, UNDONE = "completed", "undoing", "undone"
+RUN_ID = re.compile(r"\d{14}-[0-9a-f]{6}")  # `new_run_id`
 
 
 class TrashEntry(BaseModel):
@@ -81,6 +83,8 @@ def write_manifest(storage: Storage, manifest: TrashManifest) -> None:
 def read_manifest(storage: Storage, run: str) -> TrashManifest:
     """The manifest of run `run`, checked: CorruptTableError naming it when it does not parse, names a
     path outside the table's partitions or outside its run's folder, or names a file twice."""
+    if RUN_ID.fullmatch(run) is None:
+        raise CorruptTableError(f"{storage.qualify(TRASH_DIR)}: {run!r} is not a trash run's id; refused")
     rel = f"{run_dir(run)}/{MANIFEST}"
     where = storage.qualify(rel)
     try:
@@ -119,7 +123,17 @@ def _inside_partitions(path: str) -> bool:
 
 
 def runs(storage: Storage) -> list[str]:
-    return sorted(s.name for s in storage.list_dir(TRASH_DIR) if s.is_dir)
+    """The trash's runs; a folder that is no run's (not named as `new_run_id` names them) is left
+    alone, logged."""
+    out = []
+    for entry in storage.list_dir(TRASH_DIR):
+        if not entry.is_dir:
+            continue
+        if RUN_ID.fullmatch(entry.name) is None:
+            log.warning("%s: not a trash run; left alone", storage.qualify(entry.path))
+            continue
+        out.append(entry.name)
+    return sorted(out)
 
 
 def move(storage: Storage, manifest: TrashManifest) -> None:

@@ -206,3 +206,13 @@ def test_an_undone_run_is_never_moved_again_and_old_runs_are_purged(
     purged = _repair(t.base, "--execute", "--trash-retention-hours", "0", capsys=capsys)["purged_runs"]
     assert sorted(purged) == sorted([killed, done["run"]])
     assert not (t.base / TRASH_DIR / done["run"]).exists()
+
+
+@pytest.mark.parametrize("run", ["../../..", "20240101000000-abcdef/../../x", "not-a-run"])
+def test_an_undo_of_a_name_that_is_no_runs_id_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, run: str
+) -> None:
+    t, _ = _table(tmp_path)
+    before = _tree(t.base)
+    assert main(["repair", "--base-path", str(t.base), "--undo", run]) == 1
+    assert "is not a trash run's id" in caplog.text and _tree(t.base) == before
