@@ -16,7 +16,7 @@ from service.table.heartbeat import HeartbeatSettings, judge
 from service.table.instant import Action, Instant
 from service.table.mdt.timeline import load_mdt_timeline, mdt_timeline_layout
 from service.table.table import HudiTable
-from service.table.timeline import Timeline, parse_instant_time
+from service.table.timeline import Timeline
 from strategies.blockers import (
     Blocker,
     BlockerInputs,
@@ -24,6 +24,7 @@ from strategies.blockers import (
     Heartbeat,
     MetadataTableState,
     find_blockers,
+    pending_to_report,
 )
 
 
@@ -63,20 +64,9 @@ def owner(table: HudiTable, instant: Instant) -> str | None:
 def _executors(
     table: HudiTable, timeline: Timeline, settings: HeartbeatSettings, zone: tzinfo, now: datetime
 ) -> Mapping[str, Executor]:
-    """Owner and heartbeat of the oldest pending instant of each action old enough to count (one
-    heartbeat read each)."""
+    """Owner and heartbeat of each pending instant a blocker reports (one heartbeat read each)."""
     out: dict[str, Executor] = {}
-    seen: set[Action] = set()
-    for instant in timeline.pending():
-        if instant.action in seen:
-            continue
-        try:
-            age = (now - parse_instant_time(instant.timestamp, zone)).total_seconds()
-        except Exception:  # a malformed time: judged anyway
-            age = float("inf")
-        if age <= settings.window_seconds:
-            continue
-        seen.add(instant.action)
+    for instant in pending_to_report(timeline, zone, now, settings.window_seconds):
         verdict = judge(table.storage, table.layout, instant, settings, now.timestamp())
         beat = verdict.heartbeat_age_seconds
         heartbeat = (

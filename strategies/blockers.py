@@ -150,24 +150,37 @@ _PENDING: Mapping[Action, tuple[BlockerKind, tuple[str, ...], str]] = {
 }
 
 
-def _pending(inputs: BlockerInputs) -> list[Blocker]:
-    """The oldest pending instant of each action, once it is older than the heartbeat window."""
-    out: list[Blocker] = []
+def pending_to_report(
+    timeline: Timeline, zone: tzinfo, now: datetime, window_seconds: float
+) -> list[Instant]:
+    """The oldest pending instant of each action a blocker is known for, once it is older than the
+    heartbeat window (a normal write finishes sooner). The service judges the heartbeats of these
+    only (`service.blockers`)."""
+    out: list[Instant] = []
     seen: set[Action] = set()
-    for instant in inputs.timeline.pending():
-        rule = _PENDING.get(instant.action)
-        if rule is None or instant.action in seen:
+    for instant in timeline.pending():
+        if instant.action not in _PENDING or instant.action in seen:
             continue
-        since = _since(instant.timestamp, inputs.zone)
-        if since is not None and (inputs.now - since).total_seconds() <= inputs.heartbeat_window_seconds:
+        since = _since(instant.timestamp, zone)
+        if since is not None and (now - since).total_seconds() <= window_seconds:
             continue
         seen.add(instant.action)
-        kind, services, effect = rule
+        out.append(instant)
+    return out
+
+
+def _pending(inputs: BlockerInputs) -> list[Blocker]:
+    out: list[Blocker] = []
+    for instant in pending_to_report(
+        inputs.timeline, inputs.zone, inputs.now, inputs.heartbeat_window_seconds
+    ):
+        kind, services, effect = _PENDING[instant.action]
         executor = inputs.executors.get(instant.timestamp, Executor(None, Heartbeat.NONE))
         out.append(
             Blocker(
-                kind, services, instant.timestamp, since, effect, _pending_way_out(instant, executor),
-                executor.owner, executor.heartbeat, executor.heartbeat_age_seconds,
+                kind, services, instant.timestamp, _since(instant.timestamp, inputs.zone), effect,
+                _pending_way_out(instant, executor), executor.owner, executor.heartbeat,
+                executor.heartbeat_age_seconds,
             )
         )  # fmt: skip
     return out
