@@ -150,14 +150,19 @@ def _move_one(storage: Storage, entry: TrashEntry) -> None:
                 "%s is neither in place nor in the trash; nothing to move", storage.qualify(entry.path)
             )
         return  # moved before a stop: its copy is whole (the original goes only after the check)
-    storage.copy_file(entry.path, entry.trash)
-    copied = storage.status(entry.trash)
-    if copied is None or copied.size != entry.bytes:
-        raise DeleteFailedError(
-            f"{storage.qualify(entry.trash)}: the copy of {entry.path} holds "
-            f"{copied.size if copied else 'no'} bytes, not {entry.bytes}; the original stays"
-        )
+    _copy_whole(storage, entry.path, entry.trash, entry.bytes)
     storage.delete_file(entry.path)
+
+
+def _copy_whole(storage: Storage, src: str, dst: str, size: int) -> None:
+    """Copy `src` to `dst` and check the copy holds `size` bytes, before anyone deletes `src`."""
+    storage.copy_file(src, dst)
+    copied = storage.status(dst)
+    if copied is None or copied.size != size:
+        raise DeleteFailedError(
+            f"{storage.qualify(dst)}: the copy of {src} holds "
+            f"{copied.size if copied else 'no'} bytes, not {size}; the original stays"
+        )
 
 
 def settle(storage: Storage, still_orphan: Callable[[str], bool]) -> list[str]:
@@ -196,12 +201,7 @@ def undo(storage: Storage, run: str) -> TrashManifest:
         if kept is None:
             continue  # never copied (the move stopped first), or put back already
         if storage.status(entry.path) is None:
-            storage.copy_file(entry.trash, entry.path)
-            back = storage.status(entry.path)
-            if back is None or back.size != kept.size:
-                raise DeleteFailedError(
-                    f"{storage.qualify(entry.path)}: restored incompletely; its copy stays"
-                )
+            _copy_whole(storage, entry.trash, entry.path, kept.size)
         storage.delete_file(entry.trash)
     storage.write_bytes(f"{run_dir(run)}/{UNDONE}", b"")
     return manifest
