@@ -74,7 +74,10 @@ class TriggerDecision:
 
 
 def is_clustering_instant(instant: Instant, plans: RequestedPlanReader) -> bool:
-    """Java's `ClusteringUtils.isClusteringInstant`: a replacecommit whose requested plan says CLUSTER."""
+    """Java's `ClusteringUtils.isClusteringInstant`: a `clustering` instant (timeline layout 2 writes a
+    pending clustering under that action), or a replacecommit whose requested plan says CLUSTER."""
+    if instant.action is Action.CLUSTERING:
+        return True
     return instant.action is Action.REPLACE_COMMIT and plans.is_clustering_plan(instant)
 
 

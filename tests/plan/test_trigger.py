@@ -20,6 +20,7 @@ from strategies.clustering import (
     TriggerMode,
     clustering_due,
     last_clustering_instant,
+    pending_clustering_instants,
 )
 from strategies.clustering.small_files import PartitionSmallFiles, SmallFiles, small_files
 from tests.plan.snapshots import COMMIT, MB, NOW, config_of, fid, snapshot
@@ -264,3 +265,21 @@ def test_small_files_for_ranking_count_a_pending_plans_slices() -> None:
     assert small_files(view, config_of(), NOW).count == 1
     ranked = small_files(view, config_of(), NOW, include_pending_clustering=True)
     assert (ranked.count, ranked.total_bytes) == (2, 30 * MB)
+
+
+class _NoPlans:
+    """A plan reader that finds no `.requested` file: Java judges a layout-2 `clustering` instant by
+    its action alone (`ClusteringUtils.isClusteringInstant`)."""
+
+    def is_clustering_plan(self, instant: Instant) -> bool:
+        return False
+
+
+def test_a_pending_clustering_on_timeline_layout_2_is_a_clustering_instant() -> None:
+    """Tables of version 8 and 9 write a pending clustering as `<T>.clustering.requested|inflight`; the
+    trigger executes it before it plans another (it once looked for replacecommits only)."""
+    t = ts(3)
+    timeline = Timeline((Instant(ts(1), Action.COMMIT, State.COMPLETED), Instant(t, Action.CLUSTERING, State.INFLIGHT)))
+    assert pending_clustering_instants(timeline, _NoPlans()) == [timeline.instants[1]]
+    decision = clustering_due(timeline, config_of({}), TriggerMode.ASYNC, _NoPlans())
+    assert decision.step is ClusteringStep.EXECUTE_PENDING and decision.pending_instant == t
