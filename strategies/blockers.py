@@ -197,7 +197,9 @@ def _pending_way_out(instant: Instant, executor: Executor) -> str:
     if instant.action in REPLACE_ACTIONS:
         return (
             "execute it (the daemon's clustering executes plans it wrote; `hudi-table-service cluster --mode "
-            "execute`), or roll it back where its writer gave it up"
+            "execute`), or let it expire: with hoodie.clustering.enable.expirations=true and LAZY failed "
+            "writes, the next clean or `hudi-table-service repair --execute` rolls it back once "
+            "hoodie.clustering.expiration.threshold.mins have passed, as Hudi 1.2's writers do"
         )
     if instant.action in (Action.COMPACTION, Action.LOG_COMPACTION):
         return "execute it: the daemon's compaction, or `hudi-table-service compact --mode execute`"

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 
+from service.clustering.orchestrator import purge_pending_clustering
 from service.config.hoodie import HoodieConfig
 from service.errors import InstantOwnedError, UnsupportedTableError
 from service.lock.base import TableLock
@@ -22,7 +23,8 @@ from service.table import codecs
 from service.table.heartbeat import HeartbeatSettings, is_expired
 from service.table.instant import Action, Instant
 from service.table.table import HudiTable
-from service.table.timeline import Timeline
+from service.table.timeline import Timeline, parse_instant_time
+from strategies.clustering.trigger import pending_clustering_instants
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,32 @@ def failed_writes(table: HudiTable, timeline: Timeline, config: HoodieConfig, no
         if is_expired(table.storage, instant.timestamp, now_ms, settings):
             failed.append(instant)
     return failed
+
+
+def expired_clusterings(
+    table: HudiTable, timeline: Timeline, config: HoodieConfig, now: datetime, zone: tzinfo
+) -> list[Instant]:
+    """Pending clusterings (requested or inflight) Hudi 1.2 rolls back with the failed writes when
+    `hoodie.clustering.enable.expirations` is on (`BaseHoodieTableServiceClient.getInstantsToRollback`
+    under LAZY, `isClusteringInstantEligibleForRollback`): at least
+    `hoodie.clustering.expiration.threshold.mins` old by their requested time (read in the timeline's
+    zone), and their heartbeat expired or missing. A plan whose executor beats is never expired: Hudi
+    1.2 keeps a heartbeat from scheduling to commit, this service from claiming to commit. Rolling one
+    back claims it first (`purge_pending_clustering`), which also keeps an inflight plan without a
+    heartbeat whose `.inflight` file is younger than the heartbeat window: executors before Hudi 1.2
+    keep no heartbeat, and one may be at work on it."""
+    clustering = config.clustering
+    if not clustering.expirations_enabled:
+        return []
+    settings = HeartbeatSettings.from_config(config)
+    now_ms = int(now.timestamp() * 1000)
+    threshold = timedelta(minutes=clustering.expiration_threshold_mins)
+    return [
+        instant
+        for instant in pending_clustering_instants(timeline, table.facts_reader)
+        if now - parse_instant_time(instant.timestamp, zone) >= threshold
+        and is_expired(table.storage, instant.timestamp, now_ms, settings)
+    ]
 
 
 def interrupted_rollbacks(table: HudiTable, timeline: Timeline) -> list[str]:
@@ -70,7 +98,8 @@ def rollback_failed_writes(
     now: Callable[[], datetime],
     timeline: Timeline | None = None,
 ) -> list[str]:
-    """Roll back every failed write (LAZY policy only); returns the instants rolled back.
+    """Roll back every failed write, then every clustering Hudi 1.2 expires (LAZY policy only);
+    returns the instants rolled back.
 
     `timeline`: one just loaded by the caller (else it is loaded here).
     """
@@ -105,4 +134,13 @@ def rollback_failed_writes(
             log.warning("table %s: failed write %s left pending: %s", table.name, instant_time, exc)
             continue
         rolled_back.append(instant_time)
+    for instant in expired_clusterings(table, timeline, config, now(), zone):
+        log.info("table %s: rolling back expired clustering %s (Hudi 1.2's expiration)", table.name, instant)
+        try:
+            # Claimed under the lock by our heartbeat of it first, so no executor starts it meanwhile.
+            rolled_back += purge_pending_clustering(
+                table, lock, zone=zone, now=now(), instant_time=instant.timestamp, heartbeat_settings=settings
+            )
+        except InstantOwnedError as exc:
+            log.info("table %s: %s", table.name, exc)  # an executor claimed it meanwhile: it is alive
     return rolled_back

@@ -130,6 +130,9 @@ class ClusteringConfig:
     update_strategy_class: str
     update_strategy: UpdateStrategy
     rollback_pending_on_conflict: bool
+    # Hudi 1.2's `isClusteringInstantEligibleForRollback` (BaseHoodieTableServiceClient).
+    expirations_enabled: bool
+    expiration_threshold_mins: int
     layout_strategy: LayoutStrategy
     curve_build_method: CurveBuildMethod
     sample_size: int
@@ -188,6 +191,8 @@ class ClusteringConfig:
             rollback_pending_on_conflict=r.get_bool(
                 "hoodie.clustering.rollback.pending.replacecommit.on.conflict"
             ),
+            expirations_enabled=r.get_bool("hoodie.clustering.enable.expirations"),
+            expiration_threshold_mins=r.get_int("hoodie.clustering.expiration.threshold.mins"),
             layout_strategy=LayoutStrategy(r.get_str("hoodie.layout.optimize.strategy")),
             curve_build_method=CurveBuildMethod(r.get_str("hoodie.layout.optimize.curve.build.method")),
             sample_size=r.get_int("hoodie.layout.optimize.build.curve.sample.size"),

@@ -292,6 +292,22 @@ _KEYS: tuple[HoodieKey, ...] = (
         _C,
     ),
     HoodieKey(
+        "hoodie.clustering.enable.expirations",
+        KeyType.BOOL,
+        "false",
+        "Hudi 1.2: with LAZY failed-writes cleaning, a pending clustering older than the threshold "
+        "whose heartbeat expired is rolled back with the failed writes (clean, repair).",
+        _C,
+    ),
+    HoodieKey(
+        "hoodie.clustering.expiration.threshold.mins",
+        KeyType.INT,
+        "60",
+        "Hudi 1.2: minutes after its requested time before a pending clustering may expire.",
+        _C,
+        min_value=0,
+    ),
+    HoodieKey(
         "hoodie.layout.optimize.strategy",
         KeyType.ENUM,
         "LINEAR",

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from service.cleaning.failed_writes import failed_writes, rollback_failed_writes
+from service.cleaning.failed_writes import expired_clusterings, failed_writes, rollback_failed_writes
 from service.clock import utc_now
 from service.command_context import add_service_arguments, open_context
 from service.repair import trash
@@ -75,6 +75,9 @@ def cmd_repair(args: argparse.Namespace, storage_options: Mapping[str, str]) -> 
             rolled_back = rollback_failed_writes(table, ctx.config, ctx.lock, ctx.zone, utc_now, timeline)
             timeline = table.load_timeline()
     failed = failed_writes(table, timeline, ctx.config, now) if lazy and not args.execute else []
+    expired = (
+        expired_clusterings(table, timeline, ctx.config, now, ctx.zone) if lazy and not args.execute else []
+    )
     verdict = find_orphans(table, timeline, now, min_age)
     if args.execute and verdict.orphans:
         run = trash.new_run_id(now)
@@ -98,6 +101,8 @@ def cmd_repair(args: argparse.Namespace, storage_options: Mapping[str, str]) -> 
         "purged_runs": purged,
         "safety_age_hours": min_age.total_seconds() / 3600,
         "failed_writes": [{"instant": i.timestamp, "action": i.action.value} for i in failed],
+        # Pending clusterings Hudi 1.2's rule expires (hoodie.clustering.enable.expirations), dry run.
+        "expired_clusterings": [i.timestamp for i in expired],
         "rolled_back": rolled_back,
         "failed_writes_policy": ctx.config.clean.failed_writes_policy.value,
         "orphans": [
@@ -122,14 +127,16 @@ def _text(report: Mapping[str, Any]) -> str:
         moved = f"orphans moved to trash run {report['run']}" if report["run"] else "no orphan moved"
         lines = [f"table {report['table']}: repair: {moved}"]
         if report["rolled_back"]:
-            lines.append(f"  rolled back failed writes: {', '.join(report['rolled_back'])}")
+            lines.append(f"  rolled back: {', '.join(report['rolled_back'])}")
         for name in ("settled_runs", "purged_runs"):
             if report[name]:
                 lines.append(f"  {name.replace('_', ' ')}: {', '.join(report[name])}")
     if report["failed_writes"]:
         names = ", ".join(f"{f['action']} {f['instant']}" for f in report["failed_writes"])
         lines.append(f"  failed writes a clean rolls back (LAZY, heartbeat expired): {names}")
-    elif report["failed_writes_policy"] != "LAZY":
+    if report["expired_clusterings"]:
+        lines.append(f"  clusterings Hudi 1.2's rule expires: {', '.join(report['expired_clusterings'])}")
+    if report["failed_writes_policy"] != "LAZY":
         lines.append("  failed writes: EAGER, the writers roll theirs back at their next commit")
     orphans = report["orphans"]
     total = sum(o["bytes"] for o in orphans)

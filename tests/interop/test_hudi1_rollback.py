@@ -16,6 +16,8 @@ Hudi rolls back one copy (`CALL run_clean` under LAZY), we roll back an identica
 
 from __future__ import annotations
 
+import json
+import os
 import posixpath
 import re
 import shutil
@@ -35,6 +37,7 @@ from tests.support.crash_at import run_killed_at
 from tests.support.hudi1_histories import (
     PARTITIONS,
     SCHEMA,
+    completed_instants,
     hudi_rows,
     hudi_rs_rows,
     mdt_views,
@@ -43,6 +46,7 @@ from tests.support.hudi1_histories import (
 )
 from tests.support.hudi_jvm import HudiJvm, HudiJvmError
 from tests.support.hudi_tables import FAILING_WRITE_OPTIONS, data_files
+from tests.support.service_runs import SMALL_FILES
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -269,3 +273,86 @@ def test_a_rollback_killed_midway_is_completed_by_the_next_clean(
     assert mdt_views(hudi1, base) == mdt_views(hudi1, hudi_copy)
     assert hudi_rows(hudi1, base, metadata=True) == expected
     assert hudi_rs_rows(base) == expected
+
+
+EXPIRE = {
+    "hoodie.clustering.enable.expirations": "true",
+    "hoodie.clustering.expiration.threshold.mins": "0",  # the requested time's age is covered in tests/repair
+    "hoodie.cleaner.policy.failed.writes": "LAZY",
+}
+
+
+def _pending_clustering(base: Path) -> list[str]:
+    names = (p.name for p in (base / ".hoodie" / "timeline").iterdir())
+    return sorted(n for n in names if n[:1].isdigit() and ".clustering." in n)
+
+
+@pytest.mark.hudi_1_2_in_ci
+@pytest.mark.parametrize("hudi1", ["1.2.0"], indirect=True)  # the only oracle that expires clustering
+@pytest.mark.parametrize("heartbeat", ["expired", "alive"])
+def test_a_stale_clustering_plan_expires_as_hudi_1_2_expires_it(
+    hudi1: HudiJvm, tmp_path: Path, capsys: pytest.CaptureFixture[str], heartbeat: str
+) -> None:
+    """Hudi 1.2.0 schedules a clustering and its scheduler dies. With `hoodie.clustering.enable.
+    expirations` under LAZY failed writes, Hudi's clean rolls the plan back (`run_clean`) once its
+    heartbeat expired and keeps it while the heartbeat lives; `repair --execute` does the same on an
+    identical copy: the same instants rolled back, the same metadata table, the same rows for Hudi
+    and hudi-rs, and Hudi's writer then clusters the groups the plan held."""
+    source = tmp_path / "source"
+    name = f"expiring_{heartbeat}"
+    options = {**writer_options(name, "COPY_ON_WRITE", True), "hoodie.table.services.enabled": "false"}
+    for batch, ids in enumerate((range(0, 10), range(10, 20), range(20, 30))):
+        hudi1.write(
+            source, rows(ids, batch), SCHEMA, {**options, "hoodie.datasource.write.operation": "insert"}
+        )
+    scheduler = f"sched_{heartbeat}"
+    hudi1.sql(f"create table {scheduler} using hudi location '{source}'")
+    conf = ",".join([*(f"{k}={v}" for k, v in EXPIRE.items()), SMALL_FILES])
+    hudi1.sql(f"call run_clustering(op => 'schedule', table => '{scheduler}', options => '{conf}')")
+    [requested] = _pending_clustering(source)
+    plan = requested[:17]
+    beat = source / ".hoodie" / ".heartbeat" / plan
+    beat.parent.mkdir(exist_ok=True)
+    beat.touch()  # Hudi 1.2 starts it at scheduling; its file outlives a killed scheduler
+    at = time.time() - (600 if heartbeat == "expired" else 0)
+    os.utime(beat, (at, at))
+    expected = hudi_rows(hudi1, source)
+    hudi_copy, our_copy = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(source, hudi_copy)
+    shutil.copytree(source, our_copy)
+
+    cleaner = f"rb_{next(_names)}"
+    hudi1.sql(f"create table {cleaner} using hudi location '{hudi_copy}'")
+    hudi1.sql(f"call run_clean(table => '{cleaner}', retain_commits => 10, options => '{conf}')")
+    argv = ["repair", "--base-path", str(our_copy), "--timezone", "UTC", "--json",
+            *(f"--hoodie-conf={k}={v}" for k, v in EXPIRE.items())]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["expired_clusterings"] == (
+        [plan] if heartbeat == "expired" else []
+    )
+    assert main([*argv, "--execute"]) == 0
+    assert json.loads(capsys.readouterr().out)["rolled_back"] == ([plan] if heartbeat == "expired" else [])
+
+    theirs, ours = _rollback_of(hudi_copy, plan), _rollback_of(our_copy, plan)
+    assert (theirs is None) is (ours is None) is (heartbeat == "alive")
+    assert _pending_clustering(our_copy) == _pending_clustering(hudi_copy)
+    assert _pending_clustering(our_copy) == ([] if heartbeat == "expired" else [requested])
+    if theirs is not None and ours is not None:
+        assert _requests(ours[0]) == _requests(theirs[0]) == []  # a requested plan wrote nothing
+        assert not (our_copy / ".hoodie" / ".heartbeat" / plan).exists()
+        assert not (hudi_copy / ".hoodie" / ".heartbeat" / plan).exists()
+    assert _mdt_files(our_copy) == _mdt_files(hudi_copy)
+    assert _mdt_timeline(our_copy, plan) == _mdt_timeline(hudi_copy, plan)
+    assert mdt_views(hudi1, our_copy) == mdt_views(hudi1, hudi_copy)
+    assert hudi_rows(hudi1, our_copy) == hudi_rows(hudi1, our_copy, metadata=True) == expected
+    assert hudi_rs_rows(our_copy) == expected
+    if heartbeat == "expired":
+        # The groups the plan held are free again: Hudi's writer clusters them on our copy.
+        writer = f"cl_{next(_names)}"
+        hudi1.sql(f"create table {writer} using hudi location '{our_copy}'")
+        hudi1.sql(
+            f"call run_clustering(op => 'scheduleAndExecute', table => '{writer}', options => '{conf}')"
+        )
+        assert completed_instants(our_copy, "replacecommit")
+        assert hudi_rows(hudi1, our_copy, metadata=True) == expected == hudi_rs_rows(our_copy)
