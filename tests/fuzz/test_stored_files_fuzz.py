@@ -16,8 +16,8 @@ table's clean deletes nothing the unmutated seed's clean keeps, and when it succ
 exactly what that clean deletes (the mutated file aside). Every `DAEMON_EVERY`-th mutated table is
 also served by a daemon beside a healthy table: its cleaning tick on the mutated table never raises,
 and the healthy table is cleaned as its unmutated seed is. `HTS_FUZZ_COUNT` sets the number of
-mutations (400 in CI, 50 of each kind; 5,000 with HTS_LONG_TESTS=1; seed `HTS_FUZZ_SEED`); the count per kind is
-printed.
+mutations (400 in CI, 50 of each kind; 5,000 with HTS_LONG_TESTS=1; seed `HTS_FUZZ_SEED`); the
+count per kind is printed.
 """
 
 from __future__ import annotations

@@ -279,7 +279,8 @@ def test_a_pending_clustering_on_timeline_layout_2_is_a_clustering_instant() -> 
     """Tables of version 8 and 9 write a pending clustering as `<T>.clustering.requested|inflight`; the
     trigger executes it before it plans another (it once looked for replacecommits only)."""
     t = ts(3)
-    timeline = Timeline((Instant(ts(1), Action.COMMIT, State.COMPLETED), Instant(t, Action.CLUSTERING, State.INFLIGHT)))
-    assert pending_clustering_instants(timeline, _NoPlans()) == [timeline.instants[1]]
+    pending = Instant(t, Action.CLUSTERING, State.INFLIGHT)
+    timeline = Timeline((Instant(ts(1), Action.COMMIT, State.COMPLETED), pending))
+    assert pending_clustering_instants(timeline, _NoPlans()) == [pending]
     decision = clustering_due(timeline, config_of({}), TriggerMode.ASYNC, _NoPlans())
     assert decision.step is ClusteringStep.EXECUTE_PENDING and decision.pending_instant == t
