@@ -161,3 +161,8 @@ class MetadataListingMismatchError(CorruptTableError):
         self.table = table
         self.partition = partition
         self.file_name = file_name
+
+
+class TrashRunMissingError(HudiTableServiceError):
+    """A trash run asked for by name is not there: never moved there, or emptied after its retention
+    (`service.trash`)."""

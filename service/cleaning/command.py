@@ -9,14 +9,17 @@ import argparse
 import json
 import logging
 from collections.abc import Mapping
+from datetime import timedelta
 
 from service.cleaning.approvals import DIGEST, record_approval
 from service.cleaning.guard import held_json
 from service.cleaning.orchestrator import Cleaner, CleanOptions
 from service.cleaning.results import render_result, result_to_json
+from service.cleaning.undo import undo_clean
 from service.clock import utc_now
 from service.command_context import CommandContext, add_service_arguments, open_context
 from service.errors import ConfigError, VolumeBreakerError
+from service.table.instant import INSTANT_TIME_LENGTHS
 from service.table.properties import TableServiceKind
 from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION
 
@@ -43,6 +46,20 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
         help="volume breaker: hold a plan deleting more than this share of the files of live file groups",
     )
     parser.add_argument(
+        "--trash-retention-hours",
+        type=float,
+        default=None,
+        metavar="H",
+        help="move the clean's files to the table's trash instead of deleting them, and empty the trash of "
+        "cleans older than H hours (a daemon table's cleaning.trash_retention_hours)",
+    )
+    parser.add_argument(
+        "--undo",
+        metavar="INSTANT",
+        help="put back the files the completed clean INSTANT moved to the trash (byte for byte); the "
+        "clean stays on the timeline",
+    )
+    parser.add_argument(
         "--approve",
         metavar="DIGEST",
         help="let the held plan with this digest (printed when it was held) pass the volume breaker once: "
@@ -55,12 +72,22 @@ def cmd_clean(args: argparse.Namespace, storage_options: Mapping[str, str]) -> i
         raise ConfigError(f"--max-delete-fraction={args.max_delete_fraction} must be in (0, 1]")
     if args.approve is not None and DIGEST.fullmatch(args.approve) is None:
         raise ConfigError(f"--approve {args.approve!r}: not a plan digest (the one a held clean printed)")
+    if args.trash_retention_hours is not None and not args.trash_retention_hours > 0:
+        raise ConfigError(f"--trash-retention-hours={args.trash_retention_hours} must be above 0")
+    if args.undo is not None and not (args.undo.isdigit() and len(args.undo) in INSTANT_TIME_LENGTHS):
+        raise ConfigError(f"--undo {args.undo!r}: not an instant time (the clean's, 17 digits)")
     ctx = open_context(args, storage_options, TableServiceKind.CLEANING)
+    retention = args.trash_retention_hours
     options = CleanOptions(
-        dry_run=args.dry_run, force=args.force, max_delete_fraction=args.max_delete_fraction
+        dry_run=args.dry_run,
+        force=args.force,
+        max_delete_fraction=args.max_delete_fraction,
+        trash_retention=timedelta(hours=retention) if retention is not None else None,
     )
     if args.approve is not None:
         return _approve(ctx, args.approve)
+    if args.undo is not None:
+        return _undo(ctx, args.undo, args.json)
     try:
         result = Cleaner(ctx.table, ctx.config, ctx.lock, ctx.zone, options).run()
     except VolumeBreakerError as exc:
@@ -69,6 +96,23 @@ def cmd_clean(args: argparse.Namespace, storage_options: Mapping[str, str]) -> i
             print(json.dumps({"table": ctx.table.name, "held": held_json(exc)}, indent=2))
         return HELD_EXIT
     print(json.dumps(result_to_json(result), indent=2) if args.json else render_result(result))
+    return 0
+
+
+def _undo(ctx: CommandContext, instant: str, as_json: bool) -> int:
+    """Take clean `instant` back: its files from the trash, its instant off the timeline
+    (`service.cleaning.undo`)."""
+    table = ctx.table
+    manifest = undo_clean(table, ctx.lock, instant, utc_now, ctx.zone)
+    restored = [e.path for e in manifest.entries]
+    if as_json:
+        print(json.dumps({"table": table.name, "undone": instant, "restored": restored}, indent=2))
+    else:
+        print(
+            f"table {table.name}: clean {instant} undone: {len(restored)} files back in place, the clean "
+            "off the timeline; the next clean plans them again (pause cleaning while the older "
+            "snapshots are needed)"
+        )
     return 0
 
 

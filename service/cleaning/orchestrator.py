@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta, tzinfo
 
+from service import trash
 from service.cleaning.approvals import consume_approval
 from service.cleaning.deleter import DeleteFn, delete_files
 from service.cleaning.failed_writes import rollback_failed_writes
@@ -72,6 +73,9 @@ class CleanOptions:
     max_delete_fraction: float = DEFAULT_MAX_DELETE_FRACTION
     # The daemon's `cleaning.max_interval_hours`: due at least this often beside Hudi's trigger.
     max_interval: timedelta | None = None
+    # `cleaning.trash_retention_hours` (`clean --trash-retention-hours`): the files go to the trash
+    # (`service.trash`) and are deleted once this passed; None: deleted at once, as Hudi deletes them.
+    trash_retention: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,10 @@ class Cleaner:
             if scheduled is not None:
                 done = self._finish(scheduled.instant, self.table.load_timeline(), False, scheduled)
                 results.append(replace(done, incremental=scheduled.plan.incremental))
+        if self.options.trash_retention is not None and not self.options.dry_run:
+            # Each pass, due or not: the trash empties on time even when nothing is cleaned.
+            retention = self.options.trash_retention
+            trash.purge(self.table.storage, self.now(), retention, cleans=True, lock=self.lock)
         return CleanRunResult(
             table=self.table.name,
             cleans=tuple(results),
@@ -289,7 +297,8 @@ class Cleaner:
         try:
             if self._on_execute is not None:
                 self._on_execute()
-            report = delete_files(storage, stored.files, self.config.clean.parallelism, self._delete)
+            delete = self._delete if self.options.trash_retention is None else self._to_trash(instant, stored)
+            report = delete_files(storage, stored.files, self.config.clean.parallelism, delete)
             if report.failures:
                 # Nothing is recorded for a failed delete: `T.clean` is not written, so no metadata
                 # ever lists the file, and the inflight plan is retried whole (Hudi 0.15 fails the
@@ -301,6 +310,8 @@ class Cleaner:
                     f"{len(report.failures)} file(s), e.g. {'; '.join(first)}; the plan stays inflight and "
                     "the next run retries it"
                 )
+            if self.options.trash_retention is not None:
+                trash.mark_completed(storage, trash.clean_run(instant.timestamp))
             self._delete_empty_partitions(deletable_partitions)
             metadata = to_clean_metadata(stored, report.outcomes, int((time.monotonic() - started) * 1000))
             completed_by_other = self._complete(instant, metadata)
@@ -310,6 +321,29 @@ class Cleaner:
             self._owned = None
             heartbeat.stop()
         return self._result(stored, checked, report.outcomes, resumed, started, completed_by_other)
+
+    def _to_trash(self, instant: Instant, stored: StoredPlan) -> DeleteFn:
+        """The delete that moves each file of the plan to the clean's trash run instead: its manifest
+        (every file still on storage, with its size) is written before the first move, or an earlier
+        attempt's is carried on; `completed` is marked by the caller's success (`move_one` reports a
+        file moved by an attempt before a stop as moved)."""
+        storage = self.table.storage
+        run = trash.clean_run(instant.timestamp)
+        found = [(path, storage.status(path)) for paths in stored.files.values() for path in paths]
+        why = f"clean {instant.timestamp} ({stored.policy})"
+        entries = trash.entries_of(
+            ((path, status.size, instant.timestamp, why) for path, status in found if status is not None), run
+        )
+        manifest = trash.TrashManifest(
+            run=run, table=self.table.name, created_at=self.now().isoformat(), reason=why, entries=entries
+        )
+        by_path = {e.path: e for e in trash.manifest_for(storage, manifest).entries}
+
+        def move(path: str) -> bool:
+            entry = by_path.get(path)
+            return entry is not None and trash.move_one(storage, entry)
+
+        return move
 
     def _check_stored(
         self, instant: Instant, stored: StoredPlan, timeline: Timeline, scheduled: _Scheduled | None

@@ -10,6 +10,7 @@ These are the product's own settings, beside Hudi's `hoodie.*` triggers (which s
   inherits `daemon.maintenance_windows` unless the table sets its own (`[]`: no window, any time);
 - compaction serves merge-on-read tables only: `compaction.enabled` defaults to on for them and a
   copy-on-write table is never compacted (Java refuses too, `ScheduleCompactionActionExecutor`);
+- `cleaning.trash_retention_hours` keeps a clean's files in the table's trash that long (opt-in);
 - archival runs when Hudi's archiver would (`hoodie.keep.max.commits` and the rest of its bounds),
   on by default: writers that hand their services over (`hoodie.table.services.enabled=false`) no
   longer archive, and a writer that still does takes the same table lock.
@@ -67,8 +68,16 @@ class ClusteringSchedule(_Section):
 
 
 class CleaningSchedule(_Section):
+    # Opt-in: a clean moves its files to the table's trash (`service.trash`) and they are deleted this
+    # long after; `hudi-table-service clean --undo INSTANT` puts a clean's files back meanwhile.
+    trash_retention_hours: float | None = Field(default=None, gt=0)
+
     def effective_windows(self) -> tuple[MaintenanceWindow, ...]:
         return self.windows or ()
+
+    @property
+    def trash_retention(self) -> timedelta | None:
+        return None if self.trash_retention_hours is None else timedelta(hours=self.trash_retention_hours)
 
 
 class ArchivalSchedule(BaseModel):

@@ -215,6 +215,7 @@ class TableTicker:
         options = CleanOptions(
             max_delete_fraction=self.settings().deletion.max_delete_fraction,
             max_interval=section.max_interval,
+            trash_retention=section.trash_retention,
         )
         self._observe_lock(runtime.name, lock)
         name = runtime.name

@@ -5,7 +5,7 @@ unless `--execute`:
   `service.cleaning.failed_writes`), rolled back with the clean's rollback;
 - the orphan files (`strategies.orphans`): files no reader reads and no pending instant will claim,
   older than the safety age (`--min-age-hours`, default the larger of 24 h and the heartbeat
-  expiry), moved to the trash with a manifest (`service.repair.trash`); the uncommitted files kept
+  expiry), moved to the trash with a manifest (`service.trash`); the uncommitted files kept
   are listed with why.
 
 `--execute` first settles what a stopped run left, and afterwards empties the trash of runs older than
@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from service import trash
 from service.cleaning.failed_writes import expired_clusterings, failed_writes, rollback_failed_writes
 from service.clock import utc_now
 from service.command_context import add_service_arguments, open_context
-from service.repair import trash
 from service.repair.orphans import find_orphans, safety_age
 from service.table.properties import TableServiceKind
 
@@ -56,7 +56,8 @@ def cmd_repair(args: argparse.Namespace, storage_options: Mapping[str, str]) -> 
     table, now = ctx.table, utc_now()
     storage = table.storage
     if args.undo is not None:
-        manifest = trash.undo(storage, args.undo)
+        with ctx.lock:  # never beside a purge of the same run (`trash.purge`)
+            manifest = trash.undo(storage, args.undo)
         restored = [e.path for e in manifest.entries]
         reply = {"table": table.name, "undone": args.undo, "restored": restored}
         text = f"table {table.name}: run {args.undo} undone, {len(restored)} files back in place"
@@ -91,7 +92,10 @@ def cmd_repair(args: argparse.Namespace, storage_options: Mapping[str, str]) -> 
         )
         trash.write_manifest(storage, manifest)
         trash.move(storage, manifest)
-    purged = trash.purge(storage, now, timedelta(hours=args.trash_retention_hours)) if args.execute else []
+    purged: list[str] = []
+    if args.execute:
+        retention = timedelta(hours=args.trash_retention_hours)
+        purged = trash.purge(storage, now, retention, cleans=False, lock=ctx.lock)
     report: dict[str, Any] = {
         "table": table.name,
         "base_path": table.base_uri,

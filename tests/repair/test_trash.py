@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from service.cli import main
-from service.repair.trash import TRASH_DIR
+from service.trash import TRASH_DIR
 from tests.clean.helpers import fid
 from tests.support.crash_at import run_killed_at
 from tests.support.fixtures import FileSpec, FixtureTable, ts

@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
 
-from service.errors import CorruptTableError, UnsupportedTableError
+from service.errors import CorruptTableError, PlanRefusedError, UnsupportedTableError
 from service.table import codecs
 from service.table.instant import Action, Instant, State
 from service.table.mdt.commit import (
@@ -45,7 +45,7 @@ from service.table.paths import PathGuard, TableLocation
 from service.table.properties import TableConfig, load_table_config
 from service.table.storage import Storage
 from service.table.table_format import TableFormat
-from service.table.timeline import Timeline, complete_instant, create_instant_file
+from service.table.timeline import Timeline, complete_instant, create_instant_file, next_instant_time
 
 log = logging.getLogger(__name__)
 
@@ -214,3 +214,64 @@ def _delete_files(
         storage.delete_checksum_sibling(rel)  # as the data rollback drops it
         deleted.setdefault(partition, []).append(raw)
     return deleted
+
+
+# ------------------------------------------------------------------ undoing a clean (`clean --undo`)
+
+
+def check_clean_forgettable(storage: Storage, data_timeline: Timeline, clean_time: str) -> None:
+    """Refuse (PlanRefusedError, before anything changes) to undo clean `clean_time` when the metadata
+    table compacted at or after its deltacommit: the compaction folded the clean's deletions into a
+    base file, and no rollback takes them out (`HoodieBackedTableMetadataWriter.validateRollback`)."""
+    config = load_table_config(storage)
+    if not mdt_sync_required(config):
+        return
+    state = check_mdt(
+        storage, config, TableFormat.for_table(config, storage.base_uri), data_timeline, clean_time
+    )
+    existing = state.timeline.find(clean_time, Action.DELTA_COMMIT)
+    compactions = state.timeline.completed().by_actions((Action.COMMIT,))
+    compacted = [i.timestamp for i in compactions if i.timestamp >= clean_time]
+    if existing is not None and existing.is_completed and compacted:
+        raise PlanRefusedError(
+            f"table {config.name!r} at {storage.base_uri}: the metadata table compacted ({compacted[0]}) "
+            f"after clean {clean_time}, folding its deletions in for good: the clean can no longer be "
+            "undone. Its files stay in the trash until the retention passes (its manifest.json says where "
+            "each came from)"
+        )
+
+
+def forget_clean(
+    storage: Storage, data_timeline: Timeline, clean_time: str, *, now: datetime, tz: tzinfo
+) -> None:
+    """Take the metadata table's deltacommit `clean_time` out, so that its `files` partition (and its
+    indexes) list what the undone clean had removed: on version 6 by deleting its blocks' log files
+    and its instant files (`forget_rolled_back_instant`), on versions 8 and 9 by the MDT's own rollback
+    of it, as a data rollback does (`_rollback_in_mdt`), at a new MDT instant time. Idempotent."""
+    config = load_table_config(storage)
+    if not mdt_sync_required(config):
+        return
+    table_format = TableFormat.for_table(config, storage.base_uri)
+    if not table_format.mdt.rollback_as_mdt_rollback:
+        forget_rolled_back_instant(storage, data_timeline, clean_time)
+        return
+    state = check_mdt(storage, config, table_format, data_timeline, clean_time)
+    pending = [
+        i
+        for i in state.timeline.by_actions((Action.ROLLBACK,)).pending()
+        if _rolls_back(storage, state, i, clean_time)
+    ]
+    if pending:
+        rollback_time = pending[0].timestamp  # an undo killed midway: finish its MDT rollback
+    elif state.timeline.find(clean_time, Action.DELTA_COMMIT) is None:
+        return  # not in the MDT (never, or taken out by an earlier attempt)
+    else:
+        rollback_time = next_instant_time(state.timeline, now, tz, floor=data_timeline.latest_time)
+    _rollback_in_mdt(storage, config, state, clean_time, rollback_time, now, tz)
+
+
+def _rolls_back(storage: Storage, state: MdtState, rollback: Instant, instant_time: str) -> bool:
+    requested = Instant(rollback.timestamp, Action.ROLLBACK, State.REQUESTED)
+    path = state.layout.instant_path(requested)
+    plan = codecs.decode(codecs.RollbackPlan, storage.read_bytes(path), storage.qualify(path))
+    return plan.instant_to_rollback is not None and plan.instant_to_rollback.commit_time == instant_time

@@ -1,5 +1,8 @@
-"""The trash `repair` moves orphan files to: on the table's own storage, outside every partition, with
-a manifest per run, so that `repair --undo RUN` puts every file back byte for byte.
+"""The trash `repair` moves orphan files to, and the clean its files when `cleaning.trash_retention_hours`
+(or `clean --trash-retention-hours`) is set: on the table's own storage, outside every partition, with
+a manifest per run, so that `repair --undo RUN` and `clean --undo INSTANT` put every file back byte
+for byte. A repair's run is named by `new_run_id`; a clean's by its instant (`clean_run`), so that a
+retried clean carries on with the run it started.
 
 A run `R` lives in `.hoodie/.aux/hudi-table-service/trash/R/` (Hudi's timeline loaders and partition
 discovery never descend into `.hoodie/.aux`):
@@ -7,7 +10,9 @@ discovery never descend into `.hoodie/.aux`):
   why (`TrashManifest`);
 - `files/<partition>/<name>`: the moved files;
 - `completed`, written once every file of the manifest moved; `undone` once an undo put them back
-  (`undoing` while it runs).
+  (`undoing` while it runs); `purging` once its retention passed and its deletion began (under the
+  table lock, so an undo and a purge never overlap: an undo refuses a run being purged, a purge
+  skips a run being undone).
 
 A move is a copy, its size verified, then the delete of the original; a run killed anywhere leaves
 every file either still in place or recorded in a manifest with its copy, never both gone and
@@ -20,17 +25,19 @@ by name, and nothing moves.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import posixpath
 import re
 import secrets
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from service.errors import CorruptTableError, DeleteFailedError
+from service.errors import CorruptTableError, DeleteFailedError, TrashRunMissingError
 from service.table.layout import METAFOLDER
 from service.table.storage import Storage
 
@@ -38,8 +45,9 @@ log = logging.getLogger(__name__)
 
 TRASH_DIR = f"{METAFOLDER}/.aux/hudi-table-service/trash"
 MANIFEST = "manifest.json"
-COMPLETED, UNDOING, UNDONE = "completed", "undoing", "undone"
-RUN_ID = re.compile(r"\d{14}-[0-9a-f]{6}")  # `new_run_id`
+COMPLETED, UNDOING, UNDONE, PURGING = "completed", "undoing", "undone", "purging"
+REPAIR_RUN = re.compile(r"\d{14}-[0-9a-f]{6}")  # `new_run_id`
+CLEAN_RUN = re.compile(r"clean-(\d{14}(?:\d{3})?)")  # `clean_run`
 
 
 class TrashEntry(BaseModel):
@@ -70,6 +78,15 @@ def new_run_id(now: datetime) -> str:
     return f"{now.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(3)}"
 
 
+def clean_run(instant_time: str) -> str:
+    """The trash run of the clean at `instant_time`."""
+    return f"clean-{instant_time}"
+
+
+def is_run_id(run: str) -> bool:
+    return REPAIR_RUN.fullmatch(run) is not None or CLEAN_RUN.fullmatch(run) is not None
+
+
 def trash_path(run: str, path: str) -> str:
     return f"{run_dir(run)}/files/{path}"
 
@@ -80,17 +97,42 @@ def write_manifest(storage: Storage, manifest: TrashManifest) -> None:
     storage.create_if_absent(f"{run_dir(manifest.run)}/{MANIFEST}", data)
 
 
+def manifest_for(storage: Storage, manifest: TrashManifest) -> TrashManifest:
+    """The manifest a (possibly retried) run carries out: `manifest`, written now, or the one an earlier
+    attempt of the same run wrote. That one is read back and checked; it may only name files the new
+    one names (a retried clean's plan is the same stored plan; a file a first attempt moved is gone
+    from the table and absent from the new manifest, but recorded in the old one)."""
+    rel = f"{run_dir(manifest.run)}/{MANIFEST}"
+    if storage.status(rel) is None:
+        write_manifest(storage, manifest)
+        return manifest
+    earlier = read_manifest(storage, manifest.run)
+    wanted = {e.path for e in manifest.entries}
+    missing = [e.path for e in earlier.entries if e.path not in wanted]
+    if missing and not all(storage.status(p) is None for p in missing):
+        raise CorruptTableError(
+            f"{storage.qualify(rel)}: an earlier attempt of run {manifest.run} names files this one does "
+            f"not move, e.g. {missing[0]!r}; refused"
+        )
+    known = {e.path for e in earlier.entries}
+    if any(e.path not in known for e in manifest.entries):
+        raise CorruptTableError(
+            f"{storage.qualify(rel)}: names other files than run {manifest.run} moves now; refused"
+        )
+    return earlier
+
+
 def read_manifest(storage: Storage, run: str) -> TrashManifest:
     """The manifest of run `run`, checked: CorruptTableError naming it when it does not parse, names a
     path outside the table's partitions or outside its run's folder, or names a file twice."""
-    if RUN_ID.fullmatch(run) is None:
+    if not is_run_id(run):
         raise CorruptTableError(f"{storage.qualify(TRASH_DIR)}: {run!r} is not a trash run's id; refused")
     rel = f"{run_dir(run)}/{MANIFEST}"
     where = storage.qualify(rel)
     try:
         manifest = TrashManifest.model_validate_json(storage.read_bytes(rel))
     except FileNotFoundError:
-        raise CorruptTableError(f"{where}: no such trash run {run!r}") from None
+        raise TrashRunMissingError(f"{where}: no such trash run {run!r}") from None
     except ValidationError as exc:
         raise CorruptTableError(f"{where}: not a trash manifest: {exc.errors()[0]['msg']}") from None
     if manifest.run != run:
@@ -122,36 +164,45 @@ def _inside_partitions(path: str) -> bool:
     )
 
 
-def runs(storage: Storage) -> list[str]:
-    """The trash's runs; a folder that is no run's (not named as `new_run_id` names them) is left
-    alone, logged."""
+def runs(storage: Storage, *, cleans: bool) -> list[str]:
+    """The trash's runs of the clean (`cleans`) or of `repair`; a folder that is no run's (not named as
+    `new_run_id` or `clean_run` names them) is left alone, logged."""
     out = []
     for entry in storage.list_dir(TRASH_DIR):
         if not entry.is_dir:
             continue
-        if RUN_ID.fullmatch(entry.name) is None:
+        if not is_run_id(entry.name):
             log.warning("%s: not a trash run; left alone", storage.qualify(entry.path))
             continue
-        out.append(entry.name)
+        if (CLEAN_RUN.fullmatch(entry.name) is not None) is cleans:
+            out.append(entry.name)
     return sorted(out)
 
 
 def move(storage: Storage, manifest: TrashManifest) -> None:
     """Carry out a manifest just written, then mark the run completed."""
     for entry in manifest.entries:
-        _move_one(storage, entry)
-    storage.write_bytes(f"{run_dir(manifest.run)}/{COMPLETED}", b"")
+        move_one(storage, entry)
+    mark_completed(storage, manifest.run)
 
 
-def _move_one(storage: Storage, entry: TrashEntry) -> None:
+def move_one(storage: Storage, entry: TrashEntry) -> bool:
+    """Move one file; True when it is in the trash now (moved now, or by an attempt before a stop),
+    False when it is neither in place nor in the trash (deleted by someone else)."""
     if storage.status(entry.path) is None:
         if storage.status(entry.trash) is None:  # deleted by someone else meanwhile: nothing to keep
             log.warning(
                 "%s is neither in place nor in the trash; nothing to move", storage.qualify(entry.path)
             )
-        return  # moved before a stop: its copy is whole (the original goes only after the check)
+            return False
+        return True  # moved before a stop: its copy is whole (the original goes only after the check)
     _copy_whole(storage, entry.path, entry.trash, entry.bytes)
     storage.delete_file(entry.path)
+    return True
+
+
+def mark_completed(storage: Storage, run: str) -> None:
+    storage.write_bytes(f"{run_dir(run)}/{COMPLETED}", b"")
 
 
 def _copy_whole(storage: Storage, src: str, dst: str, size: int) -> None:
@@ -170,7 +221,7 @@ def settle(storage: Storage, still_orphan: Callable[[str], bool]) -> list[str]:
     place is moved only if it is still an orphan; otherwise its copy goes and it keeps its place),
     and an undo that has `undoing` but no `undone`. Returns the runs settled."""
     settled = []
-    for run in runs(storage):
+    for run in runs(storage, cleans=False):  # a clean's run is finished by the clean's retry
         names = set(storage.list_file_names(run_dir(run)))
         if MANIFEST not in names:
             continue  # a stop before the manifest: nothing moved
@@ -186,15 +237,21 @@ def settle(storage: Storage, still_orphan: Callable[[str], bool]) -> list[str]:
                 log.info("%s: no longer an orphan; it stays, its copy goes", storage.qualify(entry.path))
                 storage.delete_file(entry.trash, verify=False)
                 continue
-            _move_one(storage, entry)
-        storage.write_bytes(f"{run_dir(run)}/{COMPLETED}", b"")
+            move_one(storage, entry)
+        mark_completed(storage, run)
         settled.append(run)
     return settled
 
 
 def undo(storage: Storage, run: str) -> TrashManifest:
-    """Put run `run`'s files back, byte for byte, then mark it undone."""
+    """Put run `run`'s files back, byte for byte, then mark it undone. The caller holds the table lock
+    when a purge may run meanwhile (`purge` marks a run under it before deleting it)."""
     manifest = read_manifest(storage, run)
+    if storage.status(f"{run_dir(run)}/{PURGING}") is not None:
+        raise TrashRunMissingError(
+            f"{storage.qualify(run_dir(run))}: run {run} is being emptied (its retention passed); "
+            "its files cannot be put back"
+        )
     storage.write_bytes(f"{run_dir(run)}/{UNDOING}", b"")
     for entry in manifest.entries:
         kept = storage.status(entry.trash)
@@ -207,21 +264,39 @@ def undo(storage: Storage, run: str) -> TrashManifest:
     return manifest
 
 
-def purge(storage: Storage, now: datetime, retention: timedelta) -> list[str]:
-    """Delete the trash of settled runs (completed or undone) created more than `retention` ago;
-    returns the runs purged."""
+def purge(
+    storage: Storage,
+    now: datetime,
+    retention: timedelta,
+    *,
+    cleans: bool,
+    lock: AbstractContextManager[object] | None = None,
+) -> list[str]:
+    """Delete the trash of settled runs (completed or undone) of the clean (`cleans`) or of `repair`
+    created more than `retention` ago; returns the runs purged. With `lock` (the table's), each run is
+    re-checked and marked `purging` under it, so an undo taking the same lock never meets a run half
+    deleted; the files are deleted outside it."""
     purged = []
-    for run in runs(storage):
-        names = set(storage.list_file_names(run_dir(run)))
-        if MANIFEST not in names or (UNDOING in names and UNDONE not in names):
-            continue  # a run stopped before its manifest, or an undo to finish first
-        if COMPLETED not in names and UNDONE not in names:
-            continue  # a move to settle first
-        if now - datetime.fromisoformat(read_manifest(storage, run).created_at) < retention:
-            continue
+    for run in runs(storage, cleans=cleans):
+        guard = lock if lock is not None else contextlib.nullcontext()
+        with guard:
+            if not _purgeable(storage, run, now, retention):
+                continue
+            storage.write_bytes(f"{run_dir(run)}/{PURGING}", b"")
         storage.delete_dir(run_dir(run))
         purged.append(run)
     return purged
+
+
+def _purgeable(storage: Storage, run: str, now: datetime, retention: timedelta) -> bool:
+    names = set(storage.list_file_names(run_dir(run)))
+    if PURGING in names:
+        return True  # a purge stopped midway: finish it
+    if MANIFEST not in names or (UNDOING in names and UNDONE not in names):
+        return False  # a run stopped before its manifest, or an undo to finish first
+    if COMPLETED not in names and UNDONE not in names:
+        return False  # a move to settle first
+    return now - datetime.fromisoformat(read_manifest(storage, run).created_at) >= retention
 
 
 def entries_of(orphans: Iterable[tuple[str, int, str, str]], run: str) -> tuple[TrashEntry, ...]:
