@@ -10,6 +10,7 @@ hours apart, so it is compared on a fixture table whose instants Hudi's cleaner 
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.cleaning import Cleaner, CleanOptions, CleanRunResult
+from service.cli import main
 from service.table.instant import Action, State
 from service.table.table import HudiTable
 from service.table.timeline import format_instant_time
@@ -267,3 +269,41 @@ def test_keep_latest_by_hours_matches_hudi_on_fixture_table(spark: SparkSession,
     assert before - _data_files(ours)
     timeline = HudiTable.open(str(ours)).load_timeline()
     assert [i.state for i in timeline.by_actions([Action.CLEAN])] == [State.COMPLETED] * 2
+
+
+def test_an_undone_clean_is_read_and_cleaned_by_hudi_as_if_it_never_ran(
+    spark: SparkSession, clean_history: CleanHistory, tmp_path: Path
+) -> None:
+    """Our clean with the trash on, then `clean --undo`: Hudi, which refused time travel to the
+    snapshots the clean released (before its earliest commit to retain), reads every commit as the
+    uncleaned history does, and its own clean then deletes exactly what it deletes on an untouched copy."""
+    ours = _copy(clean_history, tmp_path / "ours")
+    untouched = _copy(clean_history, tmp_path / "untouched")
+    before = _digests(ours)
+    props = {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS", "hoodie.cleaner.commits.retained": 2}
+    keep = CleanOptions(trash_retention=timedelta(hours=24))
+    [clean] = make_cleaner(ours, props, keep, now=None).run().cleans
+    ectr = clean.earliest_commit_to_retain
+    released = [c for c in clean_history.commits if c < ectr]
+    assert released and clean.files_deleted and set(_digests(ours)) < set(before)
+    with pytest.raises(Exception, match="Cleaner cleaned up the timestamp of interest"):
+        _read(spark, ours, released[-1])
+
+    assert main(["clean", "--base-path", str(ours), "--timezone", "UTC", "--undo", clean.instant_time]) == 0
+    assert _digests(ours) == before  # byte for byte
+    assert not [p for p in (ours / ".hoodie").iterdir() if p.name.startswith(clean.instant_time)]
+    for instant in [*clean_history.commits, clean_history.savepoint]:
+        assert _read(spark, ours, instant) == _truth(spark, clean_history, instant), f"as of {instant}"
+    theirs = _hudi_clean(spark, untouched, "KEEP_LATEST_COMMITS", 2)
+    again = _hudi_clean(spark, ours, "KEEP_LATEST_COMMITS", 2)
+    assert again["earliest_commit_to_retain"] == theirs["earliest_commit_to_retain"] == ectr
+    assert set(before) - set(_digests(untouched)) and _digests(ours) == _digests(untouched)
+
+
+def _digests(base: Path) -> dict[str, str]:
+    """Data files (partitions only) -> SHA-256."""
+    return {
+        str(p.relative_to(base)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in base.rglob("*.parquet")
+        if ".hoodie" not in p.relative_to(base).parts
+    }

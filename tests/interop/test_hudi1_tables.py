@@ -4,6 +4,7 @@ and refuses to write to them until their services are served."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import json
@@ -40,6 +41,7 @@ from tests.clean.helpers import make_cleaner
 from tests.support.crash_at import run_killed_at
 from tests.support.fixtures import FileSpec, FixtureTable
 from tests.support.hudi1_histories import (
+    PARTITIONS,
     SCHEMA,
     Hudi1History,
     HudiSlice,
@@ -54,7 +56,7 @@ from tests.support.hudi1_histories import (
     rows,
     writer_options,
 )
-from tests.support.hudi_jvm import HudiJvm
+from tests.support.hudi_jvm import HudiJvm, HudiJvmError
 from tests.support.hudi_tables import LatestSlice, hudi_rs_file_slices
 from tests.support.hudi_tables import data_files as _data_files
 
@@ -969,3 +971,67 @@ def test_a_stored_clean_plan_naming_a_path_outside_the_table_is_refused_and_noth
     said = " ".join(r.getMessage() for r in caplog.records)
     assert f"{plan_time}.clean.requested" in said and str(sentinel) in said, said
     assert sentinel.exists() and _data_files(copy) == before
+
+
+def _digests(base: Path) -> dict[str, str]:
+    """The table's data files (its partitions only) -> SHA-256."""
+    return {
+        str(p.relative_to(base)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for partition in PARTITIONS
+        for p in (base / partition).glob("*.parquet")
+    }
+
+
+def _as_of(jvm: HudiJvm, base: Path, instant: str, metadata: bool) -> list[tuple[Any, ...]]:
+    found = jvm.read(base, {"as.of.instant": instant, "hoodie.metadata.enable": str(metadata).lower()})
+    return sorted((r["id"], r["region"], r["ts"], r["value"]) for r in found)
+
+
+@pytest.mark.long(hudi1=("1.0.2", "1.2.0"))  # CI: 1.1.1 (table version 9); 1.0.2 (8) and 1.2.0 long
+def test_an_undone_clean_is_taken_out_of_the_metadata_table_and_read_as_if_it_never_ran(
+    hudi1: HudiJvm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our clean with the trash on, on a table Hudi 1.x wrote with the metadata table, then
+    `clean --undo`: the metadata table lists what it listed before the clean (Hudi's procedures),
+    Hudi reads every commit through it and by listing as on an untouched copy, and Hudi's own clean
+    then leaves exactly what it leaves on that copy."""
+    source = tmp_path / "source"
+    options = {**writer_options(f"undo_{hudi1.table_version}", "COPY_ON_WRITE", True),
+               "hoodie.table.services.enabled": "false"}  # fmt: skip
+    for batch in range(4):
+        upsert = {**options, "hoodie.datasource.write.operation": "upsert"}
+        hudi1.write(source, rows(range(0, 16), batch), SCHEMA, upsert)
+    commits = [requested for requested, _ in completed_instants(source, "commit")]
+    ours, untouched = tmp_path / "ours", tmp_path / "untouched"
+    shutil.copytree(source, ours)
+    shutil.copytree(source, untouched)
+    before = _digests(ours)
+    argv = ["clean", "--base-path", str(ours), "--timezone", "UTC", "--json"]
+    capsys.readouterr()
+    retain = "--hoodie-conf=hoodie.cleaner.commits.retained=1"
+    assert main([*argv, retain, "--trash-retention-hours", "24"]) == 0
+    [clean] = json.loads(capsys.readouterr().out)["cleans"]
+    released = [c for c in commits if c < clean["earliest_commit_to_retain"]]
+    assert released and clean["files_deleted"] and set(_digests(ours)) < set(before)
+    with pytest.raises(HudiJvmError, match="Cleaner cleaned up the timestamp of interest"):
+        _as_of(hudi1, ours, released[-1], metadata=True)
+
+    assert main([*argv, "--undo", clean["instant_time"]]) == 0
+    assert _digests(ours) == before  # byte for byte
+    assert mdt_views(hudi1, ours) == mdt_views(hudi1, untouched)
+    for instant in commits:
+        for metadata in (True, False):
+            assert _as_of(hudi1, ours, instant, metadata) == _as_of(hudi1, untouched, instant, metadata)
+    for base in (ours, untouched):
+        name = f"undone_{next(_copies)}"
+        hudi1.sql(f"create table {name} using hudi location '{base}'")
+        hudi1.sql(
+            f"call run_clean(table => '{name}', clean_policy => 'KEEP_LATEST_COMMITS', retain_commits => 1)"
+        )
+    assert set(before) - set(_digests(untouched)) and _digests(ours) == _digests(untouched)
+    assert mdt_views(hudi1, ours) == mdt_views(hudi1, untouched)
+    hudi1.write(ours, rows([1, 99], 9), SCHEMA, {**options, "hoodie.datasource.write.operation": "upsert"})
+    assert [r for r in hudi_rows(hudi1, ours, metadata=True) if r[0] in (1, 99)] == [
+        (1, "asia", 9, "v9"),
+        (99, "asia", 9, "v9"),
+    ]
