@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
 
-from service.clustering.orchestrator import purge_pending_clustering
+from service.clustering.purge import purge_pending_clustering
 from service.config.hoodie import HoodieConfig
 from service.errors import InstantOwnedError, UnsupportedTableError
 from service.lock.base import TableLock

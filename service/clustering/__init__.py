@@ -4,9 +4,9 @@ from service.clustering.orchestrator import (
     ClusteringResult,
     ScheduleOutcome,
     execute_clustering,
-    purge_pending_clustering,
     schedule_clustering,
 )
+from service.clustering.purge import purge_pending_clustering
 
 __all__ = [
     "ClusteringResult",

@@ -25,10 +25,10 @@ from service.clustering.orchestrator import (
     ScheduleOutcome,
     decide_clustering,
     execute_clustering,
-    purge_pending_clustering,
     schedule_clustering,
 )
 from service.clustering.preflight import check_index_kept_current
+from service.clustering.purge import purge_pending_clustering
 from service.config.hoodie import HoodieConfig
 from service.config.schedule import ClusteringSchedule
 from service.lock.base import TableLock

@@ -15,10 +15,10 @@ from service.clustering.clusterer import Clusterer, ClusteringPassListener, Clus
 from service.clustering.orchestrator import (
     ClusteringResult,
     ScheduleOutcome,
-    purge_pending_clustering,
     schedule_clustering,
 )
 from service.clustering.plan_report import plan_report, plan_to_json, render_plan
+from service.clustering.purge import purge_pending_clustering
 from service.clustering.records import read_clustering_plan
 from service.command_context import CommandContext, add_service_arguments, open_context
 from service.errors import HudiTableServiceError

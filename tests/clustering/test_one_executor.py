@@ -16,9 +16,9 @@ from service.cleaning import Cleaner
 from service.cli import main
 from service.clustering.orchestrator import (
     execute_clustering,
-    purge_pending_clustering,
     schedule_clustering,
 )
+from service.clustering.purge import purge_pending_clustering
 from service.config.daemon import parse_daemon_config
 from service.config.hoodie import HoodieConfig
 from service.daemon import Daemon, Outcome, TableService
