@@ -21,10 +21,10 @@ from datetime import timedelta
 from typing import Any
 
 from service import trash
-from service.cleaning.failed_writes import expired_clusterings, failed_writes, rollback_failed_writes
 from service.clock import utc_now
 from service.command_context import add_service_arguments, open_context
-from service.repair.orphans import find_orphans, safety_age
+from service.repair.orphans import safety_age
+from service.repair.run import repair_table
 from service.table.properties import TableServiceKind
 
 DEFAULT_TRASH_RETENTION_HOURS = 7 * 24.0
@@ -53,7 +53,7 @@ def add_repair_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_repair(args: argparse.Namespace, storage_options: Mapping[str, str]) -> int:
     ctx = open_context(args, storage_options, TableServiceKind.CLEANING)
-    table, now = ctx.table, utc_now()
+    table = ctx.table
     storage = table.storage
     if args.undo is not None:
         with ctx.lock:  # never beside a purge of the same run (`trash.purge`)
@@ -63,63 +63,13 @@ def cmd_repair(args: argparse.Namespace, storage_options: Mapping[str, str]) -> 
         text = f"table {table.name}: run {args.undo} undone, {len(restored)} files back in place"
         print(json.dumps(reply, indent=2) if args.json else text)
         return 0
-    min_age = safety_age(ctx.config, args.min_age_hours)
-    lazy = ctx.config.clean.failed_writes_policy.value == "LAZY"
-    timeline = table.load_timeline()
-    settled: list[str] = []
-    rolled_back: list[str] = []
-    run = None
-    if args.execute:
-        current = {o.path for o in find_orphans(table, timeline, now, min_age).orphans}
-        settled = trash.settle(storage, current.__contains__)
-        if lazy:
-            rolled_back = rollback_failed_writes(table, ctx.config, ctx.lock, ctx.zone, utc_now, timeline)
-            timeline = table.load_timeline()
-    failed = failed_writes(table, timeline, ctx.config, now) if lazy and not args.execute else []
-    expired = (
-        expired_clusterings(table, timeline, ctx.config, now, ctx.zone) if lazy and not args.execute else []
-    )
-    verdict = find_orphans(table, timeline, now, min_age)
-    if args.execute and verdict.orphans:
-        run = trash.new_run_id(now)
-        entries = trash.entries_of(((o.path, o.size, o.instant, "orphan file") for o in verdict.orphans), run)
-        manifest = trash.TrashManifest(
-            run=run,
-            table=table.name,
-            created_at=now.isoformat(),
-            reason="repair: orphan files",
-            entries=entries,
-        )
-        trash.write_manifest(storage, manifest)
-        trash.move(storage, manifest)
-    purged: list[str] = []
-    if args.execute:
-        retention = timedelta(hours=args.trash_retention_hours)
-        purged = trash.purge(storage, now, retention, cleans=False, lock=ctx.lock)
-    report: dict[str, Any] = {
-        "table": table.name,
-        "base_path": table.base_uri,
-        "dry_run": not args.execute,
-        "run": run,  # the trash run that moved the orphans (`--undo RUN`); None: nothing moved
-        "settled_runs": settled,
-        "purged_runs": purged,
-        "safety_age_hours": min_age.total_seconds() / 3600,
-        "failed_writes": [{"instant": i.timestamp, "action": i.action.value} for i in failed],
-        # Pending clusterings Hudi 1.2's rule expires (hoodie.clustering.enable.expirations), dry run.
-        "expired_clusterings": [i.timestamp for i in expired],
-        "rolled_back": rolled_back,
-        "failed_writes_policy": ctx.config.clean.failed_writes_policy.value,
-        "orphans": [
-            {
-                "path": o.path,
-                "instant": o.instant,
-                "bytes": o.size,
-                "modified": o.modified.isoformat(timespec="seconds") if o.modified else None,
-            }
-            for o in verdict.orphans
-        ],
-        "kept": [{"path": k.path, "why": k.why} for k in verdict.kept],
-    }
+    result = repair_table(
+        table, ctx.config, ctx.lock, ctx.zone, utc_now,
+        execute=args.execute,
+        min_age=safety_age(ctx.config, args.min_age_hours),
+        trash_retention=timedelta(hours=args.trash_retention_hours),
+    )  # fmt: skip
+    report = result.to_json()
     print(json.dumps(report, indent=2) if args.json else _text(report))
     return 0
 
