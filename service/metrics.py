@@ -84,6 +84,9 @@ class ServiceMetrics:
         self.archived_instants = counter(
             "archived_instants", "Instants moved to the archived timeline", table
         )
+        self.orphans_moved = counter(
+            "orphans_moved", "Orphan files the repair service moved to the table's trash", table
+        )
         # Compaction instants requested or inflight (`CompactionUtils.getPendingCompactionInstantTimes`).
         self.pending_compactions = gauge(
             "pending_compactions", "Compaction plans requested or inflight", table
@@ -168,14 +171,14 @@ class ServiceMetrics:
 
     def forget_table(self, table: str) -> None:
         """Drop a removed table's series so dashboards do not show stale values."""
-        for service in ("clustering", "cleaning", "compaction", "archival"):
+        for service in ("clustering", "cleaning", "compaction", "archival", "repair"):
             self.set_refused(table, service, None)
         for metric in (
             self.commits_since_last_clustering, self.commits_since_last_clean, self.pending_clustering_plans,
             self.oldest_pending_clustering_age_seconds, self.rewritten_files, self.rewritten_bytes,
             self.rewritten_records, self.clustering_plans_purged,
             self.deleted_files, self.deleted_bytes, self.pending_clean_plans, self.pending_compactions,
-            self.active_timeline_instants, self.archived_instants,
+            self.active_timeline_instants, self.archived_instants, self.orphans_moved,
             self.lock_wait_seconds, self.lock_hold_seconds, self.table_held,
             self.small_files, self.small_file_bytes, self.mean_file_size_bytes,
         ):  # fmt: skip
@@ -184,7 +187,7 @@ class ServiceMetrics:
         for labels in list(self.blocked_seconds._metrics):
             if labels[0] == table:
                 self.blocked_seconds.remove(*labels)
-        for service in ("clustering", "cleaning", "compaction", "archival"):
+        for service in ("clustering", "cleaning", "compaction", "archival", "repair"):
             for per_service in (
                 self.run_duration_seconds, self.last_success_timestamp_seconds, self.instant_owned_elsewhere,
                 self.last_completed_instant_timestamp_seconds, self.outside_window,

@@ -26,7 +26,13 @@ from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import LOCK_PREFIX, LOCK_ZK_URL
 from service.config.locking import ZookeeperLockSettings
-from service.config.schedule import ArchivalSchedule, CleaningSchedule, ClusteringSchedule, CompactionSchedule
+from service.config.schedule import (
+    ArchivalSchedule,
+    CleaningSchedule,
+    ClusteringSchedule,
+    CompactionSchedule,
+    RepairSchedule,
+)
 from service.config.windows import MaintenanceWindow
 from service.config.zones import ZoneChoice, choose_zone, machine_zone, named_zone
 from service.errors import ConfigError
@@ -165,6 +171,7 @@ class TableSettings(_Model):
     cleaning: CleaningSchedule = Field(default_factory=CleaningSchedule)
     compaction: CompactionSchedule = Field(default_factory=CompactionSchedule)
     archival: ArchivalSchedule = Field(default_factory=ArchivalSchedule)
+    repair: RepairSchedule = Field(default_factory=RepairSchedule)
 
     @field_validator("timezone")
     @classmethod

@@ -11,6 +11,7 @@ These are the product's own settings, beside Hudi's `hoodie.*` triggers (which s
 - compaction serves merge-on-read tables only: `compaction.enabled` defaults to on for them and a
   copy-on-write table is never compacted (Java refuses too, `ScheduleCompactionActionExecutor`);
 - `cleaning.trash_retention_hours` keeps a clean's files in the table's trash that long (opt-in);
+- `repair` (opt-in) runs the guarded repair every `interval_hours` (`service.repair`);
 - archival runs when Hudi's archiver would (`hoodie.keep.max.commits` and the rest of its bounds),
   on by default: writers that hand their services over (`hoodie.table.services.enabled=false`) no
   longer archive, and a writer that still does takes the same table lock.
@@ -84,6 +85,27 @@ class ArchivalSchedule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = True
+
+
+class RepairSchedule(BaseModel):
+    """`repair:` (opt-in): the daemon runs `hudi-table-service repair --execute` on the table every
+    `interval_hours`: failed writes and expired clusterings rolled back, orphan files to the trash."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = False
+    interval_hours: float = Field(default=24.0, gt=0)
+    # None: the larger of 24 h and the heartbeat expiry (`service.repair.orphans.safety_age`).
+    min_age_hours: float | None = Field(default=None, gt=0)
+    trash_retention_hours: float = Field(default=7 * 24.0, gt=0)
+
+    @property
+    def interval(self) -> timedelta:
+        return timedelta(hours=self.interval_hours)
+
+    @property
+    def trash_retention(self) -> timedelta:
+        return timedelta(hours=self.trash_retention_hours)
 
 
 class CompactionSchedule(BaseModel):

@@ -39,6 +39,7 @@ class TableService(StrEnum):
     CLEANING = "cleaning"
     COMPACTION = "compaction"
     ARCHIVAL = "archival"
+    REPAIR = "repair"  # opt-in (`repair:`): `service.repair`
 
 
 class Outcome(StrEnum):
@@ -141,6 +142,7 @@ class TableRuntime:
     last_archived_ours: LastArchived | None = None
     # The active timeline's files when archival last found nothing to do (None: look again).
     archival_timeline: frozenset[str] | None = None
+    repaired_at: datetime | None = None  # when this replica last ran the table's repair
     file_sizes: FileSizes | None = None
     file_sizes_measured_at: float = 0.0  # time.monotonic() of the measurement
     history_loaded: bool = False  # the run history was rebuilt from the timeline

@@ -248,6 +248,7 @@ class Daemon:
             # Unless turned off: a copy-on-write table's first tick finds it not applicable.
             TableService.COMPACTION: not runtime.entry.settings.compaction.disabled,
             TableService.ARCHIVAL: runtime.entry.settings.archival.enabled,
+            TableService.REPAIR: runtime.entry.settings.repair.enabled,
         }
         for service, enabled in toggles.items():
             if enabled:

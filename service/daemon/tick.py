@@ -67,6 +67,8 @@ from service.executor import SparkExecutor
 from service.executor.clustering_job import GroupJob
 from service.lock.base import TableLock
 from service.metrics import ServiceMetrics
+from service.repair.orphans import safety_age
+from service.repair.run import repair_table
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.instant import Action
 from service.table.log_format.merge import MergeConfig
@@ -143,6 +145,8 @@ class TableTicker:
                 outcome = self._compact(runtime, now)
             elif service is TableService.ARCHIVAL:
                 outcome = self._archive(runtime)
+            elif service is TableService.REPAIR:
+                outcome = self._repair(runtime, now)
             else:
                 outcome = self._cluster(runtime, now)
         except TableServicesRefusedError as exc:
@@ -376,6 +380,42 @@ class TableTicker:
         after = table.load_timeline()
         self._archival_seen(runtime, len(after), archival_window(table, config, zone, after))
         runtime.archival_timeline = after.files
+        return Outcome.DONE
+
+    def _repair(self, runtime: TableRuntime, now: datetime) -> Outcome:
+        """The table's guarded repair (`service.repair.run`), executed once `repair.interval_hours`
+        passed since this replica last ran it (a replica taking the table over runs it at once: every
+        step is safe to repeat). What it rolled back and moved is in the run history and the log."""
+        section = runtime.entry.settings.repair
+        if runtime.repaired_at is not None and now - runtime.repaired_at < section.interval:
+            return Outcome.DONE
+        table, lock, zone = runtime.open()
+        config = runtime.entry.hoodie
+        self._observe_lock(runtime.name, lock)
+        runtime.phase[TableService.REPAIR] = Phase.EXECUTING
+        started = self.clock()
+        report = repair_table(
+            table, config, lock, zone, self.clock,
+            execute=True,
+            min_age=safety_age(config, section.min_age_hours),
+            trash_retention=section.trash_retention,
+        )  # fmt: skip
+        ended = self.clock()
+        runtime.repaired_at = now
+        self.metrics.run_duration_seconds.labels(runtime.name, TableService.REPAIR).observe(
+            (ended - started).total_seconds()
+        )
+        self.metrics.orphans_moved.labels(runtime.name).inc(report.moved)
+        if report.moved or report.rolled_back or report.settled:
+            what = (
+                f"{len(report.rolled_back)} rolled back ({', '.join(report.rolled_back) or 'none'}); "
+                f"{report.moved} orphan files to trash run {report.run or '-'}"
+            )
+            log.info("table %s: repaired: %s", runtime.name, what)
+            self.history.record(
+                RunRecord(runtime.name, str(TableService.REPAIR), "repaired", report.run,
+                          started=started, ended=ended, reason=what)
+            )  # fmt: skip
         return Outcome.DONE
 
     def _check_no_other_archiver(self, runtime: TableRuntime, table: HudiTable) -> None:
