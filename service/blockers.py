@@ -15,6 +15,7 @@ from service.config.hoodie_keys import METADATA_COMPACT_MAX_DELTA_COMMITS
 from service.table.heartbeat import HeartbeatSettings, judge
 from service.table.instant import Action, Instant
 from service.table.mdt.timeline import load_mdt_timeline, mdt_timeline_layout
+from service.table.properties import TableType
 from service.table.table import HudiTable
 from service.table.timeline import Timeline
 from strategies.blockers import (
@@ -23,6 +24,7 @@ from strategies.blockers import (
     Executor,
     Heartbeat,
     MetadataTableState,
+    compaction_state,
     find_blockers,
     pending_to_report,
 )
@@ -46,6 +48,9 @@ def table_blockers(
         and clean.policy is not CleaningPolicy.KEEP_LATEST_FILE_VERSIONS,
         archive_beyond_savepoint=config.archival.beyond_savepoint,
         metadata_table=_metadata_table(table, config),
+        compaction=compaction_state(timeline, config.compaction.max_delta_commits)
+        if table.config.table_type is TableType.MERGE_ON_READ
+        else None,
     )
     return find_blockers(inputs)
 

@@ -16,6 +16,9 @@ timeline, the settings and now.
   .getPartitionPathsToClean` falls back to `getPartitionPathsForFullCleaning`).
 - The metadata table's compaction behind: more delta commits since its last compaction than
   `hoodie.metadata.compact.max.delta.commits`; every reader merges its log files meanwhile.
+- Compaction debt on a merge-on-read table: more than twice `hoodie.compact.inline.max.delta.commits`
+  delta commits since its latest compaction (Hudi's trigger fired, and as many again came without a
+  compaction): each adds a log file to every slice it touched, and every snapshot read merges them.
 - Replaced file groups waiting for a clean: completed replacecommits at or after the last clean's
   earliest commit to retain keep their replaced files on storage, and archival stops at the first.
 """
@@ -46,6 +49,7 @@ class BlockerKind(StrEnum):
     CLEAN_ANCHOR_ARCHIVED = "clean_anchor_archived"
     METADATA_COMPACTION_BEHIND = "metadata_compaction_behind"
     REPLACED_GROUPS_UNCLEANED = "replaced_groups_uncleaned"
+    COMPACTION_DEBT = "compaction_debt"
 
 
 class Heartbeat(StrEnum):
@@ -73,6 +77,31 @@ class MetadataTableState:
 
 
 @dataclass(frozen=True)
+class CompactionState:
+    """A merge-on-read table's completed delta commits since its latest completed compaction, and
+    Hudi's trigger (`hoodie.compact.inline.max.delta.commits`)."""
+
+    delta_commits_since: int
+    first_delta_commit: str | None  # the oldest of them
+    latest_compaction: str | None
+    max_delta_commits: int
+
+
+# Debt is reported past this many times Hudi's trigger: the trigger fired, and as many again came.
+COMPACTION_DEBT_FACTOR = 2
+
+
+def compaction_state(timeline: Timeline, max_delta_commits: int) -> CompactionState:
+    """On a merge-on-read timeline a completed `commit` is a compaction (`CompactionUtils`' rule)."""
+    completed = timeline.completed()
+    latest = completed.by_actions([Action.COMMIT]).last
+    after = latest.timestamp if latest is not None else ""
+    deltas = [i for i in completed.by_actions([Action.DELTA_COMMIT]) if i.timestamp > after]
+    first = deltas[0].timestamp if deltas else None
+    return CompactionState(len(deltas), first, latest.timestamp if latest else None, max_delta_commits)
+
+
+@dataclass(frozen=True)
 class BlockerInputs:
     timeline: Timeline
     zone: tzinfo
@@ -83,6 +112,7 @@ class BlockerInputs:
     incremental_clean: bool = True  # hoodie.cleaner.incremental.mode under a commit-based policy
     archive_beyond_savepoint: bool = False
     metadata_table: MetadataTableState | None = None
+    compaction: CompactionState | None = None  # merge-on-read tables only
 
 
 @dataclass(frozen=True)
@@ -104,7 +134,7 @@ class Blocker:
 def find_blockers(inputs: BlockerInputs) -> list[Blocker]:
     """Every blocker of the table now, oldest first."""
     out = _pending(inputs) + _savepoints(inputs) + _clean_anchor(inputs) + _metadata_table(inputs)
-    out += _replaced_uncleaned(inputs)
+    out += _replaced_uncleaned(inputs) + _compaction_debt(inputs)
     return sorted(out, key=lambda b: (b.since is None, b.since or inputs.now, b.kind.value))
 
 
@@ -264,6 +294,27 @@ def _metadata_table(inputs: BlockerInputs) -> list[Blocker]:
             f"reader merges its log files{cause}",
             "the writers compact it inside their commits once no pending data-table write precedes its "
             "latest delta commit: roll failed writes back (`hudi-table-service clean` under LAZY)",
+        )
+    ]
+
+
+def _compaction_debt(inputs: BlockerInputs) -> list[Blocker]:
+    state = inputs.compaction
+    if state is None or state.delta_commits_since <= COMPACTION_DEBT_FACTOR * state.max_delta_commits:
+        return []
+    since_what = f"its last compaction ({state.latest_compaction})" if state.latest_compaction else "it began"
+    return [
+        Blocker(
+            BlockerKind.COMPACTION_DEBT,
+            ("compaction",),
+            state.first_delta_commit,
+            _since(state.first_delta_commit, inputs.zone) if state.first_delta_commit else None,
+            f"{state.delta_commits_since} delta commits since {since_what}, over "
+            f"{COMPACTION_DEBT_FACTOR} x hoodie.compact.inline.max.delta.commits={state.max_delta_commits}: "
+            "each left a log file in every file slice it touched, and every snapshot read merges them",
+            "compact: the daemon's compaction (on for merge-on-read tables unless compaction.enabled is "
+            "false; see its state and refusals) or `hudi-table-service compact`; a pending compaction "
+            "runs first",
         )
     ]
 

@@ -13,6 +13,7 @@ from strategies.blockers import (
     Executor,
     Heartbeat,
     MetadataTableState,
+    compaction_state,
     find_blockers,
 )
 from strategies.cleaning.snapshot import LastClean
@@ -112,6 +113,29 @@ def test_replacecommits_no_clean_has_released_wait_for_a_clean() -> None:
     assert "1 completed replacecommit" in blocker.effect
     [never] = find_blockers(_inputs(instants))
     assert never.instant == released and "2 completed" in never.effect
+
+
+def test_delta_commits_piling_up_past_twice_hudis_trigger_are_compaction_debt() -> None:
+    """On a merge-on-read timeline a completed commit is a compaction: the delta commits after the
+    latest one are the debt, reported past twice `hoodie.compact.inline.max.delta.commits`."""
+    compacted = at(200)
+    before = [Instant(at(300 - n), Action.DELTA_COMMIT, State.COMPLETED) for n in range(20)]
+    after = [Instant(at(100 - n), Action.DELTA_COMMIT, State.COMPLETED) for n in range(11)]
+    instants = [*before, Instant(compacted, Action.COMMIT, State.COMPLETED), *after]
+    timeline = Timeline.of(instants)
+    state = compaction_state(timeline, max_delta_commits=5)
+    assert (state.delta_commits_since, state.first_delta_commit, state.latest_compaction) == (
+        11,
+        after[0].timestamp,
+        compacted,
+    )
+    [debt] = find_blockers(_inputs(instants, compaction=state))
+    assert (debt.kind, debt.services, debt.instant) == (BlockerKind.COMPACTION_DEBT, ("compaction",), at(100))
+    assert "11 delta commits since its last compaction" in debt.effect and debt.age_seconds(NOW) == 100 * 60
+    at_the_limit = compaction_state(Timeline.of(instants[:-1]), max_delta_commits=5)  # 10 = 2 x 5
+    assert find_blockers(_inputs(instants[:-1], compaction=at_the_limit)) == []
+    never = compaction_state(Timeline.of(before), max_delta_commits=5)
+    assert "since it began" in find_blockers(_inputs(before, compaction=never))[0].effect
 
 
 def test_blockers_come_oldest_first() -> None:

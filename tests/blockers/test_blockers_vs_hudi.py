@@ -73,3 +73,31 @@ def test_check_names_a_failed_write_a_stale_clustering_plan_and_a_savepoint(
     assert main(["clean", "--base-path", str(base), "--timezone", "UTC", *SHORT_WINDOW]) == 0
     assert "pending_write" not in _blockers(base, capsys)
     assert failed not in ht.pending_commit_instants(base)
+
+
+def test_check_names_compaction_debt_on_a_merge_on_read_table_until_it_is_compacted(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi 0.15 writes a merge-on-read table whose writers compact nothing: past twice the trigger
+    (`hoodie.compact.inline.max.delta.commits`, 2 here) `check` names the debt from the first delta
+    commit since; our `compact` pays it and `check` no longer names it."""
+    base, fields = tmp_path / "debt", [ht.PARTITION_FIELD]
+    mor = {"hoodie.table.services.enabled": "false", "hoodie.metadata.enable": "false",
+           "hoodie.datasource.write.table.type": "MERGE_ON_READ"}  # fmt: skip
+    rows = ht.generate(spark, range(0, 30), 0)
+    first = ht.write(spark, base, rows, "insert", "debt", partition_fields=fields, extra_opts=mor)
+    for batch in range(1, 5):
+        ht.write(spark, base, ht.generate(spark, range(0, 30, 2), batch), "upsert", "debt",
+                 partition_fields=fields, extra_opts=mor)  # fmt: skip
+    trigger = ["--hoodie-conf", "hoodie.compact.inline.max.delta.commits=2"]
+    capsys.readouterr()
+    main(["check", "--base-path", str(base), "--timezone", "UTC", "--json", *trigger])
+    found = {b["kind"]: b for b in json.loads(capsys.readouterr().out)["blockers"]}
+    debt = found["compaction_debt"]
+    assert debt["instant"] == first and debt["services"] == ["compaction"]
+    assert "5 delta commits since it began" in debt["effect"] and "compact" in debt["way_out"]
+    compact = ["compact", "--base-path", str(base), "--timezone", "UTC", "--mode", "scheduleAndExecute"]
+    assert main([*compact, *trigger]) == 0
+    capsys.readouterr()
+    main(["check", "--base-path", str(base), "--timezone", "UTC", "--json", *trigger])
+    assert "compaction_debt" not in {b["kind"] for b in json.loads(capsys.readouterr().out)["blockers"]}
