@@ -13,8 +13,12 @@ from prometheus_client import CollectorRegistry
 from service.config.daemon import parse_daemon_config
 from service.daemon import Daemon, Outcome, TableService
 from service.errors import ConfigError
+from service.table.instant import State
+from service.table.table import HudiTable
 from service.trash import TRASH_DIR
+from tests.clean.helpers import fid
 from tests.repair.test_trash import _table
+from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 
 def _config(base: Path, repair: str) -> str:
@@ -68,3 +72,42 @@ def test_repair_is_off_unless_a_table_turns_it_on_and_its_settings_are_checked(t
     assert not daemon.status.table(daemon.runtimes["t"], datetime.now(UTC))["services"]["repair"]["enabled"]
     with pytest.raises(ConfigError, match="interval_hours"):
         parse_daemon_config(_config(t.base, "{enabled: true, interval_hours: 0}"))
+
+
+def test_archival_held_by_a_dead_writers_pending_commit_runs_once_the_repair_rolled_it_back(
+    tmp_path: Path,
+) -> None:
+    """A writer died mid-commit (LAZY failed writes, no heartbeat): `pending_write` holds archival
+    before it. The repair service rolls it back; the next archival tick archives down to Hudi's
+    minimum, and the blocker is gone."""
+    t = FixtureTable(tmp_path / "t", name="t")
+    t.commit(ts(1), [FileSpec("a", fid(1))])
+    t.commit(ts(2), [FileSpec("a", fid(2))], state=State.INFLIGHT)  # the dead writer's
+    for i in range(3, 13):
+        t.commit(ts(i), [FileSpec("a", fid(i))])
+    text = _config(t.base, "{enabled: true}").replace(
+        "archival: {enabled: false}", "archival: {enabled: true}"
+    )
+    text += "defaults:\n  hoodie.cleaner.policy.failed.writes: LAZY\n"
+    text += (
+        "  hoodie.keep.min.commits: 2\n  hoodie.keep.max.commits: 3\n  hoodie.cleaner.commits.retained: 1\n"
+    )
+    now = datetime.now(UTC)
+    daemon = Daemon(
+        parse_daemon_config(text), registry=CollectorRegistry(), clock=lambda: now, serve_http=False
+    )
+    runtime = daemon.runtimes["t"]
+
+    def active() -> list[str]:
+        return sorted(i.timestamp for i in HudiTable.open(str(t.base)).load_timeline())
+
+    assert daemon.run_iteration(runtime, TableService.ARCHIVAL, now) is Outcome.DONE
+    assert active() == [ts(i) for i in range(1, 13)]  # the pending write holds all of it back
+    assert "pending_write" in [b.kind.value for b in runtime.blockers]
+    assert daemon.run_iteration(runtime, TableService.REPAIR, now) is Outcome.DONE
+    [run] = [r for r in daemon.history.runs("t") if r.service == "repair"]
+    assert ts(2) in run.reason
+    runtime.blockers_at = None  # the next look, a minute on
+    assert daemon.run_iteration(runtime, TableService.ARCHIVAL, now) is Outcome.DONE
+    assert [i for i in active() if i <= ts(12)] == [ts(11), ts(12)]  # beside the rollback instant
+    assert "pending_write" not in [b.kind.value for b in runtime.blockers]
