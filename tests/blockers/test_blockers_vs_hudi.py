@@ -101,3 +101,23 @@ def test_check_names_compaction_debt_on_a_merge_on_read_table_until_it_is_compac
     capsys.readouterr()
     main(["check", "--base-path", str(base), "--timezone", "UTC", "--json", *trigger])
     assert "compaction_debt" not in {b["kind"] for b in json.loads(capsys.readouterr().out)["blockers"]}
+
+
+def test_check_names_a_write_killed_under_eager_until_the_writers_next_commit_rolls_it_back(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi's default EAGER failed-writes policy keeps no heartbeat: a write that failed mid-commit is
+    named with heartbeat `none` and the EAGER way out, and Hudi's next write rolls it back."""
+    base, fields = tmp_path / "eager", [ht.PARTITION_FIELD]
+    eager = {"hoodie.table.services.enabled": "false", "hoodie.metadata.enable": "false"}
+    ht.write(spark, base, ht.generate(spark, range(0, 30), 0), "insert", "eager", partition_fields=fields,
+             extra_opts=eager)  # fmt: skip
+    failed = ht.write_failing(spark, base, ht.generate(spark, range(0, 30, 3), 1), "upsert", "eager",
+                              partition_fields=fields, extra_opts=eager)  # fmt: skip
+    time.sleep(3)  # older than the one-second window `check` is given
+    dead = _blockers(base, capsys)["pending_write"]
+    assert (dead["instant"], dead["heartbeat"]) == (failed, "none") and "EAGER" in dead["way_out"]
+    ht.write(spark, base, ht.generate(spark, range(0, 30, 5), 2), "upsert", "eager", partition_fields=fields,
+             extra_opts=eager)  # fmt: skip
+    assert "pending_write" not in _blockers(base, capsys)
+    assert failed not in ht.pending_commit_instants(base)
