@@ -307,3 +307,26 @@ def _digests(base: Path) -> dict[str, str]:
         for p in base.rglob("*.parquet")
         if ".hoodie" not in p.relative_to(base).parts
     }
+
+
+def test_an_undo_is_refused_once_the_metadata_table_compacted_the_clean_in(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The metadata table compacts at every delta commit here: after Hudi's next write its base file
+    holds our clean's deletions for good, and the undo is refused, changing nothing."""
+    base = tmp_path / "compacting"
+    every = {"hoodie.metadata.enable": "true", "hoodie.metadata.compact.max.delta.commits": "1",
+             "hoodie.table.services.enabled": "false"}  # fmt: skip
+    for batch in range(3):
+        ht.write(spark, base, ht.generate(spark, range(0, 30), batch), "upsert", "compacting",
+                 partition_fields=PARTITION_FIELDS, extra_opts=every)  # fmt: skip
+    props = {"hoodie.cleaner.commits.retained": 1}
+    [clean] = (
+        make_cleaner(base, props, CleanOptions(trash_retention=timedelta(hours=24)), now=None).run().cleans
+    )
+    ht.write(spark, base, ht.generate(spark, range(0, 30, 7), 3), "upsert", "compacting",
+             partition_fields=PARTITION_FIELDS, extra_opts=every)  # fmt: skip
+    before, timeline = _digests(base), sorted(p.name for p in (base / ".hoodie").iterdir())
+    assert main(["clean", "--base-path", str(base), "--timezone", "UTC", "--undo", clean.instant_time]) == 1
+    assert "the metadata table compacted" in caplog.text and "can no longer be undone" in caplog.text
+    assert _digests(base) == before and sorted(p.name for p in (base / ".hoodie").iterdir()) == timeline

@@ -356,17 +356,27 @@ def forget_rolled_back_instant(storage: Storage, data_timeline: Timeline, instan
     state = check_mdt(
         storage, config, TableFormat.for_table(config, storage.base_uri), data_timeline, instant_time
     )
-    existing = state.timeline.find(instant_time, Action.DELTA_COMMIT)
-    compactions = state.timeline.completed().by_actions((Action.COMMIT,))
-    compacted = [i.timestamp for i in compactions if i.timestamp >= instant_time]
-    if existing is not None and existing.is_completed and compacted:
+    compacted = compacted_after(state.timeline, instant_time)
+    if compacted is not None:
         raise UnsupportedTableError(
-            f"table {config.name!r} at {storage.base_uri}: the metadata table compacted ({compacted[0]}) "
+            f"table {config.name!r} at {storage.base_uri}: the metadata table compacted ({compacted}) "
             f"after its deltacommit {instant_time}; rolling {instant_time} back needs a restore (Hudi "
             "refuses it too)"
         )
     _remove_blocks_of(storage, state, instant_time)
     delete_deltacommit_files(storage, state, instant_time)
+
+
+def compacted_after(mdt_timeline: Timeline, instant_time: str) -> str | None:
+    """The MDT compaction that folded completed deltacommit `instant_time`'s records into a base file
+    (the first completed at or after it), which no rollback can take out again
+    (`HoodieBackedTableMetadataWriter.validateRollback`); None when there is none, or when the MDT
+    holds no completed deltacommit `instant_time`."""
+    existing = mdt_timeline.find(instant_time, Action.DELTA_COMMIT)
+    if existing is None or not existing.is_completed:
+        return None
+    compactions = mdt_timeline.completed().by_actions((Action.COMMIT,))
+    return next((i.timestamp for i in compactions if i.timestamp >= instant_time), None)
 
 
 def _records_of(storage: Storage, state: MdtState, instant_time: str) -> list[FilesRecord]:

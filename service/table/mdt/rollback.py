@@ -33,6 +33,7 @@ from service.table.instant import Action, Instant, State
 from service.table.mdt.commit import (
     MdtState,
     check_mdt,
+    compacted_after,
     delete_deltacommit_files,
     forget_rolled_back_instant,
     mdt_sync_required,
@@ -139,11 +140,10 @@ def _rollback_in_mdt(
 def _validate_rollback(storage: Storage, where: str, timeline: Timeline, target: Instant) -> None:
     """`HoodieBackedTableMetadataWriter.validateRollback`: a completed T whose records an MDT
     compaction since folded into a base file cannot be taken out by deleting its log files."""
-    compactions = timeline.completed().by_actions((Action.COMMIT,))
-    compacted = [i.timestamp for i in compactions if i.timestamp >= target.timestamp]
-    if target.is_completed and compacted:
+    compacted = compacted_after(timeline, target.timestamp)
+    if compacted is not None:
         raise UnsupportedTableError(
-            f"{where}: the metadata table compacted ({compacted[0]}) after its deltacommit "
+            f"{where}: the metadata table compacted ({compacted}) after its deltacommit "
             f"{target.timestamp}; rolling {target.timestamp} back needs a restore (Hudi refuses it too)"
         )
 
@@ -229,12 +229,10 @@ def check_clean_forgettable(storage: Storage, data_timeline: Timeline, clean_tim
     state = check_mdt(
         storage, config, TableFormat.for_table(config, storage.base_uri), data_timeline, clean_time
     )
-    existing = state.timeline.find(clean_time, Action.DELTA_COMMIT)
-    compactions = state.timeline.completed().by_actions((Action.COMMIT,))
-    compacted = [i.timestamp for i in compactions if i.timestamp >= clean_time]
-    if existing is not None and existing.is_completed and compacted:
+    compacted = compacted_after(state.timeline, clean_time)
+    if compacted is not None:
         raise PlanRefusedError(
-            f"table {config.name!r} at {storage.base_uri}: the metadata table compacted ({compacted[0]}) "
+            f"table {config.name!r} at {storage.base_uri}: the metadata table compacted ({compacted}) "
             f"after clean {clean_time}, folding its deletions in for good: the clean can no longer be "
             "undone. Its files stay in the trash until the retention passes (its manifest.json says where "
             "each came from)"
