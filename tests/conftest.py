@@ -58,9 +58,22 @@ def _is_long(item: pytest.Item) -> bool:
     return any(matches(marker) for marker in item.iter_markers("long"))
 
 
+def _inapplicable(item: pytest.Item) -> bool:
+    """`@pytest.mark.hudi1_only("1.2.0")`: a behaviour only those versions of Hudi have (another
+    version's variant would check nothing); deselected, never skipped."""
+    marker = item.get_closest_marker("hudi1_only")
+    params = getattr(item, "callspec", None)
+    return marker is not None and params is not None and params.params.get("hudi1") not in marker.args
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `slow` or `spark` get `SLOW_TEST_TIMEOUT_S` unless they set their own timeout;
-    long variants are deselected unless HTS_LONG_TESTS=1."""
+    long variants are deselected unless HTS_LONG_TESTS=1, variants of versions a test does not apply
+    to always."""
+    inapplicable = [item for item in items if _inapplicable(item)]
+    if inapplicable:
+        config.hook.pytest_deselected(items=inapplicable)
+        items[:] = [item for item in items if not _inapplicable(item)]
     if not LONG_TESTS:
         long_items = [item for item in items if _is_long(item)]
         if long_items:

@@ -288,7 +288,7 @@ def _pending_clustering(base: Path) -> list[str]:
 
 
 @pytest.mark.hudi_1_2_in_ci
-@pytest.mark.parametrize("hudi1", ["1.2.0"], indirect=True)  # the only oracle that expires clustering
+@pytest.mark.hudi1_only("1.2.0")  # the only oracle that expires clustering
 @pytest.mark.parametrize("heartbeat", ["expired", "alive"])
 def test_a_stale_clustering_plan_expires_as_hudi_1_2_expires_it(
     hudi1: HudiJvm, tmp_path: Path, capsys: pytest.CaptureFixture[str], heartbeat: str
