@@ -12,6 +12,7 @@ from service.clustering.attempts import SCHEDULER_NAME, is_our_plan
 from service.config.cleaning import CleaningPolicy
 from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import METADATA_COMPACT_MAX_DELTA_COMMITS
+from service.table import codecs
 from service.table.heartbeat import HeartbeatSettings, judge
 from service.table.instant import Action, Instant
 from service.table.mdt.timeline import load_mdt_timeline, mdt_timeline_layout
@@ -48,6 +49,7 @@ def table_blockers(
         and clean.policy is not CleaningPolicy.KEEP_LATEST_FILE_VERSIONS,
         archive_beyond_savepoint=config.archival.beyond_savepoint,
         metadata_table=_metadata_table(table, config),
+        savepoint_files=_savepoint_files(table, timeline),
         compaction=compaction_state(timeline, config.compaction.max_delta_commits)
         if table.config.table_type is TableType.MERGE_ON_READ
         else None,
@@ -78,6 +80,16 @@ def _executors(
             Heartbeat.NONE if beat is None else Heartbeat.ALIVE if verdict.alive else Heartbeat.EXPIRED
         )
         out[instant.timestamp] = Executor(owner(table, instant), heartbeat, beat)
+    return out
+
+
+def _savepoint_files(table: HudiTable, timeline: Timeline) -> dict[str, tuple[int, int]]:
+    """(files, partitions) each completed savepoint's metadata names (one small read each, cached)."""
+    out = {}
+    for savepoint in timeline.by_actions([Action.SAVEPOINT]).completed():
+        metadata = table.facts_reader.metadata(savepoint, codecs.SavepointMetadata)
+        partitions = metadata.partition_metadata.values()
+        out[savepoint.timestamp] = (sum(len(p.savepoint_data_file) for p in partitions), len(partitions))
     return out
 
 

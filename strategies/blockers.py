@@ -26,7 +26,7 @@ timeline, the settings and now.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from enum import StrEnum
 
@@ -113,6 +113,8 @@ class BlockerInputs:
     archive_beyond_savepoint: bool = False
     metadata_table: MetadataTableState | None = None
     compaction: CompactionState | None = None  # merge-on-read tables only
+    # Savepoint instant -> (files, partitions) its metadata names: what the cleaner keeps for it.
+    savepoint_files: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -239,17 +241,22 @@ def _pending_way_out(instant: Instant, executor: Executor) -> str:
 
 
 def _savepoints(inputs: BlockerInputs) -> list[Blocker]:
-    effect = "the cleaner keeps every file it references" + (
-        "" if inputs.archive_beyond_savepoint else "; archival stops at it"
-    )
+    archival = "" if inputs.archive_beyond_savepoint else "; archival stops at it"
     services = ("cleaning",) if inputs.archive_beyond_savepoint else ("cleaning", "archival")
+
+    def kept(instant: str) -> str:
+        counts = inputs.savepoint_files.get(instant)
+        if counts is None:
+            return "every file it references"
+        return f"the {counts[0]} files it references (in {counts[1]} partitions)"
+
     return [
         Blocker(
             BlockerKind.SAVEPOINT,
             services,
             s.timestamp,
             _since(s.timestamp, inputs.zone),
-            effect,
+            f"the cleaner keeps {kept(s.timestamp)}{archival}",
             "delete it once no reader needs it (Hudi's `delete_savepoint`)",
         )
         for s in inputs.timeline.by_actions([Action.SAVEPOINT]).completed()

@@ -72,6 +72,9 @@ def test_savepoints_hold_cleaning_and_archival_unless_archival_passes_them() -> 
     assert blocker.kind is BlockerKind.SAVEPOINT and blocker.services == ("cleaning", "archival")
     [beyond] = find_blockers(_inputs(instants, archive_beyond_savepoint=True))
     assert beyond.services == ("cleaning",)
+    # What it retains: the files its metadata names.
+    [counted] = find_blockers(_inputs(instants, savepoint_files={at(60): (12, 3)}))
+    assert "keeps the 12 files it references (in 3 partitions)" in counted.effect
 
 
 def test_an_archived_incremental_clean_anchor_means_a_full_listing_next() -> None:

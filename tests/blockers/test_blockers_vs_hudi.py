@@ -7,6 +7,7 @@ count as old. Then our `clean` rolls the failed write back (LAZY), and `check` n
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ def test_check_names_a_failed_write_a_stale_clustering_plan_and_a_savepoint(
         "none",
     )
     assert found["savepoint"]["instant"] == savepoint and "delete_savepoint" in found["savepoint"]["way_out"]
+    kept = r"keeps the [1-9]\d* files it references \(in 3 partitions\)"  # what the savepoint retains
+    assert re.search(kept, found["savepoint"]["effect"])
     # The way out the check names: our clean rolls the failed write back under LAZY.
     assert main(["clean", "--base-path", str(base), "--timezone", "UTC", *SHORT_WINDOW]) == 0
     assert "pending_write" not in _blockers(base, capsys)
