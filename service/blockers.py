@@ -5,6 +5,7 @@ the daemon watches them (`service.daemon.tick`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, tzinfo
 
 from service.cleaning.snapshot import read_last_clean
@@ -20,8 +21,10 @@ from service.table.properties import TableType
 from service.table.table import HudiTable
 from service.table.timeline import Timeline
 from strategies.blockers import (
+    COMPACTION_DEBT_FACTOR,
     Blocker,
     BlockerInputs,
+    CompactionState,
     Executor,
     Heartbeat,
     MetadataTableState,
@@ -32,8 +35,15 @@ from strategies.blockers import (
 
 
 def table_blockers(
-    table: HudiTable, config: HoodieConfig, zone: tzinfo, now: datetime, timeline: Timeline | None = None
+    table: HudiTable,
+    config: HoodieConfig,
+    zone: tzinfo,
+    now: datetime,
+    timeline: Timeline | None = None,
+    *,
+    per_slice: bool = False,
 ) -> list[Blocker]:
+    """`per_slice`: count the log files of each file group from a listing too (`check`)."""
     timeline = timeline if timeline is not None else table.load_timeline()
     settings = HeartbeatSettings.from_config(config)
     window = settings.window_seconds
@@ -50,9 +60,7 @@ def table_blockers(
         archive_beyond_savepoint=config.archival.beyond_savepoint,
         metadata_table=_metadata_table(table, config),
         savepoint_files=_savepoint_files(table, timeline),
-        compaction=compaction_state(timeline, config.compaction.max_delta_commits)
-        if table.config.table_type is TableType.MERGE_ON_READ
-        else None,
+        compaction=_compaction(table, config, timeline, per_slice),
     )
     return find_blockers(inputs)
 
@@ -81,6 +89,24 @@ def _executors(
         )
         out[instant.timestamp] = Executor(owner(table, instant), heartbeat, beat)
     return out
+
+
+def _compaction(
+    table: HudiTable, config: HoodieConfig, timeline: Timeline, per_slice: bool
+) -> CompactionState | None:
+    if table.config.table_type is not TableType.MERGE_ON_READ:
+        return None
+    trigger = config.compaction.max_delta_commits
+    state = compaction_state(timeline, trigger)
+    if not per_slice or state.delta_commits_since <= COMPACTION_DEBT_FACTOR * trigger:
+        return state
+    counts = [
+        sum(len(s.log_files) for s in group.snapshot_slices)
+        for group in table.load_view(timeline).live_file_groups
+    ]
+    return replace(
+        state, max_log_files=max(counts, default=0), groups_over_trigger=sum(c > trigger for c in counts)
+    )
 
 
 def _savepoint_files(table: HudiTable, timeline: Timeline) -> dict[str, tuple[int, int]]:

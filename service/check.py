@@ -105,7 +105,10 @@ def check_table(table: HudiTable, inputs: CheckInputs, now: datetime | None = No
     report["pending"] = _pending(table, timeline, zone, now)
     # What holds the services back, each with its age, effect and way out (`strategies.blockers`).
     report["blockers"] = (
-        [blocker_json(b, now) for b in table_blockers(table, inputs.config, zone, now, timeline)]
+        [
+            blocker_json(b, now)
+            for b in table_blockers(table, inputs.config, zone, now, timeline, per_slice=True)
+        ]
         if zone is not None
         else []
     )

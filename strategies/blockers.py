@@ -85,6 +85,10 @@ class CompactionState:
     first_delta_commit: str | None  # the oldest of them
     latest_compaction: str | None
     max_delta_commits: int
+    # From a listing (`check` only; the daemon's minute-by-minute look reads the timeline alone): the
+    # most log files a reader merges in one file group, and the groups with more than the trigger.
+    max_log_files: int | None = None
+    groups_over_trigger: int | None = None
 
 
 # Debt is reported past this many times Hudi's trigger: the trigger fired, and as many again came.
@@ -318,12 +322,22 @@ def _compaction_debt(inputs: BlockerInputs) -> list[Blocker]:
             _since(state.first_delta_commit, inputs.zone) if state.first_delta_commit else None,
             f"{state.delta_commits_since} delta commits since {since_what}, over "
             f"{COMPACTION_DEBT_FACTOR} x hoodie.compact.inline.max.delta.commits={state.max_delta_commits}: "
-            "each left a log file in every file slice it touched, and every snapshot read merges them",
+            "each left a log file in every file slice it touched, and every snapshot read merges them"
+            + _per_slice(state),
             "compact: the daemon's compaction (on for merge-on-read tables unless compaction.enabled is "
             "false; see its state and refusals) or `hudi-table-service compact`; a pending compaction "
             "runs first",
         )
     ]
+
+
+def _per_slice(state: CompactionState) -> str:
+    if state.max_log_files is None:
+        return ""
+    return (
+        f"; now up to {state.max_log_files} log files in one file group, {state.groups_over_trigger} "
+        f"groups with more than {state.max_delta_commits}"
+    )
 
 
 def _replaced_uncleaned(inputs: BlockerInputs) -> list[Blocker]:

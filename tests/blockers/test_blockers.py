@@ -3,6 +3,7 @@ executors (pure)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from service.table.instant import Action, Instant, State
@@ -137,6 +138,11 @@ def test_delta_commits_piling_up_past_twice_hudis_trigger_are_compaction_debt() 
     assert "11 delta commits since its last compaction" in debt.effect and debt.age_seconds(NOW) == 100 * 60
     at_the_limit = compaction_state(Timeline.of(instants[:-1]), max_delta_commits=5)  # 10 = 2 x 5
     assert find_blockers(_inputs(instants[:-1], compaction=at_the_limit)) == []
+    listed = replace(state, max_log_files=11, groups_over_trigger=4)  # what `check` adds from a listing
+    assert (
+        "now up to 11 log files in one file group, 4 groups with more than 5"
+        in find_blockers(_inputs(instants, compaction=listed))[0].effect
+    )
     never = compaction_state(Timeline.of(before), max_delta_commits=5)
     assert "since it began" in find_blockers(_inputs(before, compaction=never))[0].effect
 
