@@ -34,6 +34,7 @@ from strategies.cleaning import (
     live_file_sizes,
     plan_digest,
     refuse_latest_snapshot_targets,
+    suspect_replaced_groups,
     volume_refusal,
 )
 
@@ -77,7 +78,15 @@ def check_plan(
                 present[path] = committed[path]
     refuse_latest_snapshot_targets(table.name, instant, present, view)
     live = live_file_sizes(view)
-    volume = count_volume(present, live)
+    suspects = suspect_replaced_groups(view)
+    if suspects:
+        named = ", ".join(f"{p}/{f}" for p, f in suspects[:5])
+        log.warning(
+            "table %s: clean %s: %d file group(s) a replacecommit names as replaced were written to by a "
+            "later instant (%s); the volume breaker counts them as live",
+            table.name, instant, len(suspects), named,
+        )  # fmt: skip
+    volume = count_volume(present, live, suspects)
     if force:
         # `--force` runs the plan whatever its volume: the whole-table count below would only feed
         # a breaker that is off, at one LIST per partition of the table on an object store.
@@ -87,7 +96,9 @@ def check_plan(
         # Its view, not a raw listing: which files belong to live file groups is the view's to say
         # (through the metadata table when served, as the planner lists). The listed partitions'
         # live files stay counted even if that listing lags behind storage.
-        volume = count_volume(present, {**live_file_sizes(table.load_view(view.timeline)), **live})
+        whole = table.load_view(view.timeline)
+        suspects = tuple(sorted({*suspects, *suspect_replaced_groups(whole)}))
+        volume = count_volume(present, {**live_file_sizes(whole), **live}, suspects)
     reason = volume_refusal(table.name, instant, volume, max_delete_fraction)
     if reason is None:
         return CheckedPlan(present, volume)

@@ -18,6 +18,7 @@ from strategies.cleaning.safety import (
     live_file_sizes,
     plan_digest,
     refuse_latest_snapshot_targets,
+    suspect_replaced_groups,
     volume_refusal,
 )
 from strategies.cleaning.snapshot import CleanSnapshot, LastClean
@@ -42,5 +43,6 @@ __all__ = [
     "plan_clean",
     "plan_digest",
     "refuse_latest_snapshot_targets",
+    "suspect_replaced_groups",
     "volume_refusal",
 ]

@@ -11,6 +11,11 @@
   reader reads them once the replacecommit completed, and Hudi's cleaner deletes them whole once
   retention releases them (`CleanPlanner.getReplacedFilesEligibleToClean`). Counting them made the
   normal clean after a clustering (which replaced most files) trip the breaker.
+- A replacecommit's word is not taken blindly: a group it names as replaced that an instant at or
+  after it still wrote to (a base file, or on versions 8 and 9 a log file, named by that instant) is
+  no replaced group Hudi would produce (its writers refuse updates to groups under clustering, and a
+  clustering conflicting with one fails), so a corrupt list naming live groups would let their files
+  through uncounted. Such a group counts as live, and is named (`suspect_replaced_groups`).
 """
 
 from __future__ import annotations
@@ -47,14 +52,34 @@ def refuse_latest_snapshot_targets(
 
 def live_file_sizes(view: FileSystemView) -> dict[str, int]:
     """Path -> size of every file of every committed slice of the view's live file groups (those no
-    completed replacecommit replaced): what the volume breaker counts."""
+    completed replacecommit replaced, and those it names although later instants wrote to them):
+    what the volume breaker counts."""
+    suspects = set(suspect_replaced_groups(view))
     return {
         path: size
         for fg in view.file_groups.values()
-        if not fg.is_replaced
+        if not fg.is_replaced or fg.file_group_id in suspects
         for fs in fg.slices
         for path, size in _slice_file_sizes(fs)
     }
+
+
+def suspect_replaced_groups(view: FileSystemView) -> tuple[tuple[str, str], ...]:
+    """(partition, file id) of each group a completed replacecommit names as replaced although an
+    instant at or after that replacecommit wrote one of its files (see the module docstring)."""
+    return tuple(
+        fg.file_group_id
+        for fg in view.replaced_file_groups
+        if fg.replaced_by is not None and _newest_write(fg.slices) >= fg.replaced_by
+    )
+
+
+def _newest_write(slices: Iterable[FileSlice]) -> str:
+    """The newest instant a file name of these slices carries (a log file's name carries the
+    deltacommit that wrote it on versions 8 and 9, the slice's base instant on 6)."""
+    names = [fs.base_instant_time for fs in slices]
+    names += [lf.base_instant_time for fs in slices for lf in fs.log_files]
+    return max(names, default="")
 
 
 def _slice_file_sizes(fs: FileSlice) -> list[tuple[str, int]]:
@@ -73,16 +98,21 @@ class VolumeCount:
     live_files: int
     live_bytes: int
     replaced_files: int = 0
+    # "partition/fileId" of the groups a replacecommit names that count as live (`suspect_replaced_groups`).
+    suspect_groups: tuple[str, ...] = ()
 
     @property
     def fraction(self) -> float:
         return self.files_to_delete / self.live_files if self.live_files else 0.0
 
 
-def count_volume(targets: Mapping[str, int], live: Mapping[str, int]) -> VolumeCount:
+def count_volume(
+    targets: Mapping[str, int], live: Mapping[str, int], suspects: Iterable[tuple[str, str]] = ()
+) -> VolumeCount:
     """The breaker's count for `targets` (a plan's files present on storage -> size) over `live`
     (`live_file_sizes` of a view listing at least the targets' partitions): a target outside `live`
-    is a file of a replaced file group (a plan names only committed slices' files)."""
+    is a file of a replaced file group (a plan names only committed slices' files). `suspects`: the
+    view's `suspect_replaced_groups`, named in the count."""
     deleting = [size for path, size in targets.items() if path in live]
     return VolumeCount(
         files_to_delete=len(deleting),
@@ -90,6 +120,7 @@ def count_volume(targets: Mapping[str, int], live: Mapping[str, int]) -> VolumeC
         live_files=len(live),
         live_bytes=sum(live.values()),
         replaced_files=len(targets) - len(deleting),
+        suspect_groups=tuple(sorted(f"{p}/{f}" if p else f for p, f in suspects)),
     )
 
 
@@ -104,11 +135,17 @@ def volume_refusal(table: str, instant: str, count: VolumeCount, max_fraction: f
         if count.replaced_files
         else ""
     )
+    suspects = (
+        f"; counted as live: {len(count.suspect_groups)} file group(s) a replacecommit names as replaced "
+        f"although a later instant wrote to them ({', '.join(count.suspect_groups[:5])})"
+        if count.suspect_groups
+        else ""
+    )
     return (
         f"table {table!r}: clean {instant} would delete {count.files_to_delete} of the "
         f"{count.live_files} files of live file groups (every retained version; {count.fraction:.0%}; "
         f"{count.bytes_to_delete} of {count.live_bytes} bytes, {byte_share}{replaced}), "
-        f"more than the limit of {max_fraction:.0%}"
+        f"more than the limit of {max_fraction:.0%}{suspects}"
     )
 
 

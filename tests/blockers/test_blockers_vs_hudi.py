@@ -128,3 +128,32 @@ def test_check_names_a_write_killed_under_eager_until_the_writers_next_commit_ro
              extra_opts=eager)  # fmt: skip
     assert "pending_write" not in _blockers(base, capsys)
     assert failed not in ht.pending_commit_instants(base)
+
+
+def test_check_names_an_archived_incremental_clean_anchor_until_the_next_clean(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi cleans once, then archives past that clean's earliest commit to retain (its archiver
+    bounds the window by the cleaner's settings now, not by the last clean): the next incremental
+    clean has no anchor and lists every partition. `check` names it; after our clean it is gone."""
+    base, fields = tmp_path / "anchor", [ht.PARTITION_FIELD]
+    opts = {"hoodie.table.services.enabled": "false", "hoodie.metadata.enable": "false"}
+
+    def upsert(batch: int) -> str:
+        rows = ht.generate(spark, range(0, 30, 1 + batch % 3), batch)
+        return ht.write(spark, base, rows, "upsert", "anchor", partition_fields=fields, extra_opts=opts)
+
+    for batch in range(3):
+        upsert(batch)
+    with ht.registered_table(spark, base) as name:
+        [cleaned] = spark.sql(f"CALL run_clean(table => '{name}', retain_commits => 1)").collect()
+        for batch in range(3, 10):
+            upsert(batch)
+        args = "min_commits => 2, max_commits => 3, retain_commits => 1"
+        spark.sql(f"CALL archive_commits(table => '{name}', {args})").collect()
+    anchor = _blockers(base, capsys)["clean_anchor_archived"]
+    assert anchor["instant"] == cleaned["start_clean_time"] and anchor["services"] == ["cleaning"]
+    assert cleaned["earliest_commit_to_retain"] in anchor["effect"] and "every partition" in anchor["effect"]
+    retain_one = "--hoodie-conf=hoodie.cleaner.commits.retained=1"
+    assert main(["clean", "--base-path", str(base), "--timezone", "UTC", retain_one]) == 0
+    assert "clean_anchor_archived" not in _blockers(base, capsys)

@@ -13,7 +13,14 @@ from service.table.fs_view import FileSystemView, TimelineFacts
 from service.table.instant import Action, Instant, State
 from service.table.storage import FileStatus
 from service.table.timeline import Timeline
-from strategies.cleaning import VolumeCount, count_volume, live_file_sizes, plan_digest, volume_refusal
+from strategies.cleaning import (
+    VolumeCount,
+    count_volume,
+    live_file_sizes,
+    plan_digest,
+    suspect_replaced_groups,
+    volume_refusal,
+)
 from tests.support.fixtures import ts
 
 SIZE = 100
@@ -82,3 +89,27 @@ def test_a_plans_digest_is_its_set_of_files_whatever_their_order_or_grouping() -
     assert plan_digest({"all": ["q/c.parquet", "p/a.parquet", "p/b.parquet"]}) == digest
     assert plan_digest({"p": ["p/a.parquet"], "q": ["q/c.parquet"]}) != digest
     assert plan_digest({**files, "r": ["r/d.parquet"]}) != digest
+
+
+def test_a_group_a_replacecommit_names_but_a_later_instant_wrote_to_counts_as_live_by_name() -> None:
+    """A corrupt replacecommit naming live groups g1 and g2 (which commit ts(11) still wrote to after
+    it) would let every version of them through uncounted: they count as live, and are named."""
+    timeline = Timeline.of([*TIMELINE.instants, Instant(ts(11), Action.COMMIT, State.COMPLETED)])
+    paths = [_path(g, i) for g in ("g1", "g2") for i in (*range(1, 7), 11)]
+    paths += [_path(f"r{n}", 1) for n in range(1, 7)] + [f"p/{base_file_name('n1', '0-0-0', REPLACE)}"]
+    listing = {"p": [FileStatus(p, SIZE, False) for p in paths]}
+    replaced = {("p", g): REPLACE for g in ("g1", "g2", *(f"r{n}" for n in range(1, 7)))}
+    view = FileSystemView.build(timeline, listing, TimelineFacts(replaced=replaced))
+    assert suspect_replaced_groups(view) == (("p", "g1"), ("p", "g2"))
+    live = live_file_sizes(view)
+    assert len(live) == 15 and not set(REPLACED) & set(live)  # g1 and g2 (7 versions each) and n1
+    everything = {_path(g, i): SIZE for g in ("g1", "g2") for i in (*range(1, 7), 11)}
+    count = count_volume(everything, live, suspect_replaced_groups(view))
+    assert (count.files_to_delete, count.suspect_groups) == (14, ("p/g1", "p/g2"))
+    reason = volume_refusal("t", "c1", count, 0.75) or ""
+    assert "14 of the 15 files" in reason and "2 file group(s) a replacecommit names" in reason
+    assert "(p/g1, p/g2)" in reason
+    # Without the later write, the replacecommit's word stands: g1 and g2 count for nothing.
+    honest = FileSystemView.build(TIMELINE, {"p": [s for s in listing["p"] if ts(11) not in s.path]},
+                                  TimelineFacts(replaced=replaced))  # fmt: skip
+    assert suspect_replaced_groups(honest) == () and len(live_file_sizes(honest)) == 1
