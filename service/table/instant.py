@@ -169,9 +169,10 @@ def is_timeline_file_name(name: str) -> bool:
     return bool(name) and name[0].isdigit() and "." in name and not _HUDI_TEMP_FILE.match(name)
 
 
-def parse_instant_file_name(name: str, layout_version: int = 1) -> Instant:
-    """Parse `<timestamp>[_<completion>]<extension>` as timeline layout `layout_version` names files;
-    raises CorruptTableError naming the file for anything unknown."""
+def parse_instant_file_name(name: str, *, names_completion_time: bool = False) -> Instant:
+    """Parse `<timestamp>[_<completion>]<extension>` as a timeline names files, with completion times
+    and the `clustering` action (layout 2) or without (layout 1); raises CorruptTableError naming the
+    file for anything unknown."""
     match = _TIMELINE_NAME.match(name)
     if not match:
         raise CorruptTableError(f"unrecognised timeline file name {name!r}")
@@ -182,10 +183,10 @@ def parse_instant_file_name(name: str, layout_version: int = 1) -> Instant:
         action, state = _BY_EXTENSION[ext]
     except KeyError:
         raise CorruptTableError(f"timeline file {name!r}: unknown action/state extension {ext!r}") from None
-    if layout_version < 2 and (completion is not None or ext in LAYOUT_2_ONLY_EXTENSIONS):
+    if not names_completion_time and (completion is not None or ext in LAYOUT_2_ONLY_EXTENSIONS):
         raise CorruptTableError(
             f"timeline file {name!r}: a timeline layout version 2 name (table version 8+) in a "
-            f"layout version {layout_version} timeline"
+            "layout version 1 timeline"
         )
     if completion is not None:
         if state is not State.COMPLETED:

@@ -67,13 +67,37 @@ class TimelineLayout:
         `archived/` log files of `HoodieArchivedMetaEntry` records (layout 1)."""
         return self.version >= 2
 
+    @property
+    def writes_avro_commit_metadata(self) -> bool:
+        """Whether the service writes commit metadata as an Avro container (layout 2:
+        `CommitMetadataSerDeV2`) or as JSON (layout 1)."""
+        return self.version >= 2
+
+    @property
+    def plans_clustering_apart(self) -> bool:
+        """Whether a pending clustering has its own `clustering` action (layout 2), so that a completed
+        replacecommit's plan may be `<T>.clustering.requested`."""
+        return self.clustering_action is Action.CLUSTERING
+
+    def same_version_at(
+        self,
+        meta_folder: str,
+        timeline_path: str = DEFAULT_TIMELINE_PATH,
+        history_path: str = DEFAULT_HISTORY_PATH,
+    ) -> TimelineLayout:
+        """This layout version for another Hudi table whose metafolder is `meta_folder` (the metadata
+        table, upgraded with its data table)."""
+        if self.version >= 2:
+            return TimelineLayout.v2(meta_folder, timeline_path, history_path)
+        return TimelineLayout.v1(meta_folder)
+
     def is_instant_file_name(self, name: str) -> bool:
         return is_timeline_file_name(name)
 
     def parse_file_name(self, name: str) -> Instant:
         """The instant a timeline file names; CorruptTableError (naming the path) when it is not one."""
         try:
-            return parse_instant_file_name(name, self.version)
+            return parse_instant_file_name(name, names_completion_time=self.names_completion_time)
         except CorruptTableError as exc:
             raise CorruptTableError(f"{posixpath.join(self.timeline_dir, name)}: {exc}") from None
 
@@ -82,7 +106,7 @@ class TimelineLayout:
         inflight and completed files) rather than JSON (layout 1, and layout 2's legacy completed
         names: `CommitMetadataSerDeV2` falls back to `CommitMetadataSerDeV1` for those only)."""
         legacy = instant.is_completed and instant.completion_time is None
-        return self.version >= 2 and not legacy
+        return self.writes_avro_commit_metadata and not legacy
 
     def instant_path(self, instant: Instant) -> str:
         """The file of `instant` in its state. A completed instant's name carries its completion time

@@ -50,7 +50,7 @@ def complete_table_service(
     sync_files_partition(
         table.storage, timeline, instant_time, records, indexes, expected=table.format, now=now, tz=zone
     )
-    content = codecs.encode_commit(metadata, avro=table.layout.names_completion_time)
+    content = codecs.encode_commit(metadata, avro=table.layout.writes_avro_commit_metadata)
     complete_instant(table.storage, table.layout, timeline, pending, content, now, zone)
 
 
@@ -61,7 +61,9 @@ def _partition_files(
     clustering replaces included: it is not replaced until T completes, and Hudi 1.0.2's and 1.1.1's
     clustering counts it, seen in tests/interop/test_hudi1_clustering.py) and T's own files. None
     where no `partition_stats` is kept (nothing to list)."""
-    if table.layout.version < 2 or PARTITION_STATS_PARTITION not in table.config.metadata_partitions:
+    if not table.format.mdt.accepts(PARTITION_STATS_PARTITION) or (
+        PARTITION_STATS_PARTITION not in table.config.metadata_partitions
+    ):
         return None
     written = {
         partition: {s.path.rsplit("/", 1)[-1] for s in stats if s.path}

@@ -55,7 +55,7 @@ class TimelineFactsReader:
         clustering is requested as `clustering` and completes as `replacecommit` (an insert overwrite
         is requested as `replacecommit`): for a replacecommit both are looked for."""
         candidates = [Instant(instant.timestamp, instant.action, State.REQUESTED)]
-        if self._layout.version >= 2 and instant.action is Action.REPLACE_COMMIT:
+        if self._layout.plans_clustering_apart and instant.action is Action.REPLACE_COMMIT:
             candidates.insert(0, Instant(instant.timestamp, Action.CLUSTERING, State.REQUESTED))
         for requested in candidates:
             if self._storage.exists(self._layout.instant_path(requested)):

@@ -87,4 +87,4 @@ def test_instant_orders_by_time_then_state() -> None:
 def test_hudis_temp_files_on_the_timeline_are_not_instants(name: str, is_instant: bool) -> None:
     assert is_timeline_file_name(name) is is_instant
     if is_instant and "garbage" not in name and "not-a-uuid" not in name:
-        parse_instant_file_name(name, 2)
+        parse_instant_file_name(name, names_completion_time=True)

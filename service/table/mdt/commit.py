@@ -248,9 +248,9 @@ def _check_mdt_properties(storage: Storage, where: str, table_format: TableForma
                 f"{storage.qualify(rel)}: {what} {value!r}, Hudi's metadata table has {expected[what]!r}; "
                 "refusing to write a metadata table laid out differently"
             )
-    if table_format.layout.version >= 2:
-        return TimelineLayout.v2(MDT_METAFOLDER, config.timeline_path, config.timeline_history_path)
-    return TimelineLayout.v1(MDT_METAFOLDER)
+    return table_format.layout.same_version_at(
+        MDT_METAFOLDER, config.timeline_path, config.timeline_history_path
+    )
 
 
 # ---------------------------------------------------------------- the MDT deltacommit
@@ -307,7 +307,7 @@ def sync_files_partition(
     delete_deltacommit_files(storage, state, instant_time)
     requested = Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED)
     inflight = Instant(instant_time, Action.DELTA_COMMIT, State.INFLIGHT)
-    avro = state.layout.version >= 2
+    avro = state.layout.writes_avro_commit_metadata
     _create(storage, state.layout, requested, b"")
     # Layout 2 stores Avro commit metadata in the inflight file (Hudi puts its workload profile there);
     # an empty operation record is what a reader of an interrupted attempt needs.

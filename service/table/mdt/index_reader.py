@@ -57,7 +57,7 @@ class MdtReader:
 
     def latest_slices(self, mdt_partition: str) -> list[FileSlice]:
         """The latest committed file slice of every file group of `mdt_partition`."""
-        if self.mdt_layout.version < 2:
+        if not self.mdt_layout.slices_logs_by_completion_time:
             raise UnsupportedTableError(
                 f"{self.storage.qualify(MDT_BASE)}: index partitions are read on layout-2 metadata "
                 "tables only"

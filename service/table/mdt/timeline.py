@@ -32,7 +32,7 @@ MDT_LAYOUT_1 = TimelineLayout.v1(MDT_METAFOLDER)
 def mdt_timeline_layout(data_layout: TimelineLayout) -> TimelineLayout:
     """The metadata table's timeline layout: its data table's (the two are upgraded together), with
     the default timeline folders under `.hoodie/metadata/.hoodie`."""
-    return TimelineLayout.v2(MDT_METAFOLDER) if data_layout.version >= 2 else MDT_LAYOUT_1
+    return data_layout.same_version_at(MDT_METAFOLDER)
 
 
 def load_mdt_timeline(storage: Storage, layout: TimelineLayout = MDT_LAYOUT_1) -> Timeline:
@@ -45,19 +45,20 @@ def load_mdt_timeline(storage: Storage, layout: TimelineLayout = MDT_LAYOUT_1) -
     names = frozenset(n for n in storage.list_file_names(layout.timeline_dir) if is_timeline_file_name(n))
     for name in names:
         try:
-            instants.append(_parse_mdt_file_name(name, layout.version))
+            instants.append(_parse_mdt_file_name(name, layout.names_completion_time))
         except CorruptTableError as exc:
             raise CorruptTableError(f"{storage.qualify(f'{layout.timeline_dir}/{name}')}: {exc}") from None
     return Timeline(Timeline.of(instants).instants, names)
 
 
-def _parse_mdt_file_name(name: str, layout_version: int) -> Instant:
+def _parse_mdt_file_name(name: str, names_completion_time: bool) -> Instant:
     stamp, dot, ext = name.partition(".")
     requested, underscore, completion = stamp.partition("_")
     if len(requested) != _MILLIS_LENGTH + 3:
-        return parse_instant_file_name(name, layout_version)
+        return parse_instant_file_name(name, names_completion_time=names_completion_time)
     parsed = parse_instant_file_name(
-        requested[:_MILLIS_LENGTH] + underscore + completion + dot + ext, layout_version
+        requested[:_MILLIS_LENGTH] + underscore + completion + dot + ext,
+        names_completion_time=names_completion_time,
     )
     return replace(parsed, timestamp=requested)
 
