@@ -15,7 +15,6 @@ from service.errors import (
     CorruptTableError,
     NotAHudiTableError,
     TableServicesRefusedError,
-    UnsupportedMergeError,
     UnsupportedTableError,
 )
 from service.table.storage import Storage
@@ -283,7 +282,7 @@ class TableConfig:
                 "hoodie.metadata.enable=false."
             )
 
-    def _table_type_source(self) -> str:
+    def table_type_source(self) -> str:
         """Where the table type comes from, for a refusal: a damaged key reads as the default."""
         if "hoodie.table.type" in self.raw:
             return f"hoodie.table.type in {PROPERTIES_FILE}"
@@ -292,32 +291,18 @@ class TableConfig:
     def check_service_supported(self, service: TableServiceKind, base_uri: str) -> None:
         """Refuse a table service on a table whose layout it does not handle (`status` reads every
         table). Compaction serves merge-on-read tables only (copy-on-write has no log files).
-        Clustering serves both table types; on merge-on-read it reads slices merged (base + logs),
-        so it refuses a table whose payload class or record merger the merged read does not
-        reproduce (`MergeConfig.from_table_properties` names it). Cleaning deletes whole file
-        slices and reads no records, so it serves every table.
+        Clustering serves both table types (on merge-on-read the table's merge rules decide too:
+        `service.table.table.refuse_unreproduced_merge`). Cleaning deletes whole file slices and
+        reads no records, so it serves every table.
         """
         if service is TableServiceKind.COMPACTION and self.table_type is not TableType.MERGE_ON_READ:
             # Java refuses too: `ScheduleCompactionActionExecutor.execute` checks the table type.
             raise TableServicesRefusedError(
                 f"table {self.name!r} at {base_uri} is {self.table_type.value} "
-                f"({self._table_type_source()}): compaction merges log files into base files, "
+                f"({self.table_type_source()}): compaction merges log files into base files, "
                 "and only MERGE_ON_READ tables have them",
                 reason="table_type",
             )
-        if service is TableServiceKind.CLUSTERING and self.table_type is TableType.MERGE_ON_READ:
-            try:
-                # Imported here: the merge reads its ordering fields from this module's TableConfig.
-                from service.table.log_format.merge import MergeConfig
-
-                MergeConfig.from_table_properties(self.raw, self.name)
-            except UnsupportedMergeError as exc:
-                raise TableServicesRefusedError(
-                    f"table {self.name!r} at {base_uri} is MERGE_ON_READ "
-                    f"({self._table_type_source()}): clustering reads its file slices merged and refuses it "
-                    f"({exc}); cleaning and `status` serve it",
-                    reason="merge",
-                ) from exc
 
 
 def load_table_config(storage: Storage) -> TableConfig:

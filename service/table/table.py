@@ -8,18 +8,36 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 
 from service.config.hoodie import TimelineTimezone
-from service.errors import NeedsConfigurationError
+from service.errors import NeedsConfigurationError, TableServicesRefusedError, UnsupportedMergeError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
 from service.table.fs_view import BaseFilesWritten, FileSystemView
 from service.table.layout import METAFOLDER, TimelineLayout
+from service.table.log_format.merge import MergeConfig
 from service.table.lsm_history import LsmHistory
 from service.table.mdt.files_listing import files_partition_served, list_partitions_via_mdt
 from service.table.paths import PathGuard
-from service.table.properties import TableConfig, TableServiceKind, load_table_config
+from service.table.properties import TableConfig, TableServiceKind, TableType, load_table_config
 from service.table.storage import FileStatus, Storage
 from service.table.table_format import TableFormat
 from service.table.timeline import WRITE_ACTIONS, Timeline, load_timeline
 from service.table.timeline_facts import TimelineFactsReader
+
+
+def refuse_unreproduced_merge(config: TableConfig, base_uri: str) -> None:
+    """Clustering a merge-on-read table reads its slices merged (base + logs): a table whose payload
+    class or record merger the merged read does not reproduce (`MergeConfig.from_table_properties`
+    names it) is refused for clustering; cleaning and `status` serve it."""
+    if config.table_type is not TableType.MERGE_ON_READ:
+        return
+    try:
+        MergeConfig.from_table_properties(config.raw, config.name)
+    except UnsupportedMergeError as exc:
+        raise TableServicesRefusedError(
+            f"table {config.name!r} at {base_uri} is MERGE_ON_READ ({config.table_type_source()}): "
+            f"clustering reads its file slices merged and refuses it ({exc}); cleaning and `status` "
+            "serve it",
+            reason="merge",
+        ) from exc
 
 
 @dataclass
@@ -63,6 +81,8 @@ class HudiTable:
         does not keep in sync, or (`TableConfig.check_service_supported`) its type or merge rules."""
         self.format.check_serves(service, self.config, self.base_uri)
         self.config.check_service_supported(service, self.base_uri)
+        if service is TableServiceKind.CLUSTERING:
+            refuse_unreproduced_merge(self.config, self.base_uri)
 
     @property
     def name(self) -> str:

@@ -23,6 +23,7 @@ from service.table.properties import (
     table_checksum,
 )
 from service.table.storage import Storage
+from service.table.table import refuse_unreproduced_merge
 
 # A hoodie.properties as Hudi 0.14 writes it (from a real table, abridged).
 REAL = r"""#Updated at 2024-07-07T05:13:03.310Z
@@ -131,7 +132,8 @@ def test_merge_on_read_is_served_unless_its_merge_is_not_reproduced() -> None:
     with pytest.raises(
         TableServicesRefusedError, match=r"MERGE_ON_READ.*clustering.*com\.example\.MyPayload"
     ):
-        custom.check_service_supported(TableServiceKind.CLUSTERING, "file:/t")
+        refuse_unreproduced_merge(custom, "file:/t")
+    refuse_unreproduced_merge(mor, "file:/t")
     custom.check_service_supported(TableServiceKind.CLEANING, "file:/t")
     cow = TableConfig.from_text(REAL, "x")
     with pytest.raises(TableServicesRefusedError, match=r"COPY_ON_WRITE.*only MERGE_ON_READ"):
