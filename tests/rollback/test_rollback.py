@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import service.rollback as rollback_module
+import service.rollback.orchestrator as rollback_module
 from service.errors import (
     CorruptTableError,
     HudiTableServiceError,
