@@ -18,6 +18,7 @@ from service.table.paths import Refused, check_partition_path
 from service.table.table import HudiTable
 from service.table.timeline import Timeline
 from strategies.cleaning import CleanSnapshot, LastClean, earliest_commit_to_retain, partitions_to_scan
+from strategies.cleaning.retention import previous_retained
 
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # Hudi 0.15's extraMetadata key
 
@@ -129,7 +130,7 @@ def load_clean_snapshot(
     last_clean = read_last_clean(table, timeline)
     partitions_of = commit_partitions(table, timeline)
     partitioned = bool(table.config.partition_fields)
-    ectr = earliest_commit_to_retain(timeline, config, now, zone)
+    ectr = earliest_commit_to_retain(timeline, config, now, zone, previous_retained(last_clean))
     scope = partitions_to_scan(timeline, ectr, last_clean, partitions_of, config, partitioned)
     listed = None if full_listing or scope.partitions is None else scope.partitions
     if listed is not None:

@@ -79,6 +79,8 @@ class CleanConfig:
     failed_writes_policy: FailedWritesCleaningPolicy
     automatic: bool  # Java writers' setting (they run pending clean plans when true)
     async_clean: bool
+    # Hudi 1.2's `hoodie.clean.max.commits.to.clean`; None: no cap (Java's Long.MAX_VALUE).
+    max_commits_to_clean: int | None = None
 
     @property
     def retained(self) -> int:
@@ -117,11 +119,19 @@ class CleanConfig:
             failed_writes_policy=failed_writes,
             automatic=r.get_bool("hoodie.clean.automatic"),
             async_clean=r.get_bool("hoodie.clean.async"),
+            max_commits_to_clean=_cap(r.get_int("hoodie.clean.max.commits.to.clean")),
         )
         if config.retained < 1:
             # Retaining nothing would leave no earliest commit (or version) to keep.
             raise r.error(RETAINED_KEYS[policy], f"must be at least 1 under the {policy} cleaning policy")
         return config
+
+
+def _cap(value: int) -> int | None:
+    return None if value >= _JAVA_LONG_MAX else value
+
+
+_JAVA_LONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)

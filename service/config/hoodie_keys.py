@@ -530,6 +530,15 @@ _KEYS: tuple[HoodieKey, ...] = (
         min_value=0,
     ),
     HoodieKey(
+        "hoodie.clean.max.commits.to.clean",
+        KeyType.LONG,
+        "9223372036854775807",
+        "Hudi 1.2: at most this many commits cleaned past the last clean's earliest commit to retain "
+        "in one clean (KEEP_LATEST_COMMITS, KEEP_LATEST_BY_HOURS); the next clean goes on from there.",
+        _CL,
+        min_value=1,
+    ),
+    HoodieKey(
         "hoodie.cleaner.incremental.mode",
         KeyType.BOOL,
         "true",

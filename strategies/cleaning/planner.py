@@ -29,14 +29,15 @@ from service.table.fs_view import FileGroup, FileSlice, FileSystemView
 from service.table.instant import Instant
 from strategies.cleaning.partitions import partitions_to_scan
 from strategies.cleaning.plan import CleanPlan, CleanTarget
-from strategies.cleaning.retention import earliest_commit_to_retain
+from strategies.cleaning.retention import earliest_commit_to_retain, previous_retained
 from strategies.cleaning.snapshot import CleanSnapshot
 
 
 def plan_clean(snapshot: CleanSnapshot, config: CleanConfig, now: datetime) -> CleanPlan | None:
     """The clean plan for `snapshot`, or None when it would delete no file (Hudi saves no plan then)."""
     timeline = snapshot.timeline
-    ectr = earliest_commit_to_retain(timeline, config, now, snapshot.timeline_zone)
+    previous = previous_retained(snapshot.last_clean)
+    ectr = earliest_commit_to_retain(timeline, config, now, snapshot.timeline_zone, previous)
     scope = partitions_to_scan(
         timeline, ectr, snapshot.last_clean, snapshot.commit_partitions, config, snapshot.partitioned
     )

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, tzinfo
 from service.config.cleaning import CleanConfig, CleaningPolicy
 from service.table.instant import Action, Instant
 from service.table.timeline import Timeline, format_instant_time
+from strategies.cleaning.snapshot import LastClean
 
 RETENTION_ACTIONS = frozenset(
     {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING, Action.COMPACTION}
@@ -19,8 +20,29 @@ RETENTION_ACTIONS = frozenset(
 
 
 def earliest_commit_to_retain(
-    timeline: Timeline, config: CleanConfig, now: datetime, zone: tzinfo
+    timeline: Timeline, config: CleanConfig, now: datetime, zone: tzinfo, previous: str = ""
 ) -> Instant | None:
+    """The policy's earliest commit to retain (`_by_policy`), capped by Hudi 1.2's
+    `hoodie.clean.max.commits.to.clean` (`CleanerUtils.capCommitsToClean`): with `previous` (the last
+    completed clean's earliest commit to retain, "" when none) and a cap N, when more than N
+    completed instants lie at or after `previous` and before the policy's choice, the (N+1)-th of
+    them is retained instead; the next clean goes on from there. Never on the first clean."""
+    chosen = _by_policy(timeline, config, now, zone)
+    cap = config.max_commits_to_clean
+    capped_policies = (CleaningPolicy.KEEP_LATEST_COMMITS, CleaningPolicy.KEEP_LATEST_BY_HOURS)
+    if chosen is None or cap is None or not previous or config.policy not in capped_policies:
+        return chosen
+    completed = timeline.by_actions(RETENTION_ACTIONS).completed().instants
+    eligible = [i for i in completed if previous <= i.timestamp < chosen.timestamp]
+    return eligible[cap] if len(eligible) > cap else chosen
+
+
+def previous_retained(last_clean: LastClean | None) -> str:
+    """The last completed clean's earliest commit to retain, the cap's `previous` ("" when none)."""
+    return last_clean.earliest_commit_to_retain if last_clean is not None and not last_clean.empty else ""
+
+
+def _by_policy(timeline: Timeline, config: CleanConfig, now: datetime, zone: tzinfo) -> Instant | None:
     """The completed instant from which every file version is kept; None when there is none.
 
     - KEEP_LATEST_COMMITS (N retained): with more than N completed instants, the (count - N)-th

@@ -332,3 +332,34 @@ def test_non_partitioned_table(tmp_path: Path) -> None:
     plan = plan_table(tmp_path, {COMMITS: 1})
     assert plan is not None and set(plan.targets) == {""}
     assert planned_names(plan) == {t.file_name("", fid(1), ts(1))}
+
+
+CAP = "hoodie.clean.max.commits.to.clean"
+
+
+def test_hudi_1_2s_cap_cleans_at_most_n_commits_past_the_last_cleans_earliest_commit_to_retain(
+    tmp_path: Path,
+) -> None:
+    """`CleanerUtils.capCommitsToClean`: the last clean retained from ts(2); the policy (1 retained)
+    would retain from ts(9), releasing ts(2)..ts(8). With a cap of 3 only ts(2), ts(3), ts(4) go: the
+    clean retains from ts(5), and the next one goes on from there. Without a previous clean there is
+    nothing to cap."""
+    t = FixtureTable(tmp_path)
+    _versions(t, [1, 2])
+    t.completed_clean(_mid(2), earliest_commit_to_retain=ts(2), last_completed_commit=ts(2))
+    _versions(t, [3, 4, 5, 6, 7, 8, 9])
+    timeline = HudiTable.open(str(tmp_path)).load_timeline()
+    capped = clean_config({COMMITS: 1, CAP: 3})
+    ectr = earliest_commit_to_retain(timeline, capped, NOW, UTC, previous=ts(2))
+    assert ectr is not None and ectr.timestamp == ts(5)
+    assert earliest_commit_to_retain(timeline, capped, NOW, UTC) is not None  # first clean: no cap
+    assert earliest_commit_to_retain(timeline, capped, NOW, UTC).timestamp == ts(9)  # type: ignore[union-attr]
+    plan = plan_table(tmp_path, {COMMITS: 1, CAP: 3})
+    assert plan is not None and plan.earliest_commit_to_retain is not None
+    assert plan.earliest_commit_to_retain.timestamp == ts(5)
+    assert planned_names(plan) == {_name(t, i) for i in (1, 2, 3)}  # the versions before ts(4)'s
+    uncapped = plan_table(tmp_path, {COMMITS: 1, CAP: 7})  # 7 eligible: not more than the cap
+    assert uncapped is not None and uncapped.earliest_commit_to_retain is not None
+    assert uncapped.earliest_commit_to_retain.timestamp == ts(9)
+    files = plan_table(tmp_path, {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", VERSIONS: 1, CAP: 1})
+    assert files is not None and files.earliest_commit_to_retain is None  # the cap never applies there

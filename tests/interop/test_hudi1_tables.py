@@ -1035,3 +1035,42 @@ def test_an_undone_clean_is_taken_out_of_the_metadata_table_and_read_as_if_it_ne
         (1, "asia", 9, "v9"),
         (99, "asia", 9, "v9"),
     ]
+
+
+NO_MDT = "hoodie.metadata.enable=false"
+
+
+@pytest.mark.hudi_1_2_in_ci
+@pytest.mark.hudi1_only("1.2.0")  # the cap is new in Hudi 1.2
+def test_a_capped_clean_retains_what_hudi_1_2s_capped_clean_retains(hudi1: HudiJvm, tmp_path: Path) -> None:
+    """`hoodie.clean.max.commits.to.clean=2`: after a first clean, eight more commits would all be
+    released by one commit retained; Hudi 1.2.0's clean releases two past the last clean's earliest
+    commit to retain, and so does ours on an identical copy: the same earliest commit to retain and
+    the same files deleted, twice in a row."""
+    source = tmp_path / "source"
+    options = {**writer_options("capped", "COPY_ON_WRITE", False), "hoodie.table.services.enabled": "false"}
+    upsert = {**options, "hoodie.datasource.write.operation": "upsert"}
+    for batch in range(3):
+        hudi1.write(source, rows(range(0, 8), batch), SCHEMA, upsert)
+    first = f"capped_{next(_copies)}"
+    hudi1.sql(f"create table {first} using hudi location '{source}'")
+    hudi1.sql(f"call run_clean(table => '{first}', retain_commits => 1, options => '{NO_MDT}')")
+    for batch in range(3, 11):
+        hudi1.write(source, rows(range(0, 8), batch), SCHEMA, upsert)
+    theirs, ours = tmp_path / "hudi", tmp_path / "ours"
+    shutil.copytree(source, theirs)
+    shutil.copytree(source, ours)
+    cap = "hoodie.clean.max.commits.to.clean=2"
+    props = {"hoodie.cleaner.commits.retained": 1, "hoodie.clean.max.commits.to.clean": 2}
+    for _ in range(2):
+        before = _digests(theirs)
+        name = f"capped_{next(_copies)}"
+        hudi1.sql(f"create table {name} using hudi location '{theirs}'")
+        [row] = hudi1.sql(
+            f"call run_clean(table => '{name}', retain_commits => 1, options => '{cap},{NO_MDT}')"
+        )
+        [clean] = make_cleaner(ours, props, CleanOptions(), now=None).run().cleans
+        assert clean.earliest_commit_to_retain == row["earliest_commit_to_retain"]
+        deleted = set(before) - set(_digests(theirs))
+        assert deleted and set(_digests(ours)) == set(_digests(theirs))
+    assert hudi_rows(hudi1, ours) == hudi_rows(hudi1, theirs)
