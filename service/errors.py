@@ -24,7 +24,8 @@ class TableServicesRefusedError(UnsupportedTableError):
     `reason` is the kind of refusal, the `reason` label of `hudi_table_service_table_refused`:
     table_feature (a metadata-table partition or key generator not handled), table_version,
     table_type, merge, index_type (the writers' index a clustering would leave stale), timezone,
-    compaction_strategy, writers_archive (the writers still archive the table). `fix`, when known,
+    compaction_strategy, writers_archive (the writers still archive the table), config (settings Hudi
+    refuses together). `fix`, when known,
     says what lifts it (`check`, the status page)."""
 
     def __init__(self, message: str, *, reason: str = "table_feature", fix: str | None = None) -> None:

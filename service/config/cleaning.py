@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import auto
 
@@ -81,6 +82,27 @@ class CleanConfig:
     async_clean: bool
     # Hudi 1.2's `hoodie.clean.max.commits.to.clean`; None: no cap (Java's Long.MAX_VALUE).
     max_commits_to_clean: int | None = None
+    # Hudi 1.2's partition filter of full-scan cleans (`CleanPlanner.getPartitionPathsForFullCleaning`):
+    # the selected list wins over the regex; both None: every partition.
+    partition_filter_selected: tuple[str, ...] | None = None
+    partition_filter_regex: str | None = None
+
+    @property
+    def partition_filter(self) -> str | None:
+        """The filter's key and value as set, for messages; None when none is set."""
+        if self.partition_filter_selected is not None:
+            return f"hoodie.clean.partition.filter.selected={','.join(self.partition_filter_selected)}"
+        if self.partition_filter_regex is not None:
+            return f"hoodie.clean.partition.filter.regex={self.partition_filter_regex}"
+        return None
+
+    def filters_partition(self, partition: str) -> bool:
+        """Whether a full-scan clean cleans `partition` (Java's `String.matches`: the whole path)."""
+        if self.partition_filter_selected is not None:
+            return partition in self.partition_filter_selected
+        if self.partition_filter_regex is not None:
+            return re.fullmatch(self.partition_filter_regex, partition) is not None
+        return True
 
     @property
     def retained(self) -> int:
@@ -120,11 +142,27 @@ class CleanConfig:
             automatic=r.get_bool("hoodie.clean.automatic"),
             async_clean=r.get_bool("hoodie.clean.async"),
             max_commits_to_clean=_cap(r.get_int("hoodie.clean.max.commits.to.clean")),
+            partition_filter_selected=_selected(r.get_optional_str("hoodie.clean.partition.filter.selected")),
+            partition_filter_regex=_regex(r, r.get_optional_str("hoodie.clean.partition.filter.regex")),
         )
         if config.retained < 1:
             # Retaining nothing would leave no earliest commit (or version) to keep.
             raise r.error(RETAINED_KEYS[policy], f"must be at least 1 under the {policy} cleaning policy")
         return config
+
+
+def _selected(value: str | None) -> tuple[str, ...] | None:
+    return tuple(value.split(",")) if value else None  # Java splits on "," and keeps each as written
+
+
+def _regex(r: KeyReader, value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise r.error("hoodie.clean.partition.filter.regex", f"is not a regular expression: {exc}") from None
+    return value
 
 
 def _cap(value: int) -> int | None:

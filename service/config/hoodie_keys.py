@@ -48,6 +48,7 @@ class HoodieKey:
     value_aliases: tuple[tuple[str, str], ...] = ()  # ENUM only: (lower-case alias, constant)
     min_value: int | None = None  # INT/LONG: smallest value the product accepts
     used: bool = True  # False: Hudi's key, recognised and validated, but no product behaviour hangs on it
+    since: str = "0.15.0"  # the first Hudi release of the oracles that has the key
 
 
 LOCK_PREFIX = "hoodie.write.lock."
@@ -298,6 +299,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "Hudi 1.2: with LAZY failed-writes cleaning, a pending clustering older than the threshold "
         "whose heartbeat expired is rolled back with the failed writes (clean, repair).",
         _C,
+        since="1.2.0",
     ),
     HoodieKey(
         "hoodie.clustering.expiration.threshold.mins",
@@ -306,6 +308,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "Hudi 1.2: minutes after its requested time before a pending clustering may expire.",
         _C,
         min_value=0,
+        since="1.2.0",
     ),
     HoodieKey(
         "hoodie.layout.optimize.strategy",
@@ -537,6 +540,26 @@ _KEYS: tuple[HoodieKey, ...] = (
         "in one clean (KEEP_LATEST_COMMITS, KEEP_LATEST_BY_HOURS); the next clean goes on from there.",
         _CL,
         min_value=1,
+        since="1.2.0",
+    ),
+    HoodieKey(
+        "hoodie.clean.partition.filter.regex",
+        KeyType.STRING,
+        None,
+        "Hudi 1.2: a full-scan clean cleans only the partitions this regex matches whole (refused with "
+        "incremental mode on, as Hudi refuses it).",
+        _CL,
+        alternatives=("hoodie.cleaner.partition.filter.regex",),
+        since="1.2.0",
+    ),
+    HoodieKey(
+        "hoodie.clean.partition.filter.selected",
+        KeyType.STRING,
+        None,
+        "Hudi 1.2: a full-scan clean cleans only these partitions (comma-separated; over the regex).",
+        _CL,
+        alternatives=("hoodie.cleaner.partition.filter.selected",),
+        since="1.2.0",
     ),
     HoodieKey(
         "hoodie.cleaner.incremental.mode",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from service.config.cleaning import CleanConfig, CleaningPolicy
+from service.errors import TableServicesRefusedError
 from service.table.data_files import parse_base_file, parse_log_file
 from service.table.fs_view import FileGroup, FileSlice, FileSystemView
 from service.table.instant import Instant
@@ -31,6 +32,21 @@ from strategies.cleaning.partitions import partitions_to_scan
 from strategies.cleaning.plan import CleanPlan, CleanTarget
 from strategies.cleaning.retention import earliest_commit_to_retain, previous_retained
 from strategies.cleaning.snapshot import CleanSnapshot
+
+
+def _filtered(partitions: Iterable[str], config: CleanConfig) -> list[str]:
+    """Hudi 1.2's partition filter of a full-scan clean, refused with incremental mode on as Java
+    refuses it (`CleanPlanner.getPartitionPathsForFullCleaning` throws then)."""
+    if config.partition_filter is None:
+        return list(partitions)
+    if config.incremental_mode:
+        raise TableServicesRefusedError(
+            f"{config.partition_filter} applies to full-scan cleans only, and Hudi refuses it with "
+            "hoodie.cleaner.incremental.mode=true",
+            reason="config",
+            fix="set hoodie.cleaner.incremental.mode=false for this table, or remove the partition filter",
+        )
+    return [p for p in partitions if config.filters_partition(p)]
 
 
 def plan_clean(snapshot: CleanSnapshot, config: CleanConfig, now: datetime) -> CleanPlan | None:
@@ -44,7 +60,7 @@ def plan_clean(snapshot: CleanSnapshot, config: CleanConfig, now: datetime) -> C
     if scope.partitions is None:
         if snapshot.listed_partitions is not None:
             raise ValueError("a full clean scan needs a view that lists every partition")
-        partitions: Iterable[str] = snapshot.view.partitions
+        partitions: Iterable[str] = _filtered(snapshot.view.partitions, config)
     else:
         if snapshot.listed_partitions is not None and not scope.partitions <= snapshot.listed_partitions:
             missing = sorted(scope.partitions - snapshot.listed_partitions)

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from service.config.cleaning import CleaningPolicy
+from service.errors import TableServicesRefusedError
 from service.table.codecs import WriteOperationType
 from service.table.instant import Action, State
 from service.table.table import HudiTable
@@ -363,3 +364,36 @@ def test_hudi_1_2s_cap_cleans_at_most_n_commits_past_the_last_cleans_earliest_co
     assert uncapped.earliest_commit_to_retain.timestamp == ts(9)
     files = plan_table(tmp_path, {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", VERSIONS: 1, CAP: 1})
     assert files is not None and files.earliest_commit_to_retain is None  # the cap never applies there
+
+
+REGEX, SELECTED = "hoodie.clean.partition.filter.regex", "hoodie.clean.partition.filter.selected"
+
+
+def test_hudi_1_2s_partition_filter_narrows_full_scan_cleans_and_is_refused_with_incremental_mode(
+    tmp_path: Path,
+) -> None:
+    """`CleanPlanner.getPartitionPathsForFullCleaning`: a full scan cleans only the partitions the
+    selected list names (it wins) or the regex matches whole; with incremental mode on Hudi refuses
+    the filter (a state with its fix here). An incremental clean never reads it."""
+    t = FixtureTable(tmp_path)
+    for i in (1, 2, 3):
+        t.commit(ts(i), [FileSpec(p, fid(n)) for n, p in enumerate(("a", "b", "ab"), start=1)])
+    full = {
+        "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+        VERSIONS: 1,
+        "hoodie.cleaner.incremental.mode": False,
+    }
+    everything = plan_table(tmp_path, full)
+    assert everything is not None and set(everything.targets) == {"a", "b", "ab"}
+    by_regex = plan_table(tmp_path, {**full, REGEX: "a.*"})
+    assert by_regex is not None and set(by_regex.targets) == {"a", "ab"}  # "b" does not match whole
+    by_list = plan_table(tmp_path, {**full, REGEX: "a.*", SELECTED: "b,zz"})
+    assert by_list is not None and set(by_list.targets) == {"b"}
+    with pytest.raises(TableServicesRefusedError, match=r"incremental\.mode=true") as refused:
+        plan_table(tmp_path, {**full, "hoodie.cleaner.incremental.mode": True, REGEX: "a.*"})
+    assert refused.value.reason == "config" and "incremental.mode=false" in (refused.value.fix or "")
+    t.completed_clean(_mid(3), earliest_commit_to_retain=ts(2), last_completed_commit=ts(3))
+    t.commit(ts(4), [FileSpec("b", fid(2))])
+    incremental = plan_table(tmp_path, {COMMITS: 1, REGEX: "a.*"}, full_listing=False)
+    assert incremental is not None and incremental.incremental  # the regex would have left "b" out
+    assert set(incremental.targets) == {"a", "b", "ab"}

@@ -13,7 +13,9 @@ from service.config.hoodie import HoodieConfig
 from service.config.hoodie_keys import HOODIE_KEYS, is_watched
 from service.config.props import load_hoodie_props
 from service.errors import ConfigError
+from tests.support.hudi_jvm import hudi_bundle
 from tests.support.jvm import run_java
+from tests.support.paths import HUDI_BUNDLE
 
 pytestmark = pytest.mark.hudi
 
@@ -34,9 +36,8 @@ PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 ZK = ["hoodie.write.lock.zookeeper.url=zk:2181", "hoodie.write.lock.zookeeper.base_path=/hudi"]
 
 
-@pytest.fixture(scope="module")
-def hudi_properties() -> dict[str, dict[str, object]]:
-    out = run_java("HudiConfigDefaults", *HUDI_CONFIG_CLASSES).stdout
+def _properties(bundle: Path = HUDI_BUNDLE) -> dict[str, dict[str, object]]:
+    out = run_java("HudiConfigDefaults", *HUDI_CONFIG_CLASSES, bundle=bundle).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     properties: dict[str, dict[str, object]] = {}
     for row in rows:
@@ -44,10 +45,21 @@ def hudi_properties() -> dict[str, dict[str, object]]:
     return properties
 
 
+@pytest.fixture(scope="module")
+def hudi_properties() -> dict[str, dict[str, object]]:
+    return _properties()
+
+
 def test_registry_defaults_and_alternatives_equal_hudi(hudi_properties: dict[str, dict[str, object]]) -> None:
+    """Every key against the Hudi release it names as its first (0.15.0 unless a later one added it:
+    those are checked against Hudi 1.2.0's own config classes, and must be absent from 0.15.0)."""
+    newer = _properties(hudi_bundle("1.2.0"))
     for name, spec in HOODIE_KEYS.items():
-        assert name in hudi_properties, f"{name} is not a Hudi 0.15.0 key"
-        hudi = hudi_properties[name]
+        if spec.since != "0.15.0":
+            assert spec.since == "1.2.0" and name not in hudi_properties, name
+        source = hudi_properties if spec.since == "0.15.0" else newer
+        assert name in source, f"{name} is not a Hudi {spec.since} key"
+        hudi = source[name]
         assert spec.default == hudi["default"], name
         alternatives = hudi["alternatives"]
         assert isinstance(alternatives, list)

@@ -22,10 +22,10 @@ JAVA_OPENS = [
 ]
 
 
-def classpath(extra: list[Path] | None = None) -> str:
-    if not HUDI_BUNDLE.exists():
-        raise RuntimeError(f"Hudi bundle missing at {HUDI_BUNDLE}; run ./run setup")
-    parts = [str(p) for p in extra or []] + [str(HUDI_BUNDLE), f"{pyspark_jars_dir()}/*"]
+def classpath(extra: list[Path] | None = None, bundle: Path = HUDI_BUNDLE) -> str:
+    if not bundle.exists():
+        raise RuntimeError(f"Hudi bundle missing at {bundle}; run ./run setup")
+    parts = [str(p) for p in extra or []] + [str(bundle), f"{pyspark_jars_dir()}/*"]
     return ":".join(parts)
 
 
@@ -46,11 +46,12 @@ def compile_program(name: str) -> Path:
 
 
 def run_java(
-    name: str, *args: str, timeout_s: float = 120, check: bool = True
+    name: str, *args: str, timeout_s: float = 120, check: bool = True, bundle: Path = HUDI_BUNDLE
 ) -> subprocess.CompletedProcess[str]:
-    """Compile (if needed) and run `<name>.main(args)`; returns the finished process."""
+    """Compile (if needed, against Hudi 0.15.0) and run `<name>.main(args)` with `bundle` on the class
+    path (another Hudi version's, for a program whose calls both have); returns the finished process."""
     classes = compile_program(name)
-    cmd = ["java", *JAVA_OPENS, "-cp", classpath([classes]), name, *args]
+    cmd = ["java", *JAVA_OPENS, "-cp", classpath([classes], bundle), name, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     if check and proc.returncode != 0:
         raise AssertionError(
