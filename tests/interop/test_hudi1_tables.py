@@ -1074,3 +1074,40 @@ def test_a_capped_clean_retains_what_hudi_1_2s_capped_clean_retains(hudi1: HudiJ
         deleted = set(before) - set(_digests(theirs))
         assert deleted and set(_digests(ours)) == set(_digests(theirs))
     assert hudi_rows(hudi1, ours) == hudi_rows(hudi1, theirs)
+
+
+@pytest.mark.hudi1_only("1.2.0")  # empty clean commits are new in Hudi 1.2
+def test_an_empty_clean_hudi_1_2_commits_is_read_as_the_anchor_of_the_next_clean(
+    hudi1: HudiJvm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hoodie.write.empty.clean.interval.hours`: on an append-only table Hudi 1.2.0's clean that
+    deletes nothing still completes, recording an earliest commit to retain and no partition. `check`,
+    `archive --dry-run` and our clean read it; our next clean scans incrementally from its anchor."""
+    base = tmp_path / "appends"
+    options = {**writer_options("appends", "COPY_ON_WRITE", False), "hoodie.table.services.enabled": "false"}
+    for batch in range(4):
+        insert = {**options, "hoodie.datasource.write.operation": "insert"}
+        hudi1.write(base, rows(range(batch * 10, batch * 10 + 10), batch), SCHEMA, insert)
+    name = f"appends_{next(_copies)}"
+    hudi1.sql(f"create table {name} using hudi location '{base}'")
+    empty = "hoodie.write.empty.clean.interval.hours=1"
+    hudi1.sql(f"call run_clean(table => '{name}', retain_commits => 1, options => '{empty},{NO_MDT}')")
+    [clean] = completed_instants(base, "clean")
+    table = HudiTable.open(str(base))
+    [instant] = table.load_timeline().by_actions([Action.CLEAN]).completed().instants
+    metadata = table.facts_reader.metadata(instant, codecs.CleanMetadata)
+    assert metadata.total_files_deleted == 0 and not metadata.partition_metadata
+    assert metadata.earliest_commit_to_retain  # an anchor all the same
+    utc = ["--base-path", str(base), "--timezone", "UTC", "--json"]
+    for command in (["check"], ["archive", "--dry-run"], ["status"]):
+        capsys.readouterr()
+        assert main([*command, *utc]) in (0, 2), command  # 2: check says a service is refused
+        json.loads(capsys.readouterr().out)
+    hudi1.write(
+        base, rows(range(0, 5), 9), SCHEMA, {**options, "hoodie.datasource.write.operation": "upsert"}
+    )
+    capsys.readouterr()
+    assert main(["clean", *utc, "--hoodie-conf=hoodie.cleaner.commits.retained=1", "--dry-run"]) == 0
+    [planned] = json.loads(capsys.readouterr().out)["cleans"] or [{"incremental": True}]
+    assert planned["incremental"], planned  # from the empty clean's earliest commit to retain
+    assert clean[0] < instant.timestamp or clean[0] == instant.timestamp
