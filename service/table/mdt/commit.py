@@ -350,12 +350,10 @@ def forget_rolled_back_instant(storage: Storage, data_timeline: Timeline, instan
     is what this service writes and what Java writes on storage without append), then X's MDT
     instant files. A completed MDT compaction at or after X holds X's records in its base file:
     refused, as `HoodieBackedTableMetadataWriter.validateRollback` refuses it."""
-    config = load_table_config(storage)
-    if not mdt_sync_required(config):
+    found = mdt_state(storage, data_timeline, instant_time)
+    if found is None:
         return
-    state = check_mdt(
-        storage, config, TableFormat.for_table(config, storage.base_uri), data_timeline, instant_time
-    )
+    config, state = found
     compacted = compacted_after(state.timeline, instant_time)
     if compacted is not None:
         raise UnsupportedTableError(
@@ -365,6 +363,18 @@ def forget_rolled_back_instant(storage: Storage, data_timeline: Timeline, instan
         )
     _remove_blocks_of(storage, state, instant_time)
     delete_deltacommit_files(storage, state, instant_time)
+
+
+def mdt_state(
+    storage: Storage, data_timeline: Timeline, instant_time: str
+) -> tuple[TableConfig, MdtState] | None:
+    """The table's config (re-read) and its MDT as `check_mdt` reads it for work on data instant
+    `instant_time`; None when the table keeps no metadata table in sync."""
+    config = load_table_config(storage)
+    if not mdt_sync_required(config):
+        return None
+    table_format = TableFormat.for_table(config, storage.base_uri)
+    return config, check_mdt(storage, config, table_format, data_timeline, instant_time)
 
 
 def compacted_after(mdt_timeline: Timeline, instant_time: str) -> str | None:

@@ -36,6 +36,7 @@ from service.table.mdt.commit import (
     compacted_after,
     delete_deltacommit_files,
     forget_rolled_back_instant,
+    mdt_state,
     mdt_sync_required,
     sync_files_partition,
 )
@@ -223,12 +224,10 @@ def check_clean_forgettable(storage: Storage, data_timeline: Timeline, clean_tim
     """Refuse (PlanRefusedError, before anything changes) to undo clean `clean_time` when the metadata
     table compacted at or after its deltacommit: the compaction folded the clean's deletions into a
     base file, and no rollback takes them out (`HoodieBackedTableMetadataWriter.validateRollback`)."""
-    config = load_table_config(storage)
-    if not mdt_sync_required(config):
+    found = mdt_state(storage, data_timeline, clean_time)
+    if found is None:
         return
-    state = check_mdt(
-        storage, config, TableFormat.for_table(config, storage.base_uri), data_timeline, clean_time
-    )
+    config, state = found
     compacted = compacted_after(state.timeline, clean_time)
     if compacted is not None:
         raise PlanRefusedError(
@@ -246,14 +245,13 @@ def forget_clean(
     indexes) list what the undone clean had removed: on version 6 by deleting its blocks' log files
     and its instant files (`forget_rolled_back_instant`), on versions 8 and 9 by the MDT's own rollback
     of it, as a data rollback does (`_rollback_in_mdt`), at a new MDT instant time. Idempotent."""
-    config = load_table_config(storage)
-    if not mdt_sync_required(config):
+    found = mdt_state(storage, data_timeline, clean_time)
+    if found is None:
         return
-    table_format = TableFormat.for_table(config, storage.base_uri)
-    if not table_format.mdt.rollback_as_mdt_rollback:
+    config, state = found
+    if not state.mdt.rollback_as_mdt_rollback:
         forget_rolled_back_instant(storage, data_timeline, clean_time)
         return
-    state = check_mdt(storage, config, table_format, data_timeline, clean_time)
     pending = [
         i
         for i in state.timeline.by_actions((Action.ROLLBACK,)).pending()
