@@ -387,6 +387,8 @@ class TableTicker:
         passed since this replica last ran it (a replica taking the table over runs it at once: every
         step is safe to repeat). What it rolled back and moved is in the run history and the log."""
         section = runtime.entry.settings.repair
+        if not section.enabled:
+            return Outcome.DONE  # opt-in: a table that did not ask is never repaired
         if runtime.repaired_at is not None and now - runtime.repaired_at < section.interval:
             return Outcome.DONE
         table, lock, zone = runtime.open()
