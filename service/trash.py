@@ -33,7 +33,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -278,6 +278,10 @@ def purge(
     deleted; the files are deleted outside it."""
     purged = []
     for run in runs(storage, cleans=cleans):
+        if now - _named_time(run) < retention - _NAME_ZONE_MARGIN:
+            continue  # young by its name: no read, no lock (the daemon looks at every cleaning tick)
+        if not _purgeable(storage, run, now, retention):
+            continue
         guard = lock if lock is not None else contextlib.nullcontext()
         with guard:
             if not _purgeable(storage, run, now, retention):
@@ -286,6 +290,18 @@ def purge(
         storage.delete_dir(run_dir(run))
         purged.append(run)
     return purged
+
+
+# A run's name carries its time: a repair run's in UTC (`new_run_id`), a clean's as its instant, in the
+# timeline's zone, at most 14 hours off UTC. Names only skip runs surely too young; the manifest's
+# `created_at` decides.
+_NAME_ZONE_MARGIN = timedelta(hours=15)
+
+
+def _named_time(run: str) -> datetime:
+    match = CLEAN_RUN.fullmatch(run)
+    stamp = match.group(1)[:14] if match is not None else run[:14]
+    return datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
 
 
 def _purgeable(storage: Storage, run: str, now: datetime, retention: timedelta) -> bool:

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+from service import trash
 from service.cleaning import CleanOptions
 from service.cli import main
+from service.table.table import HudiTable
 from service.trash import TRASH_DIR
 from tests.clean.helpers import NOW, fid, make_cleaner
 from tests.support.crash_at import run_killed_at
@@ -155,3 +157,23 @@ def test_a_clean_killed_midway_through_its_moves_loses_nothing_and_the_next_run_
     assert _by_name(final) == _by_name(before) and len(final) == len(before)  # each file once
     assert _undo(t.base, resumed["instant_time"], capsys) == 0
     assert _tree(t.base) == before
+
+
+def test_a_young_trash_run_costs_the_purge_no_read_and_no_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon purges at every cleaning tick: a run its name shows to be young is skipped without
+    reading its folder or manifest and without the table lock."""
+    t = _table(tmp_path)
+    props = {"hoodie.cleaner.commits.retained": 1}
+    keep = CleanOptions(trash_retention=timedelta(hours=24))
+    make_cleaner(t.base, props, keep, now=NOW).run()
+    storage = HudiTable.open(str(t.base)).storage
+    reads: list[str] = []
+    real_list, real_read = storage.list_file_names, storage.read_bytes
+    monkeypatch.setattr(storage, "list_file_names", lambda rel: reads.append(rel) or real_list(rel))
+    monkeypatch.setattr(storage, "read_bytes", lambda rel: reads.append(rel) or real_read(rel))
+    assert trash.purge(storage, NOW + timedelta(hours=1), timedelta(hours=24), cleans=True) == []
+    assert reads == []
+    assert trash.purge(storage, NOW + timedelta(hours=25), timedelta(hours=24), cleans=True) != []
+    assert reads  # an old one is read, checked and emptied
