@@ -24,17 +24,21 @@ nothing is lost either way.
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable
 from datetime import datetime, tzinfo
 
 from service import trash
 from service.errors import PlanRefusedError, TrashRunMissingError
 from service.lock.base import TableLock
+from service.table import codecs
 from service.table.instant import Action, Instant, State
 from service.table.mdt.rollback import check_clean_forgettable, forget_clean
 from service.table.table import HudiTable
 
 log = logging.getLogger(__name__)
+
+_NOT_WHOLE = "it cannot be undone whole, and nothing was changed"
 
 
 def undo_clean(
@@ -69,6 +73,8 @@ def undo_clean(
                 "cleaning.trash_retention_hours (clean --trash-retention-hours), or its retention "
                 "passed and they were deleted"
             ) from None
+        if not resuming:
+            _check_whole(table, mine[-1], manifest)
         check_clean_forgettable(storage, timeline, instant_time)
         trash.undo(storage, run)
         forget_clean(storage, timeline, instant_time, now=now(), tz=zone)
@@ -81,6 +87,35 @@ def undo_clean(
             )
     log.info("%s: clean %s undone, %d files back in place", where, instant_time, len(manifest.entries))
     return manifest
+
+
+def _check_whole(table: HudiTable, clean: Instant, manifest: trash.TrashManifest) -> None:
+    """Refuse, before anything changes, an undo that could not bring back every file the clean
+    deleted: once the clean is off the timeline, Hudi's readers (through the metadata table too)
+    expect every one of them again. Each file the clean's metadata records as deleted must be in the
+    manifest, and each entry whole in the trash or back in place (a run whose moves did not complete,
+    or a file missing from both, is refused by name)."""
+    storage = table.storage
+    where = f"table {table.name!r}: clean {clean.timestamp}"
+    run_files = set(storage.list_file_names(trash.run_dir(manifest.run)))
+    if trash.COMPLETED not in run_files:
+        raise PlanRefusedError(
+            f"{where}: its trash run {manifest.run} never completed; it cannot be undone whole"
+        )
+    recorded = {e.path for e in manifest.entries}
+    metadata = table.facts_reader.metadata(clean, codecs.CleanMetadata)
+    for partition, outcome in metadata.partition_metadata.items():
+        for name in outcome.success_delete_files:
+            path = f"{partition}/{posixpath.basename(name)}" if partition else posixpath.basename(name)
+            if path not in recorded:
+                raise PlanRefusedError(
+                    f"{where}: deleted {path} without the trash; it cannot be undone whole"
+                )
+    for entry in manifest.entries:
+        if storage.status(entry.trash) is None and storage.status(entry.path) is None:
+            raise PlanRefusedError(
+                f"{where}: {entry.path} is neither in the trash nor in place; {_NOT_WHOLE}"
+            )
 
 
 def _undone(table: HudiTable, run: str) -> bool:

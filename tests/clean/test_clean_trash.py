@@ -177,3 +177,20 @@ def test_a_young_trash_run_costs_the_purge_no_read_and_no_lock(
     assert reads == []
     assert trash.purge(storage, NOW + timedelta(hours=25), timedelta(hours=24), cleans=True) != []
     assert reads  # an old one is read, checked and emptied
+
+
+def test_an_undo_that_could_not_bring_every_file_back_is_refused_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the clean is off the timeline, Hudi's readers expect every file it deleted again: a file
+    gone from the trash (here deleted by hand) makes the undo refuse before anything moves."""
+    t = _table(tmp_path)
+    [clean] = _clean(t.base, capsys, *TRASH)["cleans"]
+    run = t.base / TRASH_DIR / f"clean-{clean['instant_time']}" / "files"
+    lost = sorted(run.rglob("*.parquet"))[0]
+    lost.unlink()
+    tree, timeline = _tree(t.base), _timeline(t.base)
+    caplog.set_level(logging.ERROR)
+    assert _undo(t.base, clean["instant_time"], capsys) == 1
+    assert "is neither in the trash nor in place" in caplog.text and lost.name in caplog.text
+    assert _tree(t.base) == tree and _timeline(t.base) == timeline
