@@ -9,12 +9,13 @@ and warns about unknown keys with the closest known one. Every failure is a Conf
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo
@@ -153,6 +154,8 @@ class DaemonSettings(_Model):
     # The writers' zone for tables with a LOCAL timeline (a table entry's `timezone` overrides it);
     # unset: this machine's zone, as the CLI and Java's services use their JVM's (`service.config.zones`).
     timezone: str | None = None
+    # How often the `discover:` roots are scanned for tables that appeared or disappeared.
+    discovery_interval_seconds: float = Field(default=300.0, gt=0)
 
     @field_validator("timezone")
     @classmethod
@@ -179,6 +182,58 @@ class TableSettings(_Model):
         return _check_zone(value)
 
 
+class TableTemplate(_Model):
+    """What a discovered table is served with: a table entry without its name and base path."""
+
+    timezone: str | None = None
+    hoodie: dict[str, HoodieValue] = Field(default_factory=dict)
+    clustering: ClusteringSchedule = Field(default_factory=ClusteringSchedule)
+    cleaning: CleaningSchedule = Field(default_factory=CleaningSchedule)
+    compaction: CompactionSchedule = Field(default_factory=CompactionSchedule)
+    archival: ArchivalSchedule = Field(default_factory=ArchivalSchedule)
+    repair: RepairSchedule = Field(default_factory=RepairSchedule)
+
+    @field_validator("timezone")
+    @classmethod
+    def _iana_zone(cls, value: str | None) -> str | None:
+        return _check_zone(value)
+
+    def settings(self, name: str, base_path: str, storage_options: Mapping[str, str]) -> TableSettings:
+        return TableSettings(
+            name=name, base_path=base_path, storage_options=dict(storage_options), **self.model_dump()
+        )
+
+
+class DiscoveryRule(_Model):
+    """Tables whose path under the root matches `match` (fnmatch: `*` crosses folders) get `table`."""
+
+    match: str = Field(min_length=1)
+    table: TableTemplate = Field(default_factory=TableTemplate)
+
+
+class DiscoveryRoot(_Model):
+    """`discover:` one root (a local path or a URI: s3a://bucket/prefix) scanned for Hudi tables, as
+    Hudi's multi-table runner's `--auto-discovery` does: every folder holding `.hoodie/hoodie.properties`
+    up to `max_depth` folders down, whose path under the root matches an `include` pattern and no
+    `exclude` one (fnmatch). Each is served with the first matching rule's `table`, else `table`."""
+
+    root: str = Field(min_length=1)
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    include: tuple[str, ...] = ("*",)
+    exclude: tuple[str, ...] = ()
+    max_depth: int = Field(default=4, ge=1, le=16)
+    rules: tuple[DiscoveryRule, ...] = ()
+    table: TableTemplate = Field(default_factory=TableTemplate)
+
+    def template_for(self, rel: str) -> TableTemplate:
+        return next((r.table for r in self.rules if fnmatch.fnmatchcase(rel, r.match)), self.table)
+
+    def wants(self, rel: str) -> bool:
+        return any(fnmatch.fnmatchcase(rel, p) for p in self.include) and not any(
+            fnmatch.fnmatchcase(rel, p) for p in self.exclude
+        )
+
+
 def _check_zone(value: str | None) -> str | None:
     if value is not None and named_zone(value) is None:
         raise ValueError(f"{value!r} is not a known IANA time zone")
@@ -189,6 +244,7 @@ class DaemonFile(_Model):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     defaults: dict[str, HoodieValue] = Field(default_factory=dict)
     tables: list[TableSettings] = Field(default_factory=list)
+    discover: list[DiscoveryRoot] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_tables(self) -> DaemonFile:
@@ -251,6 +307,26 @@ class DaemonConfig:
     tables: tuple[TableEntry, ...]
     # `daemon.lock.properties` under `defaults`, lock keys only: the cluster's ZooKeeper settings.
     cluster_lock_properties: Mapping[str, HoodieValue] = field(default_factory=dict)
+    # The roots scanned for tables (`service.discovery`), and what a found table's entry inherits.
+    discover: tuple[DiscoveryRoot, ...] = ()
+    file: DaemonFile | None = None
+    # Tables found under `discover` roots, beside the file's own (`with_discovered`).
+    discovered: tuple[TableEntry, ...] = ()
+
+    def with_discovered(self, found: list[TableSettings]) -> DaemonConfig:
+        """This config serving `found` too: each becomes an entry as a `tables:` entry would, under the
+        same defaults; one whose base path or name a listed table has is left to that one."""
+        assert self.file is not None, "only a config read from a file discovers"
+        listed_paths = {e.settings.base_path.rstrip("/") for e in self.tables if e not in self.discovered}
+        listed_names = {e.name for e in self.tables if e not in self.discovered}
+        own = tuple(e for e in self.tables if e not in self.discovered)
+        machine = machine_zone()
+        entries = tuple(
+            _entry(settings, self.file, self.path, machine)
+            for settings in found
+            if settings.base_path.rstrip("/") not in listed_paths and settings.name not in listed_names
+        )
+        return replace(self, tables=own + entries, discovered=entries)
 
     def table(self, name: str) -> TableEntry:
         for entry in self.tables:
@@ -285,22 +361,27 @@ def parse_daemon_config(text: str, source: str = "<config>") -> DaemonConfig:
         model = DaemonFile.model_validate(document)
     except ValidationError as exc:
         raise ConfigError(f"{source}: invalid daemon config: {_describe(exc, document)}") from None
-    lock = model.daemon.lock
     machine = machine_zone()
-    entries = []
-    for table in model.tables:
-        mapping = {**lock.properties, **model.defaults, **table.hoodie}
-        try:
-            hoodie = HoodieConfig.from_mapping(mapping, table.name)
-            if lock.provider == "zookeeper":
-                ZookeeperLockSettings.from_hoodie_props(hoodie.effective(), table.name)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
-        zone = choose_zone(table.timezone, model.daemon.timezone, machine)
-        inherited = [mapping, lock.provider, model.daemon.timezone]
-        fingerprint = hashlib.sha256(json.dumps([table.model_dump(), *inherited], sort_keys=True).encode())
-        entries.append(TableEntry(table, hoodie, fingerprint.hexdigest(), zone))
-    return DaemonConfig(source, model.daemon, tuple(entries), model.cluster_lock_properties())
+    entries = tuple(_entry(table, model, source, machine) for table in model.tables)
+    return DaemonConfig(
+        source, model.daemon, entries, model.cluster_lock_properties(), tuple(model.discover), model
+    )
+
+
+def _entry(table: TableSettings, model: DaemonFile, source: str, machine: ZoneChoice | None) -> TableEntry:
+    """A served table's entry: its `hoodie.*` resolved over the defaults and lock keys, its zone."""
+    lock = model.daemon.lock
+    mapping = {**lock.properties, **model.defaults, **table.hoodie}
+    try:
+        hoodie = HoodieConfig.from_mapping(mapping, table.name)
+        if lock.provider == "zookeeper":
+            ZookeeperLockSettings.from_hoodie_props(hoodie.effective(), table.name)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    zone = choose_zone(table.timezone, model.daemon.timezone, machine)
+    inherited = [mapping, lock.provider, model.daemon.timezone]
+    fingerprint = hashlib.sha256(json.dumps([table.model_dump(), *inherited], sort_keys=True).encode())
+    return TableEntry(table, hoodie, fingerprint.hexdigest(), zone)
 
 
 def _describe(exc: ValidationError, document: Mapping[str, object]) -> str:

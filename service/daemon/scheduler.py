@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from service.clock import Clock, utc_now
 from service.config.daemon import DaemonConfig, TableEntry, load_daemon_config
+from service.daemon.discovery_state import Discovery
 from service.daemon.history import RunHistory
 from service.daemon.membership import ClusterZookeeper, HeldListener, Membership
 from service.daemon.reload import RESTART_ONLY, ConfigWatch, table_changes
@@ -32,6 +33,7 @@ from service.daemon.status_api import StatusSource
 from service.daemon.status_page import serve
 from service.daemon.tick import TableTicker
 from service.daemon.tick_gate import TickGate, default_capacity
+from service.discovery import settings_of
 from service.errors import ConfigError
 from service.executor import SparkExecutor
 from service.lock.kazoo_pool import KazooClientPool
@@ -84,6 +86,7 @@ class Daemon:
         self.status = StatusSource(
             lambda: self.runtimes, self.history, self._next_tick, clock,
             holds=lambda name: self.membership is None or self.membership.holds(name),
+            discovery=lambda: self.discovery.to_json() if self.config.discover else None,
         )  # fmt: skip
         metrics = settings.metrics
         self.http = (
@@ -110,6 +113,7 @@ class Daemon:
         self.metrics.config_reload_success.set(1)
         self._watch = ConfigWatch(config.path)
         self._reload_guard = threading.Lock()
+        self.discovery = Discovery()
         if settings.lock.provider == "in-process":
             log.warning(
                 "lock provider in-process: the table services exclude only this process's threads; "
@@ -131,6 +135,16 @@ class Daemon:
                 id="config-watch",
                 name="config watch",
                 executor="control",
+            )
+        if self.config.discover:
+            self._scheduler.add_job(
+                self.discover_now,
+                "interval",
+                seconds=self.config.daemon.discovery_interval_seconds,
+                id="discovery",
+                name="table discovery",
+                executor="control",
+                next_run_time=datetime.now(UTC),
             )
         if self.membership is not None:
             self.membership.start()
@@ -183,9 +197,25 @@ class Daemon:
                 self.metrics.config_reload_failures.inc()
                 log.error("config reload failed; the running config is kept: %s", exc)
                 return False
-            self.apply_config(new)
+            self.apply_config(new.with_discovered(self.discovery.settings) if new.discover else new)
             self.metrics.config_reload_success.set(1)
             return True
+
+    def discover_now(self) -> None:
+        """One pass over the `discover:` roots (`service.discovery`): tables that appeared are served,
+        those that disappeared are dropped, live; a root that cannot be listed keeps what it found."""
+        with self._reload_guard:
+            config = self.config
+            listed = {e.name for e in config.tables if e not in config.discovered}
+            found = self.discovery.scan(config.discover, self.clock())
+            new = config.with_discovered(settings_of(found, listed))
+            before = {e.settings.base_path: e.name for e in config.discovered}
+            after = {e.settings.base_path: e.name for e in new.discovered}
+            self.discovery.settings = [e.settings for e in new.discovered]
+            if {e.name: e.fingerprint for e in new.tables} == {e.name: e.fingerprint for e in config.tables}:
+                return
+            self.discovery.record(self.clock(), before, after)
+            self.apply_config(new)
 
     def apply_config(self, new: DaemonConfig) -> None:
         """Add, remove and re-tune tables without a restart; a changed entry starts with a clean slate."""

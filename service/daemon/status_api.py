@@ -60,6 +60,8 @@ class StatusSource:
     now: Callable[[], datetime]
     # Whether this replica serves the table (`daemon.cluster`); its state is then what it last saw.
     holds: Callable[[str], bool] = lambda name: True
+    # The `discover:` roots' last passes and the tables that appeared or disappeared; None: no roots.
+    discovery: Callable[[], dict[str, Any] | None] = lambda: None
 
     def table_state(self, runtime: TableRuntime, now: datetime) -> str:
         if runtime.quarantined:
@@ -134,7 +136,14 @@ class StatusSource:
     def tables(self) -> dict[str, Any]:
         now = self.now()
         runtimes = self.runtimes()
-        return {"generated_at": _iso(now), "tables": [self.table(runtimes[n], now) for n in sorted(runtimes)]}
+        out: dict[str, Any] = {
+            "generated_at": _iso(now),
+            "tables": [self.table(runtimes[n], now) for n in sorted(runtimes)],
+        }
+        discovery = self.discovery()
+        if discovery is not None:
+            out["discovery"] = discovery
+        return out
 
     def table_detail(self, name: str) -> dict[str, Any] | None:
         runtime = self.runtimes().get(name)

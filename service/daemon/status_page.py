@@ -291,8 +291,27 @@ def render(source: StatusSource) -> str:
         f"<p class='muted'>{len(details)} tables, as of <time datetime='{escape(generated)}'>"
         f"{escape(generated)}</time>; "
         "JSON at <a href='/api/v1/tables'>/api/v1/tables</a></p>"
+        f"{_discovery(overview.get('discovery'))}"
         f"{sections or '<p>no tables configured</p>'}</body></html>"
     )
+
+
+def _discovery(discovery: dict[str, Any] | None) -> str:
+    """The `discover:` roots (tables found, last pass, error) and the tables that came and went."""
+    if discovery is None:
+        return ""
+    roots = "".join(
+        f"<li class='root'>{escape(r['root'])}: {r['tables']} tables, scanned {_text(r['scanned_at'])}"
+        + (f"; <span class='error'>{escape(r['error'])}</span>" if r["error"] else "")
+        + "</li>"
+        for r in discovery["roots"]
+    )
+    events = "".join(
+        f"<li class='discovered' data-event='{escape(e['event'])}'>{escape(e['at'])} "
+        f"<b>{escape(e['table'])}</b> {escape(e['event'])} ({escape(e['base_path'])})</li>"
+        for e in discovery["events"]
+    )
+    return f"<section class='discovery'><h2>discovery</h2><ul>{roots}</ul><ul>{events}</ul></section>"
 
 
 API_PREFIX = "/api/v1/tables"
