@@ -2,7 +2,8 @@
 `--auto-discovery` finds them: a folder holding `.hoodie/hoodie.properties` is a table (nothing below
 it is looked at), found breadth first up to `max_depth` folders under the root; folders whose names
 start with `.` or `_` are skipped (Hudi's own, Spark's `_temporary`). A pass lists each folder once
-(one LIST per folder on an object store) and reads each table's `hoodie.properties` for its name.
+(one LIST per folder on an object store: a table is a folder whose listing holds `.hoodie/`) and reads
+each table's `hoodie.properties` once, for its name.
 
 Names: `hoodie.table.name`; two tables of one name (or one a listed table has) are told apart by a
 short digest of their path. A root that cannot be listed is an error of that root alone: what it
@@ -37,27 +38,29 @@ class Found:
 
 
 def scan(root: DiscoveryRoot) -> list[Found]:
-    """The tables under `root` its include and exclude patterns keep, in path order."""
+    """The tables under `root` its include and exclude patterns keep, in path order. Each folder is
+    listed once (a table is a folder whose listing holds `.hoodie/`), and each kept table's
+    `hoodie.properties` read once; nothing below a table is listed."""
     storage = Storage.for_base_uri(root.root, root.storage_options)
     found: list[Found] = []
     level = [""]
-    for _ in range(root.max_depth):
+    for depth in range(root.max_depth + 1):
         below: list[str] = []
         for folder in level:
-            for entry in storage.list_dir(folder):
-                if not entry.is_dir or entry.name.startswith((".", "_")):
-                    continue
-                rel = posixpath.join(folder, entry.name) if folder else entry.name
-                properties = storage.status(f"{rel}/{PROPERTIES}")
-                if properties is None:
-                    below.append(rel)
-                    continue
-                if root.wants(rel):
-                    name = _table_name(storage, rel)
-                    found.append(Found(root, rel, _join(root.root, rel), name))
+            entries = storage.list_dir(folder)
+            if folder and any(e.is_dir and e.name == ".hoodie" for e in entries):
+                if root.wants(folder):
+                    name = _table_name(storage, folder)
+                    if name is not None:
+                        found.append(Found(root, folder, _join(root.root, folder), name))
+                continue  # never below a table
+            if depth < root.max_depth:
+                below += [
+                    posixpath.join(folder, e.name) if folder else e.name
+                    for e in entries
+                    if e.is_dir and not e.name.startswith((".", "_"))
+                ]
         level = below
-        if not level:
-            break
     return sorted(found, key=lambda f: f.rel)
 
 
@@ -76,13 +79,17 @@ def settings_of(found: Iterable[Found], taken: Iterable[str] = ()) -> list[Table
     return out
 
 
-def _table_name(storage: Storage, rel: str) -> str:
+def _table_name(storage: Storage, rel: str) -> str | None:
+    """`hoodie.table.name` (the folder's name when the file does not say); None when there is no
+    `hoodie.properties`: a `.hoodie` folder without it is no table Hudi opens."""
     try:
-        properties = java_properties.loads(storage.read_bytes(f"{rel}/{PROPERTIES}").decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        text = storage.read_bytes(f"{rel}/{PROPERTIES}").decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
         log.warning("%s: hoodie.properties unreadable (%s); named by its folder", storage.qualify(rel), exc)
-        properties = {}
-    return str(properties.get("hoodie.table.name") or posixpath.basename(rel))
+        return posixpath.basename(rel)
+    return str(java_properties.loads(text).get("hoodie.table.name") or posixpath.basename(rel))
 
 
 def _join(root: str, rel: str) -> str:

@@ -10,11 +10,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow.fs as pafs
 import pytest
 from prometheus_client import CollectorRegistry
 
-from service.config.daemon import load_daemon_config, parse_daemon_config
+from bench.s3_proxy import CountingProxy
+from service.config.daemon import DiscoveryRoot, load_daemon_config, parse_daemon_config
 from service.daemon import Daemon, status_page
+from service.discovery import scan
 from service.table.storage import Storage
 from tests.clean.helpers import fid
 from tests.support.fixtures import FileSpec, FixtureTable, ts
@@ -158,3 +161,26 @@ def test_a_running_daemon_discovers_at_start_and_at_its_interval(tmp_path: Path)
         wait_until(lambda: set(daemon.runtimes) == {"orders", "returns"}, timeout_s=30, what="a later pass")
     finally:
         assert daemon.stop(grace_seconds=10)
+
+
+def test_a_discovery_pass_lists_each_folder_once_and_reads_each_tables_properties_once(
+    tmp_path: Path, s3_endpoint: str
+) -> None:
+    """Behind the counting proxy: `orders` and `sales/eu`, `sales/us` under the root (and `scratch`,
+    excluded, and `notes/deep`, no table): one LIST per folder down to the tables (the root, orders,
+    sales, sales/eu, sales/us, scratch, scratch/try, notes, notes/deep), nothing below a table, one
+    read (HEAD and GET) per kept table's `hoodie.properties`, no other request."""
+    fs = s3_filesystem(s3_endpoint)
+    fs.create_dir("counted")
+    for rel, name in (("orders", "orders"), ("sales/eu", "eu"), ("sales/us", "us"), ("scratch/try", "try")):
+        _table(tmp_path / rel, name)
+        pafs.copy_files(str(tmp_path / rel), f"counted/lake/{rel}", pafs.LocalFileSystem(), fs)
+    fs.create_dir("counted/lake/notes/deep")
+    fs.open_output_stream("counted/lake/notes/deep/readme.txt").close()
+    with CountingProxy(s3_endpoint) as proxy:
+        root = DiscoveryRoot(root="s3a://counted/lake", storage_options=s3_options(proxy.endpoint),
+                             exclude=("scratch/*",))  # fmt: skip
+        with proxy.counting() as counts:
+            found = scan(root)
+    assert [f.rel for f in found] == ["orders", "sales/eu", "sales/us"]
+    assert {k: v for k, v in counts.items() if v} == {"LIST": 9, "HEAD": 3, "GET": 3}  # a read: HEAD, GET
