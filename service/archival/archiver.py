@@ -95,8 +95,13 @@ def archive(
             merge_small_files(table.storage, archive_location(table), config.archival)
         if table.layout.history_dir is not None:
             # `TimelineArchiverV2.archiveIfRequired`: after the active files, the history's layers.
-            # At Hudi 1.x's default batch (`hoodie.timeline.compaction.batch.size`, a 1.x-only key).
-            compact_and_clean(table.storage, table.layout.history_dir)
+            archival = config.archival
+            compact_and_clean(
+                table.storage,
+                table.layout.history_dir,
+                archival.timeline_compaction_batch_size,
+                archival.manifests_retained,
+            )
     return ArchiveResult(window, data_file, deleted)
 
 

@@ -186,6 +186,10 @@ class ArchivalConfig:
     merge_enable: bool = False
     merge_small_file_limit_bytes: int = 20 * 1024 * 1024
     merge_files_batch_size: int = 10
+    # Versions 8 and 9 (the LSM history, `LSMTimelineWriter`): files merged per layer compaction, and
+    # manifest snapshots kept beside those a run's compactions add (Hudi 1.2's key; 3 before it).
+    timeline_compaction_batch_size: int = 10
+    manifests_retained: int = 3
 
     @classmethod
     def from_reader(cls, r: KeyReader) -> ArchivalConfig:
@@ -199,6 +203,8 @@ class ArchivalConfig:
             merge_enable=r.get_bool("hoodie.archive.merge.enable"),
             merge_small_file_limit_bytes=r.get_int("hoodie.archive.merge.small.file.limit.bytes"),
             merge_files_batch_size=r.get_int("hoodie.archive.merge.files.batch.size"),
+            timeline_compaction_batch_size=r.get_int("hoodie.timeline.compaction.batch.size"),
+            manifests_retained=r.get_int("hoodie.timeline.manifest.retained.versions"),
         )
         if config.max_commits_to_keep <= config.min_commits_to_keep:
             # HoodieWriteConfig.validate() refuses this too.

@@ -154,17 +154,23 @@ def update_manifest(
     return version
 
 
-def compact_and_clean(storage: Storage, history_dir: str, batch: int = COMPACTION_BATCH_SIZE) -> list[str]:
-    """`LSMTimelineWriter.compactAndClean`: while a layer holds `batch` files or more, its oldest (by
-    name) are merged into one file of the next layer, the cascade going on upwards; then snapshots
-    beyond the newest `MANIFESTS_RETAINED` plus one per compaction are deleted, and every data file
-    none of the kept snapshots lists. Returns the files written."""
+def compact_and_clean(
+    storage: Storage,
+    history_dir: str,
+    batch: int = COMPACTION_BATCH_SIZE,
+    retained: int = MANIFESTS_RETAINED,
+) -> list[str]:
+    """`LSMTimelineWriter.compactAndClean`: while a layer holds `batch` files or more
+    (`hoodie.timeline.compaction.batch.size`), its oldest (by name) are merged into one file of the
+    next layer, the cascade going on upwards; then snapshots beyond the newest `retained`
+    (`hoodie.timeline.manifest.retained.versions`) plus one per compaction are deleted, and every
+    data file none of the kept snapshots lists. Returns the files written."""
     written: list[str] = []
     layer = LAYER_ZERO
     while (name := _compact_layer(storage, history_dir, layer, batch)) is not None:
         written.append(name)
         layer += 1
-    _clean(storage, history_dir, MANIFESTS_RETAINED + len(written))
+    _clean(storage, history_dir, retained + len(written))
     return written
 
 

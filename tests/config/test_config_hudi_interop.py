@@ -52,12 +52,13 @@ def hudi_properties() -> dict[str, dict[str, object]]:
 
 def test_registry_defaults_and_alternatives_equal_hudi(hudi_properties: dict[str, dict[str, object]]) -> None:
     """Every key against the Hudi release it names as its first (0.15.0 unless a later one added it:
-    those are checked against Hudi 1.2.0's own config classes, and must be absent from 0.15.0)."""
-    newer = _properties(hudi_bundle("1.2.0"))
+    those are checked against Hudi 1.0.2's or 1.2.0's own config classes, and must be absent from
+    0.15.0)."""
+    newer = {v: _properties(hudi_bundle(v)) for v in ("1.0.2", "1.2.0")}
     for name, spec in HOODIE_KEYS.items():
         if spec.since != "0.15.0":
-            assert spec.since == "1.2.0" and name not in hudi_properties, name
-        source = hudi_properties if spec.since == "0.15.0" else newer
+            assert spec.since in newer and name not in hudi_properties, name
+        source = hudi_properties if spec.since == "0.15.0" else newer[spec.since]
         assert name in source, f"{name} is not a Hudi {spec.since} key"
         hudi = source[name]
         assert spec.default == hudi["default"], name

@@ -108,3 +108,28 @@ def test_ten_layer_zero_files_merge_into_layer_one_and_what_they_replaced_goes(t
     assert on_disk() == sorted([*names[10:], merged, "_version_", *(f"manifest_{v}" for v in range(14, 17))])
     found = read_archived_instants(storage, HISTORY, [_action(n).instant_time for n in range(1, 16)])
     assert len(found) == 15
+
+
+def test_the_writers_batch_and_manifest_retention_settings_are_honoured(tmp_path: Path) -> None:
+    """`hoodie.timeline.compaction.batch.size=2` merges two files of a layer at a time, one batch per
+    layer per run as Java's `compactAndClean` does, the cascade going up;
+    `hoodie.timeline.manifest.retained.versions=1` keeps one snapshot besides those compactions add."""
+    storage = Storage.for_base_uri(str(tmp_path))
+
+    def merged(a: int, b: int, layer: int) -> str:
+        return f"{_action(a).instant_time}_{_action(b).instant_time}_{layer}.parquet"
+
+    def manifests() -> int:
+        return sum(1 for p in (tmp_path / HISTORY).iterdir() if p.name.startswith("manifest_"))
+
+    names = [write_archived_actions(storage, HISTORY, [_action(n)]) for n in range(1, 5)]
+    assert compact_and_clean(storage, HISTORY, batch=2, retained=1) == [merged(1, 2, 1)]
+    assert [f.file_name for f in read_latest_manifest(storage, HISTORY).files] == [
+        *names[2:],
+        merged(1, 2, 1),
+    ]
+    assert manifests() == 2
+    assert compact_and_clean(storage, HISTORY, batch=2, retained=1) == [merged(3, 4, 1), merged(1, 4, 2)]
+    assert [f.file_name for f in read_latest_manifest(storage, HISTORY).files] == [merged(1, 4, 2)]
+    assert manifests() == 3
+    assert len(read_archived_instants(storage, HISTORY, [_action(n).instant_time for n in range(1, 5)])) == 4
