@@ -205,8 +205,9 @@ class _QuietHandler(WSGIRequestHandler):
         log.debug("http %s", format % args)
 
 
-# An extra route: the request path → (status line, content type, body), None when it is not served.
-Route = Callable[[str], tuple[str, str, bytes] | None]
+# An extra route: the request path and query string → (status line, content type, body), None when it
+# is not served.
+Route = Callable[[str, str], tuple[str, str, bytes] | None]
 
 
 class MetricsServer:
@@ -268,7 +269,7 @@ class MetricsServer:
             return _text(start_response, "503 Service Unavailable", "not ready\n")
         if self._routes is not None and environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
             try:
-                served = self._routes(path)
+                served = self._routes(path, environ.get("QUERY_STRING", ""))
             except Exception:
                 log.exception("http %s failed", path)
                 return _text(start_response, "500 Internal Server Error", "internal error\n")

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from service.blockers import blocker_json
+from service.daemon.fleet import ALL_FIRST_PAGE, TableQuery, select
 from service.daemon.history import RunHistory
 from service.daemon.runtime import Phase, TableRuntime, TableService
 from service.table.timeline import parse_instant_time
@@ -133,12 +134,16 @@ class StatusSource:
             "files": sizes.to_json() if sizes is not None else None,
         }
 
-    def tables(self) -> dict[str, Any]:
+    def tables(self, query: TableQuery = ALL_FIRST_PAGE) -> dict[str, Any]:
+        """The fleet's summary and one page of its tables, filtered and sorted (`service.daemon.fleet`)."""
         now = self.now()
-        runtimes = self.runtimes()
+        page, total, summary = select(self.runtimes(), lambda r: self.table_state(r, now), query, now)
         out: dict[str, Any] = {
             "generated_at": _iso(now),
-            "tables": [self.table(runtimes[n], now) for n in sorted(runtimes)],
+            "summary": summary,
+            "query": query.to_json(),
+            "total": total,
+            "tables": [self.table(runtime, now) for runtime in page],
         }
         discovery = self.discovery()
         if discovery is not None:

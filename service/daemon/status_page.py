@@ -14,10 +14,13 @@ import math
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
+from urllib.parse import urlencode
 
 from service.archival.report import held_by_text
 from service.daemon.file_sizes import BUCKET_BOUNDS, bucket_index, bucket_label
+from service.daemon.fleet import ALL_FIRST_PAGE, SORTS, QueryError, TableQuery
 from service.daemon.run_log import size
+from service.daemon.runtime import TableService
 from service.daemon.status_api import StatusSource
 
 STATE_COLOURS = {
@@ -278,22 +281,83 @@ def _section(table: dict[str, Any], now: datetime) -> str:
     )
 
 
-def render(source: StatusSource) -> str:
-    overview = source.tables()
+def render(source: StatusSource, query: TableQuery = ALL_FIRST_PAGE) -> str:
+    """The fleet's summary, the filter, and one page of table cards (`service.daemon.fleet`)."""
+    overview = source.tables(query)
     details = [source.table_detail(t["name"]) for t in overview["tables"]]
     generated = overview["generated_at"] or ""
     now = datetime.fromisoformat(generated) if generated else datetime.now(UTC)
     sections = "".join(_section(d, now) for d in details if d is not None)
+    summary = overview["summary"]
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta http-equiv='refresh' content='30'><title>hudi-table-service</title>"
         f"<style>{_STYLE}</style></head><body><h1>hudi-table-service</h1>"
-        f"<p class='muted'>{len(details)} tables, as of <time datetime='{escape(generated)}'>"
+        f"<p class='muted'>{summary['tables']} tables, as of <time datetime='{escape(generated)}'>"
         f"{escape(generated)}</time>; "
         "JSON at <a href='/api/v1/tables'>/api/v1/tables</a></p>"
-        f"{_discovery(overview.get('discovery'))}"
-        f"{sections or '<p>no tables configured</p>'}</body></html>"
+        f"{_summary(summary)}{_discovery(overview.get('discovery'))}{_filter(query, overview['total'])}"
+        f"{sections or '<p>no tables configured</p>'}{_pager(query, overview['total'])}</body></html>"
     )
+
+
+def _summary(summary: dict[str, Any]) -> str:
+    """Tables per state (each a link to them), those on hold or failing, the most indebted."""
+    states = " ".join(
+        f"<a class='count' href='/?{urlencode({'state': state})}'>{escape(state)}: {n}</a>"
+        for state, n in summary["states"].items()
+    )
+
+    def names(label: str, tables: list[str]) -> str:
+        if not tables:
+            return ""
+        shown = ", ".join(escape(t) for t in tables[:20]) + (" ..." if len(tables) > 20 else "")
+        return f"<p class='{label.replace(' ', '-')}'>{label}: {shown}</p>"
+
+    indebted = "".join(
+        f"<li>{escape(key.replace('_', ' '))}: "
+        + ", ".join(f"{escape(row['table'])} ({row[key]:g})" for row in rows)
+        + f" <a href='/?{urlencode({'sort': key})}'>all by it</a></li>"
+        for key, rows in summary["most_indebted"].items()
+        if rows
+    )
+    return (
+        f"<section class='summary'><p class='states'>{states}</p>"
+        f"{names('on hold', summary['on_hold'])}{names('failing', summary['failing'])}"
+        f"<p class='blocked'>blocked: {summary['blocked']}</p>"
+        f"{f'<ul class=indebted>{indebted}</ul>' if indebted else ''}</section>"
+    )
+
+
+def _filter(query: TableQuery, total: int) -> str:
+    def option(value: str, chosen: str | None) -> str:
+        return f"<option{' selected' if value == chosen else ''}>{escape(value)}</option>"
+
+    states = "".join(option(s, query.state) for s in STATE_COLOURS)
+    services = "".join(option(str(s), query.service) for s in TableService)
+    sorts = "".join(option(s, query.sort) for s in SORTS)
+    return (
+        "<form class='filter' method='get' action='/'>"
+        f"<input name='q' placeholder='name' value='{escape(query.name or '')}'>"
+        f"<select name='state'><option value=''>any state</option>{states}</select>"
+        f"<select name='service'><option value=''>any service</option>{services}</select>"
+        f"<select name='sort'>{sorts}</select><button>show</button> "
+        f"<span class='total'>{total} matching</span></form>"
+    )
+
+
+def _pager(query: TableQuery, total: int) -> str:
+    pages = max(1, -(-total // query.per_page))
+    if pages == 1:
+        return ""
+    params = {k: v for k, v in query.to_json().items() if v not in (None, "") and k != "page"}
+
+    def link(page: int, text: str) -> str:
+        return f"<a class='page' href='/?{urlencode({**params, 'page': page})}'>{text}</a>"
+
+    back = link(query.page - 1, "previous") if query.page > 1 else ""
+    forward = link(query.page + 1, "next") if query.page < pages else ""
+    return f"<p class='pager'>{back} page {query.page} of {pages} {forward}</p>"
 
 
 def _discovery(discovery: dict[str, Any] | None) -> str:
@@ -317,12 +381,18 @@ def _discovery(discovery: dict[str, Any] | None) -> str:
 API_PREFIX = "/api/v1/tables"
 
 
-def serve(source: StatusSource, path: str) -> tuple[str, str, bytes] | None:
-    """`/`, `/api/v1/tables` and `/api/v1/tables/{name}` (the `MetricsServer` route); None otherwise."""
-    if path in ("/", "/index.html"):
-        return "200 OK", "text/html; charset=utf-8", render(source).encode()
-    if path.rstrip("/") == API_PREFIX:
-        return _json("200 OK", source.tables())
+def serve(source: StatusSource, path: str, query: str = "") -> tuple[str, str, bytes] | None:
+    """`/`, `/api/v1/tables` and `/api/v1/tables/{name}` (the `MetricsServer` route); None otherwise.
+    The first two take `state`, `service`, `q` (part of a name), `sort`, `page` and `per_page`."""
+    if path in ("/", "/index.html", API_PREFIX, API_PREFIX + "/"):
+        try:
+            # Blank fields of the page's form mean "any".
+            parsed = TableQuery.parse("&".join(p for p in query.split("&") if p and not p.endswith("=")))
+        except QueryError as exc:
+            return _json("400 Bad Request", {"error": str(exc)})
+        if path.startswith(API_PREFIX):
+            return _json("200 OK", source.tables(parsed))
+        return "200 OK", "text/html; charset=utf-8", render(source, parsed).encode()
     if path.startswith(API_PREFIX + "/"):
         name = path[len(API_PREFIX) + 1 :].rstrip("/")
         detail = source.table_detail(name)
