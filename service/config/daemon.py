@@ -163,10 +163,10 @@ class DaemonSettings(_Model):
         return _check_zone(value)
 
 
-class TableSettings(_Model):
-    name: str = Field(min_length=1)
-    base_path: str = Field(min_length=1)
-    storage_options: dict[str, str] = Field(default_factory=dict)
+class TableTemplate(_Model):
+    """What a table is served with: a table entry without its name and where it is (a discovered
+    table's, from its root's rule)."""
+
     # The writers' zone for a LOCAL timeline; unset: `daemon.timezone`, else this machine's zone.
     timezone: str | None = None
     hoodie: dict[str, HoodieValue] = Field(default_factory=dict)
@@ -181,27 +181,19 @@ class TableSettings(_Model):
     def _iana_zone(cls, value: str | None) -> str | None:
         return _check_zone(value)
 
-
-class TableTemplate(_Model):
-    """What a discovered table is served with: a table entry without its name and base path."""
-
-    timezone: str | None = None
-    hoodie: dict[str, HoodieValue] = Field(default_factory=dict)
-    clustering: ClusteringSchedule = Field(default_factory=ClusteringSchedule)
-    cleaning: CleaningSchedule = Field(default_factory=CleaningSchedule)
-    compaction: CompactionSchedule = Field(default_factory=CompactionSchedule)
-    archival: ArchivalSchedule = Field(default_factory=ArchivalSchedule)
-    repair: RepairSchedule = Field(default_factory=RepairSchedule)
-
-    @field_validator("timezone")
-    @classmethod
-    def _iana_zone(cls, value: str | None) -> str | None:
-        return _check_zone(value)
-
     def settings(self, name: str, base_path: str, storage_options: Mapping[str, str]) -> TableSettings:
+        template = {k: v for k, v in self.model_dump().items() if k in TableTemplate.model_fields}
         return TableSettings(
-            name=name, base_path=base_path, storage_options=dict(storage_options), **self.model_dump()
+            name=name, base_path=base_path, storage_options=dict(storage_options), **template
         )
+
+
+class TableSettings(TableTemplate):
+    """A served table's entry: where it is, and what it is served with."""
+
+    name: str = Field(min_length=1)
+    base_path: str = Field(min_length=1)
+    storage_options: dict[str, str] = Field(default_factory=dict)
 
 
 class DiscoveryRule(_Model):
