@@ -204,10 +204,11 @@ class Daemon:
     def discover_now(self) -> None:
         """One pass over the `discover:` roots (`service.discovery`): tables that appeared are served,
         those that disappeared are dropped, live; a root that cannot be listed keeps what it found."""
+        # The listings (slow on an object store) outside the guard: a reload need not wait for them.
+        found = self.discovery.scan(self.config.discover, self.clock())
         with self._reload_guard:
             config = self.config
             listed = {e.name for e in config.tables if e not in config.discovered}
-            found = self.discovery.scan(config.discover, self.clock())
             new = config.with_discovered(settings_of(found, listed))
             before = {e.settings.base_path: e.name for e in config.discovered}
             after = {e.settings.base_path: e.name for e in new.discovered}
