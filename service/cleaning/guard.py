@@ -28,6 +28,7 @@ from service.errors import PlanRefusedError, VolumeBreakerError
 from service.table.data_files import parse_base_file, parse_log_file
 from service.table.fs_view import FileSystemView
 from service.table.table import HudiTable
+from service.table.timeline import Timeline
 from strategies.cleaning import (
     VolumeCount,
     count_volume,
@@ -63,69 +64,120 @@ def check_plan(
     force: bool,
 ) -> CheckedPlan:
     """Validate a plan's base-relative paths against a view listing at least the plan's partitions."""
-    committed = committed_file_sizes(view)
-    uncommitted = frozenset(view.uncommitted_files)
-    present: dict[str, int] = {}
-    for partition, paths in files.items():
-        for path in paths:
-            _check_data_file(table, instant, partition, path)
-            if path in uncommitted:
-                raise PlanRefusedError(
-                    f"table {table.name!r}: clean {instant} names {table.storage.qualify(path)}, a file of a "
-                    "pending or failed write, not of a committed file slice; refused"
-                )
-            if path in committed:
-                present[path] = committed[path]
-    refuse_latest_snapshot_targets(table.name, instant, present, view)
-    live = live_file_sizes(view)
-    suspects = suspect_replaced_groups(view)
-    if suspects:
-        named = ", ".join(f"{p}/{f}" for p, f in suspects[:5])
-        log.warning(
-            "table %s: clean %s: %d file group(s) a replacecommit names as replaced were written to by a "
-            "later instant (%s); the volume breaker counts them as live",
-            table.name, instant, len(suspects), named,
-        )  # fmt: skip
-    volume = count_volume(present, live, suspects)
-    if force:
-        # `--force` runs the plan whatever its volume: the whole-table count below would only feed
-        # a breaker that is off, at one LIST per partition of the table on an object store.
-        return CheckedPlan(present, volume)
-    if not view_lists_every_partition and volume.fraction > max_delete_fraction:
-        # Over the limit within the listed partitions only: count the whole table before deciding.
-        # Its view, not a raw listing: which files belong to live file groups is the view's to say
-        # (through the metadata table when served, as the planner lists). The listed partitions'
-        # live files stay counted even if that listing lags behind storage.
-        whole = table.load_view(view.timeline)
-        suspects = tuple(sorted({*suspects, *suspect_replaced_groups(whole)}))
-        volume = count_volume(present, {**live_file_sizes(whole), **live}, suspects)
-    reason = volume_refusal(table.name, instant, volume, max_delete_fraction)
-    if reason is None:
-        return CheckedPlan(present, volume)
-    digest = plan_digest(files)
-    if digest in approved_digests(table.storage):  # listed only for a plan over the limit
-        log.info(
-            "table %s: clean %s passes the volume breaker by its approval %s", table.name, instant, digest
-        )
-        return CheckedPlan(present, volume, approval=digest)
-    counts = {
-        "files_to_delete": volume.files_to_delete,
-        "live_files": volume.live_files,
-        "bytes_to_delete": volume.bytes_to_delete,
-        "live_bytes": volume.live_bytes,
-        "replaced_files": volume.replaced_files,
-        "fraction": round(volume.fraction, 4),
-        "limit": max_delete_fraction,
-        "partitions": {p: len(paths) for p, paths in sorted(files.items()) if paths},
-    }
-    approve = approve_command(table, digest)
-    raise VolumeBreakerError(
-        f"{reason}; held: approve exactly this plan once with `{approve}` after checking the cleaning "
-        "policy and retention (or pass --force)",
-        digest=digest,
-        counts=counts,
-        approve=approve,
+    checker = PlanChecker(table, instant)
+    checker.add(files, view)
+    return checker.finish(
+        files,
+        view_lists_every_partition=view_lists_every_partition,
+        max_delete_fraction=max_delete_fraction,
+        force=force,
     )
+
+
+class PlanChecker:
+    """`check_plan` a batch of partitions at a time: `add` each batch's files with the view of its
+    partitions (disjoint batches, `HudiTable.iter_views`), then `finish` with the whole plan. Held
+    between batches: the present files' sizes and the breaker's counts, never a view."""
+
+    def __init__(self, table: HudiTable, instant: str) -> None:
+        self.table = table
+        self.instant = instant
+        self.present: dict[str, int] = {}
+        self.volume = VolumeCount(0, 0, 0, 0)
+        self.listed: set[str] = set()
+        self.timeline: Timeline | None = None
+
+    def add(self, files: Mapping[str, Sequence[str]], view: FileSystemView) -> None:
+        """Rules 1 and 2 for `files` (the plan's paths in `view`'s partitions), and the breaker's
+        count of `view`'s live file groups."""
+        table, instant = self.table, self.instant
+        committed = committed_file_sizes(view)
+        uncommitted = frozenset(view.uncommitted_files)
+        present: dict[str, int] = {}
+        for partition, paths in files.items():
+            for path in paths:
+                _check_data_file(table, instant, partition, path)
+                if path in uncommitted:
+                    raise PlanRefusedError(
+                        f"table {table.name!r}: clean {instant} names {table.storage.qualify(path)}, a file "
+                        "of a pending or failed write, not of a committed file slice; refused"
+                    )
+                if path in committed:
+                    present[path] = committed[path]
+        refuse_latest_snapshot_targets(table.name, instant, present, view)
+        suspects = suspect_replaced_groups(view)
+        if suspects:
+            named = ", ".join(f"{p}/{f}" for p, f in suspects[:5])
+            log.warning(
+                "table %s: clean %s: %d file group(s) a replacecommit names as replaced were written to by "
+                "a later instant (%s); the volume breaker counts them as live",
+                table.name, instant, len(suspects), named,
+            )  # fmt: skip
+        self.volume = self.volume + count_volume(present, live_file_sizes(view), suspects)
+        self.present.update(present)
+        self.listed.update(view.partitions)
+        self.timeline = view.timeline
+
+    def finish(
+        self,
+        files: Mapping[str, Sequence[str]],
+        *,
+        view_lists_every_partition: bool,
+        max_delete_fraction: float,
+        force: bool,
+    ) -> CheckedPlan:
+        """Rule 3, the volume breaker, for the whole plan `files` once every batch was added."""
+        table, instant, volume = self.table, self.instant, self.volume
+        if force:
+            # `--force` runs the plan whatever its volume: the whole-table count below would only feed
+            # a breaker that is off, at one LIST per partition of the table on an object store.
+            return CheckedPlan(self.present, volume)
+        if not view_lists_every_partition and volume.fraction > max_delete_fraction:
+            # Over the limit within the listed partitions only: count the rest of the table before
+            # deciding. Its views, not a raw listing: which files belong to live file groups is the
+            # view's to say (through the metadata table when served, as the planner lists). The listed
+            # partitions keep the count of the views the plan was checked on.
+            for whole in table.iter_views(self.timeline):
+                rest = [p for p in whole.partitions if p not in self.listed]
+                if rest:
+                    volume = volume + count_volume({}, *_live_in(whole, frozenset(rest)))
+        reason = volume_refusal(table.name, instant, volume, max_delete_fraction)
+        if reason is None:
+            return CheckedPlan(self.present, volume)
+        digest = plan_digest(files)
+        if digest in approved_digests(table.storage):  # listed only for a plan over the limit
+            log.info(
+                "table %s: clean %s passes the volume breaker by its approval %s", table.name, instant, digest
+            )
+            return CheckedPlan(self.present, volume, approval=digest)
+        counts = {
+            "files_to_delete": volume.files_to_delete,
+            "live_files": volume.live_files,
+            "bytes_to_delete": volume.bytes_to_delete,
+            "live_bytes": volume.live_bytes,
+            "replaced_files": volume.replaced_files,
+            "fraction": round(volume.fraction, 4),
+            "limit": max_delete_fraction,
+            "partitions": {p: len(paths) for p, paths in sorted(files.items()) if paths},
+        }
+        approve = approve_command(table, digest)
+        raise VolumeBreakerError(
+            f"{reason}; held: approve exactly this plan once with `{approve}` after checking the cleaning "
+            "policy and retention (or pass --force)",
+            digest=digest,
+            counts=counts,
+            approve=approve,
+        )
+
+
+def _live_in(
+    view: FileSystemView, partitions: frozenset[str]
+) -> tuple[dict[str, int], tuple[tuple[str, str], ...]]:
+    """`live_file_sizes` and `suspect_replaced_groups` of `view`, restricted to `partitions`."""
+    live = live_file_sizes(view)
+    live = {path: size for path, size in live.items() if posixpath.dirname(path) in partitions}
+    suspects = tuple(fg for fg in suspect_replaced_groups(view) if fg[0] in partitions)
+    return live, suspects
 
 
 def held_json(exc: VolumeBreakerError) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from service import trash
 from service.cleaning.approvals import consume_approval
 from service.cleaning.deleter import DeleteFn, delete_files
 from service.cleaning.failed_writes import rollback_failed_writes
-from service.cleaning.guard import CheckedPlan, check_plan
+from service.cleaning.guard import CheckedPlan, PlanChecker, check_plan
 from service.cleaning.records import (
     PartitionOutcome,
     StoredPlan,
@@ -58,7 +58,7 @@ from service.table.properties import TableConfig
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema_of, schema_commit_path
 from service.table.timeline import Timeline, complete_instant, create_instant_file, next_instant_time
-from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, LastClean, clean_due, plan_clean
+from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, CleanPlanning, LastClean, clean_due
 from strategies.cleaning.trigger import commits_since_last_clean
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,13 @@ class Cleaner:
             return self._not_due_reason(), None, None
         now = self.now()
         snapshot = load_clean_snapshot(self.table, timeline, clean, now, self.zone)
-        plan = plan_clean(snapshot, clean, now)
+        # Planned and checked a batch of partitions at a time: one batch's view is held, not the table's.
+        planning = CleanPlanning(snapshot, clean, now)
+        checker = PlanChecker(self.table, "(new plan)")
+        for view in snapshot.views:
+            batch = planning.add(view)
+            checker.add({p: tuple(t.path for t in targets) for p, targets in batch.items()}, view)
+        plan = planning.plan()
         if plan is None:
             return "nothing to clean", None, None
         files = _planned_files(plan)
@@ -233,11 +239,8 @@ class Cleaner:
             set(files) | set(plan.partitions_to_be_deleted),
             may_be_gone=files_of_pending_cleans(self.table, timeline),
         )
-        checked = check_plan(
-            self.table,
-            "(new plan)",
+        checked = checker.finish(
             files,
-            snapshot.view,
             view_lists_every_partition=snapshot.listed_partitions is None,
             max_delete_fraction=self.options.max_delete_fraction,
             force=self.options.force,

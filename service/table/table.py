@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 
@@ -21,6 +21,10 @@ from service.table.storage import FileStatus, Storage
 from service.table.table_format import TableFormat
 from service.table.timeline import WRITE_ACTIONS, Timeline, load_timeline
 from service.table.timeline_facts import TimelineFactsReader
+
+# Files per view of `HudiTable.iter_views`: about 70 MB of view objects (measured on the cleaning
+# benchmark's table), whatever the table's size.
+VIEW_BATCH_FILES = 100_000
 
 
 def refuse_unreproduced_merge(config: TableConfig, base_uri: str) -> None:
@@ -130,54 +134,72 @@ class HudiTable:
         return self.format.lists_through_mdt and files_partition_served(self.config)
 
     def list_partitions(self, only: Iterable[str] | None = None) -> dict[str, list[FileStatus]]:
-        """Partition path → data files directly in it, as Hudi's file-system view lists them.
+        """Partition path → data files directly in it, as Hudi's file-system view lists them
+        (`iter_listings`, whole)."""
+        return dict(self.iter_listings(only))
 
-        With the metadata table's `files` partition served, the listing is the MDT's
-        (`HoodieBackedTableMetadata.getAllPartitionPaths` / `getAllFilesInPartition`): a few reads
-        instead of a LIST per partition; it holds only files of completed instants. Otherwise storage
-        is listed (`list_storage_partitions`). `only` restricts the listing to the given partitions
-        (incremental cleaning).
+    def iter_listings(
+        self, only: Iterable[str] | None = None, *, from_storage: bool = False
+    ) -> Iterator[tuple[str, list[FileStatus]]]:
+        """(partition path, data files directly in it), a partition at a time, as Hudi's file-system
+        view lists them: what is not yet yielded is not held (a planner working partition by
+        partition holds one batch of the table, `iter_views`).
+
+        With the metadata table's `files` partition served (and not `from_storage`), the listing is
+        the MDT's (`HoodieBackedTableMetadata.getAllPartitionPaths` / `getAllFilesInPartition`): a
+        few reads instead of a LIST per partition; it holds only files of completed instants. Otherwise
+        storage is listed (`iter_storage_listings`). `only` restricts the listing to the given
+        partitions (incremental cleaning).
         """
-        if not self.lists_through_mdt:
-            return self.list_storage_partitions(only)
+        if from_storage or not self.lists_through_mdt:
+            yield from self.iter_storage_listings(only)
+            return
         listing = list_partitions_via_mdt(self.storage)
-        wanted = listing.keys() if only is None else [p for p in only if p in listing]
-        return {
-            partition: [
-                FileStatus(posixpath.join(partition, name), size, False)
-                for name, size in listing[partition].items()
-            ]
-            for partition in wanted
-        }
+        wanted = list(listing) if only is None else [p for p in only if p in listing]
+        for partition in wanted:
+            # Dropped from the decoded listing once yielded: the statuses replace it.
+            names = listing.pop(partition)
+            yield (
+                partition,
+                [FileStatus(posixpath.join(partition, name), size, False) for name, size in names.items()],
+            )
 
     def list_storage_partitions(self, only: Iterable[str] | None = None) -> dict[str, list[FileStatus]]:
-        """Partition path → files directly in it on storage, partitions discovered as Java's
+        """Partition path → files directly in it on storage (`iter_storage_listings`, whole)."""
+        return dict(self.iter_storage_listings(only))
+
+    def iter_storage_listings(
+        self, only: Iterable[str] | None = None
+    ) -> Iterator[tuple[str, list[FileStatus]]]:
+        """(partition path, files directly in it on storage), partitions discovered as Java's
         `FSUtils.getAllPartitionPaths` does: by partition metafiles. Files of pending and failed
         writes are listed too (rollback deletes them; the view sets them apart as uncommitted).
 
-        `only` restricts the listing to the given partitions.
+        `only` restricts the listing to the given partitions (a LIST each). Without it, each folder at
+        the top of the table is walked recursively (the requests of one recursive listing) and its
+        partitions yielded before the next is walked: memory holds one top-level folder's files.
         """
         if only is not None:
-            listing: dict[str, list[FileStatus]] = {}
             for partition in only:
                 files = [f for f in self.storage.list_dir(partition) if not f.is_dir]
                 if any(f.name.startswith(PARTITION_METAFILE_PREFIX) for f in files):
-                    listing[partition] = files
-            return listing
-        by_dir: dict[str, list[FileStatus]] = {}
+                    yield partition, files
+            return
+        top: list[FileStatus] = []
         for entry in self.storage.list_dir(""):
-            if entry.is_dir:
-                if entry.name.startswith(METAFOLDER):
-                    continue
-                for status in self.storage.walk_files(entry.path):
-                    by_dir.setdefault(posixpath.dirname(status.path), []).append(status)
-            else:
-                by_dir.setdefault("", []).append(entry)
-        return {
-            directory: files
-            for directory, files in by_dir.items()
-            if any(f.name.startswith(PARTITION_METAFILE_PREFIX) for f in files)
-        }
+            if not entry.is_dir:
+                top.append(entry)
+                continue
+            if entry.name.startswith(METAFOLDER):
+                continue
+            by_dir: dict[str, list[FileStatus]] = {}
+            for status in self.storage.walk_files(entry.path):
+                by_dir.setdefault(posixpath.dirname(status.path), []).append(status)
+            for directory, files in by_dir.items():
+                if any(f.name.startswith(PARTITION_METAFILE_PREFIX) for f in files):
+                    yield directory, files
+        if any(f.name.startswith(PARTITION_METAFILE_PREFIX) for f in top):
+            yield "", top
 
     def load_view(
         self,
@@ -186,20 +208,51 @@ class HudiTable:
         *,
         from_storage: bool = False,
     ) -> FileSystemView:
-        """The file-system view over `list_partitions` (`from_storage`: over the storage listing)."""
+        """The file-system view over `iter_listings` (`from_storage`: over the storage listing), whole."""
         timeline = timeline if timeline is not None else self.load_timeline()
-        facts = self.facts_reader.read(timeline)
-        lister = self.list_storage_partitions if from_storage else self.list_partitions
-        listing = lister(partitions)
+        listing = dict(self.iter_listings(partitions, from_storage=from_storage))
+        return self._build_view(timeline, listing, self._base_files_written(timeline))
+
+    def iter_views(
+        self,
+        timeline: Timeline | None = None,
+        partitions: Iterable[str] | None = None,
+        *,
+        from_storage: bool = False,
+        batch_files: int | None = None,
+    ) -> Iterator[FileSystemView]:
+        """The file-system view of `load_view`, as views of disjoint batches of whole partitions of
+        about `batch_files` files each (default `VIEW_BATCH_FILES`; a partition is never split), at
+        least one (maybe empty): a planner that works partition by partition holds one batch, not the
+        table."""
+        batch_files = batch_files or VIEW_BATCH_FILES
+        timeline = timeline if timeline is not None else self.load_timeline()
+        written = self._base_files_written(timeline)
+        batch: dict[str, list[FileStatus]] = {}
+        files = 0
+        yielded = False
+        for partition, statuses in self.iter_listings(partitions, from_storage=from_storage):
+            batch[partition] = statuses
+            files += len(statuses)
+            if files >= batch_files:
+                yield self._build_view(timeline, batch, written)
+                yielded = True
+                batch, files = {}, 0
+        if batch or not yielded:
+            yield self._build_view(timeline, batch, written)
+
+    def _build_view(
+        self, timeline: Timeline, listing: Mapping[str, list[FileStatus]], written: BaseFilesWritten
+    ) -> FileSystemView:
         return FileSystemView.build(
             timeline,
             listing,
-            facts,
+            self.facts_reader.read(timeline),
             self.config.base_file_extension,
             table=self.name,
             logs_by_completion_time=self.layout.slices_logs_by_completion_time,
             history=self.history,
-            base_files_written=self._base_files_written(timeline),
+            base_files_written=written,
         )
 
     def _base_files_written(self, timeline: Timeline) -> BaseFilesWritten:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from service.config.cleaning import DEFAULT_MAX_DELETE_FRACTION
 from strategies.cleaning.partitions import PartitionScope, partitions_to_scan
 from strategies.cleaning.plan import CleanPlan, CleanTarget
-from strategies.cleaning.planner import plan_clean
+from strategies.cleaning.planner import CleanPlanning, plan_clean
 from strategies.cleaning.retention import RETENTION_ACTIONS, earliest_commit_to_retain
 from strategies.cleaning.safety import (
     VolumeCount,
@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_MAX_DELETE_FRACTION",
     "RETENTION_ACTIONS",
     "CleanPlan",
+    "CleanPlanning",
     "CleanSnapshot",
     "CleanTarget",
     "LastClean",

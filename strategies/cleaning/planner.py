@@ -51,58 +51,85 @@ def _filtered(partitions: Iterable[str], config: CleanConfig) -> list[str]:
 
 def plan_clean(snapshot: CleanSnapshot, config: CleanConfig, now: datetime) -> CleanPlan | None:
     """The clean plan for `snapshot`, or None when it would delete no file (Hudi saves no plan then)."""
-    timeline = snapshot.timeline
-    previous = previous_retained(snapshot.last_clean)
-    ectr = earliest_commit_to_retain(timeline, config, now, snapshot.timeline_zone, previous)
-    scope = partitions_to_scan(
-        timeline, ectr, snapshot.last_clean, snapshot.commit_partitions, config, snapshot.partitioned
-    )
-    if scope.partitions is None:
-        if snapshot.listed_partitions is not None:
-            raise ValueError("a full clean scan needs a view that lists every partition")
-        partitions: Iterable[str] = _filtered(snapshot.view.partitions, config)
-    else:
-        if snapshot.listed_partitions is not None and not scope.partitions <= snapshot.listed_partitions:
-            missing = sorted(scope.partitions - snapshot.listed_partitions)
-            raise ValueError(f"the view does not list partitions {missing[:5]} the clean must scan")
-        partitions = scope.partitions
-    completed_commits = len(timeline.commits().completed())
-    rules = _PartitionRules(snapshot, config, ectr, completed_commits)
-    targets: dict[str, tuple[CleanTarget, ...]] = {}
-    to_delete: list[str] = []
-    scanned = 0
-    for partition in sorted(partitions):
-        scanned += 1
-        files, delete_partition = rules.files_to_clean(partition)
-        if files:
-            targets[partition] = files
-        if delete_partition:
-            to_delete.append(partition)
-    if not targets:
-        return None
-    last_completed = timeline.commits().completed().last
-    return CleanPlan(
-        policy=config.policy,
-        earliest_commit_to_retain=ectr,
-        last_completed_commit_timestamp=last_completed.timestamp if last_completed else "",
-        targets=targets,
-        partitions_to_be_deleted=tuple(to_delete),
-        incremental=scope.incremental,
-        partitions_scanned=scanned,
-        savepointed_timestamps=snapshot.savepoint_timestamps,
-    )
+    planning = CleanPlanning(snapshot, config, now)
+    for view in snapshot.views:
+        planning.add(view)
+    return planning.plan()
+
+
+class CleanPlanning:
+    """`plan_clean` a batch of partitions at a time: `add` each of the snapshot's views (disjoint
+    partitions), then `plan`. Held between batches: the targets found so far and the partitions to
+    delete, never a view (Java's `CleanPlanner` likewise plans partition by partition)."""
+
+    def __init__(self, snapshot: CleanSnapshot, config: CleanConfig, now: datetime) -> None:
+        timeline = snapshot.timeline
+        previous = previous_retained(snapshot.last_clean)
+        self.snapshot = snapshot
+        self.config = config
+        self.ectr = earliest_commit_to_retain(timeline, config, now, snapshot.timeline_zone, previous)
+        self.scope = partitions_to_scan(
+            timeline, self.ectr, snapshot.last_clean, snapshot.commit_partitions, config, snapshot.partitioned
+        )
+        listed = snapshot.listed_partitions
+        if self.scope.partitions is None:
+            if listed is not None:
+                raise ValueError("a full clean scan needs a view that lists every partition")
+            self.scanned = 0  # counted as the views come
+        else:
+            if listed is not None and not self.scope.partitions <= listed:
+                missing = sorted(self.scope.partitions - listed)
+                raise ValueError(f"the view does not list partitions {missing[:5]} the clean must scan")
+            # Partitions the commits name that are gone from storage are scanned too (nothing found).
+            self.scanned = len(self.scope.partitions)
+        self.completed_commits = len(timeline.commits().completed())
+        self.targets: dict[str, tuple[CleanTarget, ...]] = {}
+        self.to_delete: list[str] = []
+
+    def add(self, view: FileSystemView) -> dict[str, tuple[CleanTarget, ...]]:
+        """Plan the partitions of `view` the clean scans; returns their targets (also kept)."""
+        if self.scope.partitions is None:
+            partitions = _filtered(view.partitions, self.config)
+            self.scanned += len(partitions)
+        else:
+            partitions = [p for p in view.partitions if p in self.scope.partitions]
+        rules = _PartitionRules(self.snapshot, view, self.config, self.ectr, self.completed_commits)
+        batch: dict[str, tuple[CleanTarget, ...]] = {}
+        for partition in sorted(partitions):
+            files, delete_partition = rules.files_to_clean(partition)
+            if files:
+                batch[partition] = files
+            if delete_partition:
+                self.to_delete.append(partition)
+        self.targets.update(batch)
+        return batch
+
+    def plan(self) -> CleanPlan | None:
+        if not self.targets:
+            return None
+        last_completed = self.snapshot.timeline.commits().completed().last
+        return CleanPlan(
+            policy=self.config.policy,
+            earliest_commit_to_retain=self.ectr,
+            last_completed_commit_timestamp=last_completed.timestamp if last_completed else "",
+            targets=dict(sorted(self.targets.items())),
+            partitions_to_be_deleted=tuple(sorted(self.to_delete)),
+            incremental=self.scope.incremental,
+            partitions_scanned=self.scanned,
+            savepointed_timestamps=self.snapshot.savepoint_timestamps,
+        )
 
 
 @dataclass
 class _PartitionRules:
     snapshot: CleanSnapshot
+    view: FileSystemView
     config: CleanConfig
     ectr: Instant | None
     completed_commits: int
 
     def __post_init__(self) -> None:
-        view = self.snapshot.view
-        self.view: FileSystemView = view
+        view = self.view
         self.groups_by_partition: Mapping[str, list[FileGroup]] = _groups_by_partition(view)
         self.uncommitted_by_partition: Mapping[str, list[str]] = _uncommitted_by_partition(view)
         self.listed = frozenset(view.partitions)

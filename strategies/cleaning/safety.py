@@ -105,6 +105,17 @@ class VolumeCount:
     def fraction(self) -> float:
         return self.files_to_delete / self.live_files if self.live_files else 0.0
 
+    def __add__(self, other: VolumeCount) -> VolumeCount:
+        """The count of two disjoint sets of partitions (a plan checked a batch at a time)."""
+        return VolumeCount(
+            files_to_delete=self.files_to_delete + other.files_to_delete,
+            bytes_to_delete=self.bytes_to_delete + other.bytes_to_delete,
+            live_files=self.live_files + other.live_files,
+            live_bytes=self.live_bytes + other.live_bytes,
+            replaced_files=self.replaced_files + other.replaced_files,
+            suspect_groups=tuple(sorted((*self.suspect_groups, *other.suspect_groups))),
+        )
+
 
 def count_volume(
     targets: Mapping[str, int], live: Mapping[str, int], suspects: Iterable[tuple[str, str]] = ()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
-from service.table.fs_view import FileSystemView
+from service.table.fs_view import FileSystemView, TimelineFacts
 from service.table.timeline import Timeline
 
 
@@ -27,12 +27,16 @@ class LastClean:
 class CleanSnapshot:
     """The table as the planner sees it.
 
-    `view` must list every partition when the scan is full; for an incremental scan it may list
-    only the partitions to scan, which `listed_partitions` then names (None: the view lists all).
+    `views`: the file-system view, as views of disjoint batches of whole partitions
+    (`HudiTable.iter_views`), read once, in order: the planner holds one batch at a time, not the
+    table. Together they must list every partition when the scan is full; for an incremental scan
+    they may list only the partitions to scan, which `listed_partitions` then names (None: they list
+    all). `facts`: the timeline's facts every view was built with.
     """
 
     timeline: Timeline
-    view: FileSystemView
+    views: Iterable[FileSystemView]
+    facts: TimelineFacts
     timeline_zone: tzinfo
     # Completed commit/deltacommit/replacecommit timestamp -> partitions it wrote or replaced in.
     commit_partitions: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -45,4 +49,4 @@ class CleanSnapshot:
     @property
     def savepoint_timestamps(self) -> tuple[str, ...]:
         """Completed savepoints, oldest first."""
-        return tuple(sorted(self.view.facts.savepointed_files))
+        return tuple(sorted(self.facts.savepointed_files))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -474,3 +475,57 @@ def test_a_plan_is_checked_again_when_an_instant_landed_after_it_was_written(
     [clean] = _cleaner(tmp_path, {COMMITS: 1}).run().cleans
     assert clean.files_deleted == 4
     assert listings == ["a,b"]
+
+
+def _outcome(base: Path, props: dict[str, Any], options: CleanOptions) -> str:
+    """What a clean run says: its files and partitions, or why it was refused."""
+    try:
+        result = _cleaner(base, props, options).run()
+    except PlanRefusedError as exc:
+        return str(exc)
+    return repr([(c.files_planned, c.files_deleted, c.incremental, c.partitions) for c in result.cleans])
+
+
+@pytest.mark.parametrize("scenario", ["full_scan_held", "incremental_counted_whole", "replaced_left_out"])
+def test_a_clean_planned_a_partition_at_a_time_plans_and_counts_as_over_one_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    """The clean plans and checks a batch of partitions at a time (`HudiTable.iter_views`): with one
+    partition per batch, the plan, the volume breaker's counts (the whole-table recount of an
+    incremental clean too) and its refusals are those of a single view of the table."""
+    import service.table.table as table_module
+
+    outcomes = []
+    for batch in (table_module.VIEW_BATCH_FILES, 1):
+        monkeypatch.setattr(table_module, "VIEW_BATCH_FILES", batch)
+        base = tmp_path / str(batch)
+        t = FixtureTable(base)
+        if scenario == "full_scan_held":
+            _clustered_small_files(t)
+            for i in range(6, 10):
+                t.commit(ts(i), [FileSpec(p, fid(10 * n)) for n, p in enumerate("abc", start=1)])
+            props: dict[str, Any] = {VERSIONS: 1, "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS"}
+            options = CleanOptions()
+        else:
+            for i in range(1, 4):
+                t.commit(ts(i), [FileSpec(p, fid(n)) for n, p in enumerate("abcdef", start=1)])
+            if scenario == "replaced_left_out":
+                replaced = {p: [fid(n)] for n, p in enumerate("bcdef", start=2)}
+                t.replace(
+                    ts(3)[:-3] + "500", [], replaced, operation=codecs.WriteOperationType.DELETE_PARTITION
+                )
+            for i in (4, 5):
+                t.commit(ts(i), [FileSpec("a", fid(1))])
+            t.completed_clean(ts(6), earliest_commit_to_retain=ts(4), last_completed_commit=ts(5))
+            for i in (7, 8):
+                t.commit(ts(i), [FileSpec("a", fid(1))])
+            # Partition a alone: 5 of 7 (71%); the table: 5 of 22 (23%), or 5 of 7 with b-f replaced.
+            props, options = {COMMITS: 1}, CleanOptions(max_delete_fraction=0.3)
+        outcomes.append(_outcome(base, props, options).replace(str(base), "<base>"))
+    expected = {
+        "full_scan_held": r"12 of the 15 files of live file groups",
+        "incremental_counted_whole": r"\[\(5, 5, True",
+        "replaced_left_out": r"5 of the 7 files of live file groups",
+    }[scenario]
+    assert re.search(expected, outcomes[0]), outcomes[0]
+    assert outcomes[1] == outcomes[0]
