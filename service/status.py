@@ -5,17 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from service.clustering.attempts import failed_attempts
-from service.table.fs_view import FileSystemView
+from service.table.fs_view import FileSystemView, TimelineFacts
 from service.table.instant import Action
 from service.table.table import HudiTable
+from service.table.timeline import Timeline
 
 
 def table_status(table: HudiTable) -> dict[str, Any]:
     """One JSON-ready object; other tools parse it, so keys only ever get added."""
     timeline = table.load_timeline()
+    facts = table.facts_reader.read(timeline)
+    file_groups: list[dict[str, Any]] = []
+    replaced = uncommitted = 0
     # Storage's listing: `uncommitted_files` counts pending and failed writes' files, which the
-    # metadata table never lists.
-    view = table.load_view(timeline, from_storage=True)
+    # metadata table never lists. A batch of partitions at a time: the report's rows are held, never
+    # the whole table's view.
+    for view in table.iter_views(timeline, from_storage=True):
+        file_groups += _file_groups(view)
+        replaced += len(view.replaced_file_groups)
+        uncommitted += len(view.uncommitted_files)
+    file_groups.sort(key=lambda fg: (fg["partition_path"], fg["file_id"]))
     pending = timeline.pending()
     return {
         "table": {
@@ -39,33 +48,37 @@ def table_status(table: HudiTable) -> dict[str, Any]:
             }
             for i in timeline
         ],
-        "pending_clustering": _pending_clustering(table, view),
+        "pending_clustering": _pending_clustering(table, timeline, facts),
         "pending_clean": [
             {"timestamp": i.timestamp, "state": i.state.name} for i in pending.by_actions([Action.CLEAN])
         ],
-        "file_groups": [
-            {
-                "partition_path": fg.partition_path,
-                "file_id": fg.file_id,
-                "base_file": s.base_file.file_name if s.base_file else None,
-                "base_instant": s.base_instant_time,
-                "size_bytes": s.total_size_bytes,
-                # Hudi's `HoodieLogFile.getLogFileComparator` order (the order readers merge them in).
-                "log_files": [{"name": lf.file_name, "size_bytes": lf.size_bytes} for lf in s.log_files],
-            }
-            for fg in view.live_file_groups
-            if (s := fg.latest_slice) is not None
-        ],
-        "replaced_file_groups": len(view.replaced_file_groups),
-        "uncommitted_files": len(view.uncommitted_files),
+        "file_groups": file_groups,
+        "replaced_file_groups": replaced,
+        "uncommitted_files": uncommitted,
     }
 
 
-def _pending_clustering(table: HudiTable, view: FileSystemView) -> list[dict[str, Any]]:
+def _file_groups(view: FileSystemView) -> list[dict[str, Any]]:
+    return [
+        {
+            "partition_path": fg.partition_path,
+            "file_id": fg.file_id,
+            "base_file": s.base_file.file_name if s.base_file else None,
+            "base_instant": s.base_instant_time,
+            "size_bytes": s.total_size_bytes,
+            # Hudi's `HoodieLogFile.getLogFileComparator` order (the order readers merge them in).
+            "log_files": [{"name": lf.file_name, "size_bytes": lf.size_bytes} for lf in s.log_files],
+        }
+        for fg in view.live_file_groups
+        if (s := fg.latest_slice) is not None
+    ]
+
+
+def _pending_clustering(table: HudiTable, timeline: Timeline, facts: TimelineFacts) -> list[dict[str, Any]]:
     by_instant: dict[str, list[list[str]]] = {}
-    for (partition, file_id), instant in sorted(view.facts.pending_clustering.items()):
+    for (partition, file_id), instant in sorted(facts.pending_clustering.items()):
         by_instant.setdefault(instant, []).append([partition, file_id])
-    pending = view.timeline.pending().by_actions([Action.REPLACE_COMMIT, Action.CLUSTERING])
+    pending = timeline.pending().by_actions([Action.REPLACE_COMMIT, Action.CLUSTERING])
     state = {i.timestamp: i.state.name for i in pending}
     return [
         {
@@ -73,7 +86,7 @@ def _pending_clustering(table: HudiTable, view: FileSystemView) -> list[dict[str
             "state": state.get(ts, "REQUESTED"),
             "file_groups": groups,
             # Attempts rolled back with the plan kept (see service/clustering/attempts.py).
-            "failed_attempts": failed_attempts(table, view.timeline, ts),
+            "failed_attempts": failed_attempts(table, timeline, ts),
         }
         for ts, groups in sorted(by_instant.items())
     ]

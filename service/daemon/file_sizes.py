@@ -7,6 +7,7 @@ every file group not replaced (what Hudi's readers see); small means below
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,13 +41,18 @@ class FileSizes:
 
     @classmethod
     def of(
-        cls, view: FileSystemView, small_limit: int, as_of: str | None, target: int | None = None
+        cls, views: Iterable[FileSystemView], small_limit: int, as_of: str | None, target: int | None = None
     ) -> FileSizes:
-        sizes = [s.base_size_bytes for s in view.latest_file_slices() if s.base_file is not None]
+        """The latest base files of `views` (a table's batches of partitions, `HudiTable.iter_views`:
+        counted a batch at a time, so a large table's view is never held whole)."""
+        stats = FileStats()
         buckets = [0] * (len(BUCKET_BOUNDS) + 1)
-        for n in sizes:
-            buckets[bucket_index(n)] += 1
-        return cls(FileStats.of(sizes, small_limit), small_limit, tuple(buckets), as_of, target)
+        for view in views:
+            sizes = [s.base_size_bytes for s in view.latest_file_slices() if s.base_file is not None]
+            for n in sizes:
+                buckets[bucket_index(n)] += 1
+            stats = stats.plus(FileStats.of(sizes, small_limit))
+        return cls(stats, small_limit, tuple(buckets), as_of, target)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -674,7 +674,7 @@ class TableTicker:
                 return
         clustering = runtime.entry.hoodie.clustering
         limit, target = clustering.small_file_limit_bytes, clustering.target_file_max_bytes
-        sizes = FileSizes.of(table.load_view(timeline), limit, as_of, target)
+        sizes = FileSizes.of(table.iter_views(timeline), limit, as_of, target)
         runtime.file_sizes, runtime.file_sizes_measured_at = sizes, time.monotonic()
         self.metrics.small_files.labels(name).set(sizes.stats.small_files)
         self.metrics.small_file_bytes.labels(name).set(sizes.stats.small_bytes)

@@ -105,3 +105,37 @@ def test_metadata_partitions_the_service_does_not_sync_refuse_services_not_statu
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1
     assert re.search(message, errors[0]), errors[0]
+
+
+def test_status_and_file_sizes_read_a_partition_at_a_time_as_over_one_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`status` and the daemon's file sizes read the table a batch of partitions at a time
+    (`HudiTable.iter_views`): with one partition per batch they say what one view of the table says
+    (live groups in order, replaced groups, files of a pending write, a pending clustering)."""
+    import service.table.table as table_module
+    from service.daemon.file_sizes import FileSizes
+    from service.table.instant import State
+    from service.table.table import HudiTable
+    from service.table.timeline import Timeline
+    from tests.clean.helpers import fid
+
+    t = FixtureTable(tmp_path / "t")
+    t.commit(ts(1), [FileSpec(p, fid(n)) for n, p in enumerate("cab", start=1)])
+    t.commit(ts(2), [FileSpec(p, fid(n + 3), size_hint=4096) for n, p in enumerate("abc", start=1)])
+    t.replace(ts(3), [FileSpec("c", fid(9))], {"c": [fid(1)]})
+    t.pending_clustering(ts(4), [("a", fid(2)), ("a", fid(4))])
+    t.commit(ts(5), [FileSpec("b", fid(7))], state=State.INFLIGHT)
+    table = HudiTable.open(str(t.base))
+    reports, sizes = [], []
+    for batch in (table_module.VIEW_BATCH_FILES, 1):
+        monkeypatch.setattr(table_module, "VIEW_BATCH_FILES", batch)
+        assert main(["status", "--base-path", str(t.base), "--json"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+        timeline: Timeline = table.load_timeline()
+        sizes.append(FileSizes.of(table.iter_views(timeline), 1024, ts(5)).to_json())
+    assert reports[1] == reports[0]
+    assert [g["partition_path"] for g in reports[0]["file_groups"]] == ["a", "a", "b", "b", "c", "c"]
+    assert (reports[0]["replaced_file_groups"], reports[0]["uncommitted_files"]) == (1, 1)
+    assert len(reports[0]["pending_clustering"]) == 1
+    assert sizes[1] == sizes[0] and sizes[0]["files"] == 6
