@@ -81,11 +81,10 @@ def schedule_compaction(
         if not trigger.due:
             log.debug("table %s: no compaction scheduled: %s", table.name, trigger.reason)
             return CompactionScheduleOutcome(None, None, trigger.reason, trigger)
-        view = table.load_view(timeline)
         # Layout 2: only logs whose deltacommit completed before the compaction instant are taken.
         by_completion = table.layout.slices_logs_by_completion_time
         outcome = plan_compaction(
-            view,
+            table.iter_views(timeline),  # a batch of partitions at a time, not the table's view
             config.compaction,
             config.parquet.max_file_size_bytes,
             logs_completed_before=instant_time if by_completion else None,

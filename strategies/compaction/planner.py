@@ -30,7 +30,7 @@ otherwise looks only at partitions written since the last compaction, still reac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from service.config.compaction import CompactionConfig, CompactionStrategyKind
@@ -205,14 +205,24 @@ def order_and_filter(
 
 
 def plan_compaction(
-    view: FileSystemView,
+    views: FileSystemView | Iterable[FileSystemView],
     config: CompactionConfig,
     parquet_max_file_size_bytes: int,
     logs_completed_before: str | None = None,
 ) -> CompactionPlanOutcome:
     """The plan Hudi's scheduler writes for this view, or None with the reason nothing is planned.
-    `logs_completed_before`: the compaction instant on layout 2 (see `candidate_operations`)."""
-    candidates, excluded = candidate_operations(view, parquet_max_file_size_bytes, logs_completed_before)
+    `views`: the view, or its batches of disjoint partitions (`HudiTable.iter_views`, read once: one
+    batch is held at a time, and the candidates found). `logs_completed_before`: the compaction
+    instant on layout 2 (see `candidate_operations`)."""
+    candidates: list[PlannedOperation] = []
+    excluded: list[FileGroupId] = []
+    for view in (views,) if isinstance(views, FileSystemView) else views:
+        found, pending = candidate_operations(view, parquet_max_file_size_bytes, logs_completed_before)
+        candidates += found
+        excluded += pending
+    # Each batch in partition order; a stable sort by partition puts the batches in the table's.
+    candidates.sort(key=lambda op: op.partition_path)
+    excluded.sort(key=lambda fg_id: fg_id[0])
     if not candidates:
         why = "no file slice with log files"
         if excluded:

@@ -313,3 +313,36 @@ def test_unreproduced_strategy_refuses_planning_only() -> None:
     view = _view({"p": [_base("p", "a", B, MIB), _log("p", "a", B, 1, 10)]})
     with pytest.raises(ConfigError, match="DayBasedCompactionStrategy"):
         plan_compaction(view, c, PARQUET_MAX)
+
+
+@pytest.mark.parametrize("strategy", ["LogFileSizeBasedCompactionStrategy", "UnBoundedCompactionStrategy"])
+def test_a_plan_over_batches_of_partitions_is_the_plan_over_one_view(strategy: str) -> None:
+    """The scheduler plans over `HudiTable.iter_views`' batches of partitions, in any order: the
+    operations, their order (Java's: partitions in order, file ids in its view order, then the
+    strategy's), the missing partitions and the excluded groups are those of one view."""
+    sizes = {
+        "p3": (("d", 1500), ("e", 20), ("f", 700)),
+        "p1": (("a", 3000), ("b", 10), ("z", 700)),
+        "p2": (("c", 2000), ("y", 700)),
+    }
+    listing = {
+        partition: [
+            item
+            for fid, log_bytes in groups
+            for item in (_base(partition, fid, B, 50 * MIB), _log(partition, fid, B, 1, log_bytes))
+        ]
+        for partition, groups in sizes.items()
+    }
+    facts = TimelineFacts(pending_clustering={("p2", "y"): ts(3), ("p1", "z"): ts(3)})
+    c = config(
+        **{
+            "hoodie.compaction.strategy": STRATEGY + strategy,
+            "hoodie.compaction.logfile.size.threshold": 100,
+            "hoodie.compaction.target.io": 150,
+        }
+    )
+    whole = plan_compaction(_view(listing, facts), c, PARQUET_MAX)
+    batches = [_view({p: listing[p]}, facts) for p in ("p3", "p1", "p2")]
+    assert plan_compaction(iter(batches), c, PARQUET_MAX) == whole
+    assert whole.plan is not None and len(whole.plan.operations) >= 2
+    assert whole.excluded_pending == (("p1", "z"), ("p2", "y"))
