@@ -102,7 +102,8 @@ def _compaction(
         return state
     counts = [
         sum(len(s.log_files) for s in group.snapshot_slices)
-        for group in table.load_view(timeline).live_file_groups
+        for view in table.iter_views(timeline)  # a batch of partitions at a time
+        for group in view.live_file_groups
     ]
     return replace(
         state, max_log_files=max(counts, default=0), groups_over_trigger=sum(c > trigger for c in counts)
