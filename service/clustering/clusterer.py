@@ -126,9 +126,9 @@ class Clusterer:
         small = decided.small_files
         if options.rank_slots and small is None:
             # A pending plan's own slices count: executing it is what the slot is for.
-            view = decided.view or self.table.load_view(timeline)
+            views = self.table.iter_views(timeline)
             local = now.astimezone(self.zone)
-            small = small_files(view, self.config.clustering, local, include_pending_clustering=True)
+            small = small_files(views, self.config.clustering, local, include_pending_clustering=True)
         with self.slot(small):
             target = instant_time or decision.pending_instant
             scheduled = None

@@ -38,7 +38,7 @@ from service.rollback import rollback_instant
 from service.table import codecs
 from service.table.base_file_writer import BaseFileWriteResult
 from service.table.clustering_plan import PlannedClustering, PlannedSlice
-from service.table.fs_view import FileGroupId, FileSystemView
+from service.table.fs_view import FileGroupId
 from service.table.heartbeat import Heartbeat, HeartbeatSettings, refuse_if_alive
 from service.table.instant import Action, Instant, State
 from service.table.listing_check import check_mdt_listing, verified_storage_view
@@ -50,7 +50,7 @@ from service.table.service_commit import complete_table_service
 from service.table.table import HudiTable
 from service.table.table_schema import TableSchema, checked_table_schema, latest_table_schema_of
 from service.table.timeline import Timeline, create_instant_file, next_instant_time
-from strategies.clustering.size_based import plan_clustering
+from strategies.clustering.size_based import ClusteringSurvey, plan_clustering, survey_partitions
 from strategies.clustering.small_files import SmallFiles, small_files
 from strategies.clustering.trigger import (
     ClusteringStep,
@@ -348,10 +348,11 @@ class ScheduleOutcome:
 
 @dataclass(frozen=True)
 class Decided:
-    """The trigger's decision, with the view and small files it read when a data trigger needed them."""
+    """The trigger's decision, with the survey of the table and the small files it read when a data
+    trigger needed them (the planner then plans from that survey: no second listing)."""
 
     decision: TriggerDecision
-    view: FileSystemView | None = None
+    survey: ClusteringSurvey | None = None
     small_files: SmallFiles | None = None
 
 
@@ -371,10 +372,11 @@ def decide_clustering(
     decision = clustering_due(timeline, clustering, mode, table.facts_reader, schedule, clock)
     if not decision.needs_small_files:
         return Decided(decision)
-    view = table.load_view(timeline)
-    small = small_files(view, clustering, local)
+    # A batch of partitions at a time: what is kept is the small files' slices, not the table's view.
+    survey = survey_partitions(table.iter_views(timeline), clustering)
+    small = small_files(survey, clustering, local)
     return Decided(
-        clustering_due(timeline, clustering, mode, table.facts_reader, schedule, clock, small), view, small
+        clustering_due(timeline, clustering, mode, table.facts_reader, schedule, clock, small), survey, small
     )
 
 
@@ -404,9 +406,8 @@ def schedule_clustering(
         decision = decided.decision
         if decision.step is not ClusteringStep.SCHEDULE:
             return ScheduleOutcome(None, None, decision.reason)
-        view = decided.view or table.load_view(timeline)
         outcome = plan_clustering(
-            view,
+            decided.survey or table.iter_views(timeline),
             config.clustering,
             now.astimezone(zone),
             config.parquet.max_file_size_bytes,

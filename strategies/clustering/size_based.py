@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from service.config.clustering import ClusteringConfig
@@ -35,7 +35,7 @@ from service.table.clustering_plan import PlannedClustering, PlannedGroup, Plann
 from service.table.fs_view import FileSlice, FileSystemView
 from strategies.clustering.java_order import java_hash_set_order
 from strategies.clustering.model import group_metrics
-from strategies.clustering.partition_filter import select_partitions
+from strategies.clustering.partition_filter import candidate_partitions, select_partitions
 
 DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES = 125_829_120  # hoodie.parquet.max.file.size
 
@@ -51,6 +51,11 @@ class EligibilityCounts:
     pending_compaction: int = 0
     with_log_files: int = 0  # of the eligible ones
     not_small: int = 0
+
+    def add(self, other: EligibilityCounts) -> None:
+        """Count `other`'s slices too (a partition surveyed apart)."""
+        for counted in fields(self):
+            setattr(self, counted.name, getattr(self, counted.name) + getattr(other, counted.name))
 
     def describe(self) -> str:
         return (
@@ -108,6 +113,46 @@ def java_view_order(view: FileSystemView, partition: str) -> list[str]:
         if directory == partition and not name.startswith("."):
             file_ids.add(name.split("_", 1)[0])
     return java_hash_set_order(sorted(file_ids, key=lambda file_id: f"{file_id}_"))
+
+
+@dataclass(frozen=True)
+class ClusteringSurvey:
+    """What the planner reads of a table, gathered a batch of partitions at a time
+    (`survey_partitions`): every listed partition, and for each the partition regex or explicit list
+    admits, its eligible slices (in Java's view order) and their counts. It holds the small files'
+    slices, never a view of the whole table."""
+
+    listed: tuple[str, ...]  # sorted, as one view's `partitions`
+    eligible: Mapping[str, tuple[tuple[FileSlice, ...], EligibilityCounts]]
+
+    def of(self, partition: str) -> tuple[tuple[FileSlice, ...], EligibilityCounts]:
+        """A partition's eligible slices and counts; a partition not listed has none (Java lists it
+        as empty)."""
+        return self.eligible.get(partition) or ((), EligibilityCounts(partitions=1))
+
+
+ViewSource = FileSystemView | Iterable[FileSystemView] | ClusteringSurvey
+
+
+def views_of(source: FileSystemView | Iterable[FileSystemView]) -> Iterable[FileSystemView]:
+    """One view, or the batches of disjoint partitions `HudiTable.iter_views` yields."""
+    return (source,) if isinstance(source, FileSystemView) else source
+
+
+def survey_partitions(source: ViewSource, config: ClusteringConfig) -> ClusteringSurvey:
+    """The survey of a view or of its batches (each read once, in turn)."""
+    if isinstance(source, ClusteringSurvey):
+        return source
+    listed: list[str] = []
+    eligible: dict[str, tuple[tuple[FileSlice, ...], EligibilityCounts]] = {}
+    for view in views_of(source):
+        listed += view.partitions
+        present = frozenset(view.partitions)
+        for partition in candidate_partitions(view.partitions, config):
+            if partition in present:
+                counts = EligibilityCounts()
+                eligible[partition] = (tuple(eligible_slices(view, partition, config, counts)), counts)
+    return ClusteringSurvey(tuple(sorted(listed)), eligible)
 
 
 def _size(s: FileSlice, parquet_max_file_size_bytes: int) -> int:
@@ -210,23 +255,25 @@ def _planned_bytes(group: PlannedGroup) -> int:
 
 
 def plan_clustering(
-    view: FileSystemView,
+    source: ViewSource,
     config: ClusteringConfig,
     now: datetime,
     parquet_max_file_size_bytes: int = DEFAULT_PARQUET_MAX_FILE_SIZE_BYTES,
     max_bytes_per_run: int | None = None,
 ) -> PlanOutcome:
-    """A clustering plan for the snapshot `view`, or None and why.
+    """A clustering plan for the snapshot `source` (a view, its batches of partitions, or their
+    survey), or None and why.
 
     `now` is in the writers' time zone (DAY_ROLLING picks partitions by its hour);
     `max_bytes_per_run` caps the bytes the plan rewrites (`within_budget`).
     """
-    partitions = select_partitions(view.partitions, config, now)
+    survey = survey_partitions(source, config)
+    partitions = select_partitions(survey.listed, config, now)
     if not partitions:
         return PlanOutcome(
             None,
             f"no partition selected (filter mode {config.partition_filter_mode.value}, "
-            f"{len(view.partitions)} partitions listed)",
+            f"{len(survey.listed)} partitions listed)",
         )
     counts = EligibilityCounts()
     groups: list[PlannedGroup] = []
@@ -234,9 +281,9 @@ def plan_clustering(
     # whose candidates this plan does not all take, so that its incremental scheduler comes back.
     missing: list[str] = []
     for partition in partitions:
-        built, partial = _build_groups(
-            partition, eligible_slices(view, partition, config, counts), config, parquet_max_file_size_bytes
-        )
+        slices, partition_counts = survey.of(partition)
+        counts.add(partition_counts)
+        built, partial = _build_groups(partition, slices, config, parquet_max_file_size_bytes)
         if partial or len(built) > config.max_num_groups:
             missing.append(partition)
         groups.extend(built[: config.max_num_groups])

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from service.config.clustering import ClusteringConfig
-from service.table.fs_view import FileSystemView
+from service.table.fs_view import FileSlice, FileSystemView
 from service.table.timeline import parse_instant_time
-from strategies.clustering.partition_filter import select_partitions
-from strategies.clustering.size_based import eligible_slices
+from strategies.clustering.partition_filter import candidate_partitions, select_partitions
+from strategies.clustering.size_based import ClusteringSurvey, ViewSource, survey_partitions, views_of
 
 
 @dataclass(frozen=True)
@@ -59,26 +59,33 @@ class SmallFiles:
 
 
 def small_files(
-    view: FileSystemView, config: ClusteringConfig, now: datetime, *, include_pending_clustering: bool = False
+    source: ViewSource, config: ClusteringConfig, now: datetime, *, include_pending_clustering: bool = False
 ) -> SmallFiles:
-    """The small files of the partitions the planner would look at (`now` in the writers' zone).
+    """The small files of the partitions the planner would look at (`now` in the writers' zone), in
+    a view, its batches of partitions (`HudiTable.iter_views`) or their survey.
 
     `include_pending_clustering` also counts small files a pending clustering plan will rewrite
-    (what executing it is worth), which the triggers leave out (they ask for a *new* plan).
+    (what executing it is worth), which the triggers leave out (they ask for a *new* plan); it reads
+    views, not a survey.
     """
+    if include_pending_clustering:
+        if isinstance(source, ClusteringSurvey):
+            raise ValueError("small files with pending clustering are read from views, not a survey")
+        listed: list[str] = []
+        by_partition: dict[str, list[FileSlice]] = {}
+        for view in views_of(source):
+            listed += view.partitions
+            present = frozenset(view.partitions)
+            for partition in candidate_partitions(view.partitions, config):
+                if partition in present:
+                    by_partition[partition] = _small_with_pending(view, partition, config)
+        partitions = select_partitions(sorted(listed), config, now)
+        chosen = [(p, by_partition.get(p, [])) for p in partitions]
+    else:
+        survey = survey_partitions(source, config)
+        chosen = [(p, list(survey.of(p)[0])) for p in select_partitions(survey.listed, config, now)]
     found = []
-    for partition in select_partitions(view.partitions, config, now):
-        if include_pending_clustering:
-            slices = [
-                s
-                for s in view.latest_file_slices(partition)
-                if s.base_file is not None
-                and not s.log_files
-                and s.base_file.size_bytes < config.small_file_limit_bytes
-                and not view.is_pending_compaction(s.file_group_id)
-            ]
-        else:
-            slices = eligible_slices(view, partition, config)
+    for partition, slices in chosen:
         if not slices:
             continue
         oldest = min(s.base_instant_time for s in slices)
@@ -86,3 +93,14 @@ def small_files(
             PartitionSmallFiles(partition, len(slices), sum(s.base_size_bytes for s in slices), oldest)
         )
     return SmallFiles(tuple(found))
+
+
+def _small_with_pending(view: FileSystemView, partition: str, config: ClusteringConfig) -> list[FileSlice]:
+    return [
+        s
+        for s in view.latest_file_slices(partition)
+        if s.base_file is not None
+        and not s.log_files
+        and s.base_file.size_bytes < config.small_file_limit_bytes
+        and not view.is_pending_compaction(s.file_group_id)
+    ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pytest
+
 from service.table.fs_view import FileSystemView
 from strategies.clustering import (
     PlanOutcome,
@@ -285,3 +287,50 @@ def test_within_budget_is_the_identity_without_a_budget() -> None:
     assert within_budget(groups, None) == groups
     assert within_budget(groups, 0) == []
     assert within_budget(groups, groups[0].size_bytes) == groups[:1]
+
+
+BATCH_FILES = {
+    "2024/01/03": [("c1", 10), ("c2", 20), ("c3", 250), ("c4", 30)],
+    "2024/01/01": [("a1", 40), ("a2", 50), ("a3", 500)],
+    "2024/01/05": [("e1", 60), ("e2", 70), ("e3", 80)],
+    "2024/01/02": [("b1", 15), ("b2", 25)],
+    "2024/01/04": [("d1", 5)],
+}
+FILTER = "hoodie.clustering.plan.partition.filter.mode"
+RANGE = "hoodie.clustering.plan.strategy.cluster"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {MAX_GROUPS: 3},
+        {FILTER: "RECENT_DAYS", "hoodie.clustering.plan.strategy.daybased.lookback.partitions": 2,
+         "hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions": 1},
+        {FILTER: "DAY_ROLLING"},
+        {FILTER: "SELECTED_PARTITIONS", f"{RANGE}.begin.partition": "2024/01/02",
+         f"{RANGE}.end.partition": "2024/01/04"},
+        {"hoodie.clustering.plan.strategy.partition.regex.pattern": "2024/01/0[135]", MAX_GROUPS: 2},
+        {"hoodie.clustering.plan.strategy.partition.selected": "2024/01/05,2024/09/09,2024/01/02"},
+    ],
+    ids=["none_capped", "recent_days", "day_rolling", "selected_range", "regex_capped", "selected_list"],
+)  # fmt: skip
+def test_a_plan_over_batches_of_partitions_is_the_plan_over_one_view(config: dict[str, object]) -> None:
+    """The scheduler plans over `HudiTable.iter_views`' batches of partitions, in any order (through
+    their survey): the plan, its reason and counts, the missing partitions and the small files (with
+    and without pending plans' slices) are those of one view, whatever the partition filter."""
+    from strategies.clustering import small_files
+
+    pending = {"pending_clustering": [("2024/01/03", fid("c2"))], "log_files": [("2024/01/05", fid("e2"))]}
+    whole = snapshot(BATCH_FILES, **pending)  # type: ignore[arg-type]
+    cfg = config_of(config)
+
+    def batches() -> list[FileSystemView]:
+        return [snapshot({p: files}, **pending) for p, files in reversed(BATCH_FILES.items())]  # type: ignore[arg-type]
+
+    outcome = plan_clustering(whole, cfg, NOW)
+    assert plan_clustering(iter(batches()), cfg, NOW) == outcome
+    # Every selected partition is counted as looked at, one the listing lacks too (Java lists it empty).
+    assert outcome.counts.partitions == len(outcome.partitions)
+    for with_pending in (False, True):
+        expected = small_files(whole, cfg, NOW, include_pending_clustering=with_pending)
+        assert small_files(iter(batches()), cfg, NOW, include_pending_clustering=with_pending) == expected
