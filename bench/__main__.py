@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "hudi-archival": "bench.hudi_archival",
     "hudi-compaction": "bench.hudi_compaction",
     "hudi-s3": "bench.hudi_s3",
+    "scale": "bench.scale",
 }
 
 

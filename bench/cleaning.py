@@ -114,8 +114,11 @@ def _partition_path(partition: int) -> str:
 class _Builder:
     """Writes the synthetic table directly: empty base files, codec-encoded timeline files."""
 
-    def __init__(self, base: Path, shape: TableShape, table_version: int = 6) -> None:
+    def __init__(
+        self, base: Path, shape: TableShape, table_version: int = 6, base_file_bytes: bytes = b""
+    ) -> None:
         self.base = base
+        self.base_file_bytes = base_file_bytes
         self.shape = shape
         self.table_version = table_version
         # Version 9: layout 2, completed names with a completion time, Avro commit metadata.
@@ -182,7 +185,12 @@ class _Builder:
             for g in range(self.shape.file_groups_per_partition):
                 file_id = _file_id(p, g)
                 name = base_file_name(file_id, WRITE_TOKEN, instant_time)
-                os.close(os.open(directory / name, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644))
+                fd = os.open(directory / name, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644)
+                try:
+                    if self.base_file_bytes:
+                        os.write(fd, self.base_file_bytes)
+                finally:
+                    os.close(fd)
                 previous = self.latest.get((p, g))
                 self.latest[(p, g)] = instant_time
                 out.append(
@@ -221,9 +229,10 @@ class _Builder:
         self._complete(requested, codecs.encode(meta))
 
 
-def build_table(base: Path, shape: TableShape, table_version: int = 6) -> None:
-    """The synthetic table at `base` (which must not exist yet), of table version 6 or 9."""
-    _Builder(base, shape, table_version).build()
+def build_table(base: Path, shape: TableShape, table_version: int = 6, base_file_bytes: bytes = b"") -> None:
+    """The synthetic table at `base` (which must not exist yet), of table version 6 or 9; each base
+    file holds `base_file_bytes` (empty placeholders by default)."""
+    _Builder(base, shape, table_version, base_file_bytes).build()
 
 
 # ---------------------------------------------------------------------------------------------- planning
