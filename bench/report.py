@@ -631,6 +631,52 @@ def render_hudi_s3(document: Mapping[str, Any]) -> str:
     )
 
 
+# ---------------------------------------------------------------- section: scale
+
+
+def render_scale(document: Mapping[str, Any]) -> str:
+    from bench.scale import OPERATIONS
+
+    points = document["points"]
+    during = [p["load_before"] for p in points] + [document["load_after"]]
+    rows = [
+        [
+            f"{p['files']:,}", f"{p['partitions']:,}", p["table_version"], name,
+            _spread(p["operations"][name]["seconds"]),
+            _spread(p["operations"][name]["peak_rss_mb"], lambda v: f"{v:,.0f}"),
+        ]
+        for p in points
+        for name in OPERATIONS
+    ]  # fmt: skip
+    goals = document["goals"]
+
+    def goal(entry: Mapping[str, Any], what: str, unit: str) -> str:
+        if entry["met"] is None:
+            return f"{what} at most {entry['goal']:,} {unit}: not measured in this run"
+        state = "met" if entry["met"] else "**missed**"
+        return f"{what} at most {entry['goal']:,} {unit}: {state} ({entry['measured']:,.1f} {unit})"
+
+    return "\n\n".join(
+        [
+            provenance(document, during, len(points), "tables"),
+            f"Median (min-max) of {document['rounds']} rounds per operation, each `hudi-table-service` "
+            "run in a child process of its own after an untimed warm-up; peak RSS is that child's. Both "
+            "cleans planned the same files at every size: "
+            f"{'yes' if all(p['plans_equal'] for p in points) else '**no**'}.",
+            _table(
+                ["files", "partitions", "version", "operation", "seconds", "peak RSS MB"],
+                rows,
+                [True, True, True, False, True, True],
+            ),
+            "Goals (issue 49): "
+            + goal(goals["peak_mb_at_10m"], "peak memory at 10^7 files", "MB")
+            + "; "
+            + goal(goals["full_clean_dry_run_s_at_1m"], "a full clean's dry run at 10^6 files", "s")
+            + ". Chart: `docs/results/scale.png`.",
+        ]
+    )
+
+
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "pruning": render_pruning,
     "clustering": render_clustering_cost,
@@ -641,6 +687,7 @@ RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "hudi-cleaning": render_hudi_cleaning,
     "hudi-archival": render_hudi_archival,
     "hudi-s3": render_hudi_s3,
+    "scale": render_scale,
 }
 
 
