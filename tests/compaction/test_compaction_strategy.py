@@ -264,11 +264,11 @@ def test_log_size_threshold_and_bounded_io() -> None:
     assert plan is not None and len(plan.operations) == 4 and plan.missing_partitions == ()
 
 
-def test_missing_partitions_name_each_partition_left_out_once_in_drop_order() -> None:
-    """Below the threshold first (in view order), then past the IO bound (in the strategy's order);
-    a partition with every operation taken is not missing."""
-    sizes = {"p1": (("a", 3000), ("b", 10)), "p2": (("c", 2000),), "p3": (("d", 1500), ("e", 20))}
-    listing = {
+def _groups_with_logs(
+    sizes: dict[str, tuple[tuple[str, int], ...]],
+) -> dict[str, list[FileStatus]]:
+    """Per partition, file groups of a 50 MiB base file and one log file of the given bytes."""
+    return {
         partition: [
             item
             for fid, log_bytes in groups
@@ -276,6 +276,13 @@ def test_missing_partitions_name_each_partition_left_out_once_in_drop_order() ->
         ]
         for partition, groups in sizes.items()
     }
+
+
+def test_missing_partitions_name_each_partition_left_out_once_in_drop_order() -> None:
+    """Below the threshold first (in view order), then past the IO bound (in the strategy's order);
+    a partition with every operation taken is not missing."""
+    sizes = {"p1": (("a", 3000), ("b", 10)), "p2": (("c", 2000),), "p3": (("d", 1500), ("e", 20))}
+    listing = _groups_with_logs(sizes)
     c = config(**{"hoodie.compaction.logfile.size.threshold": 100, "hoodie.compaction.target.io": 150})
     plan = plan_compaction(_view(listing), c, PARQUET_MAX).plan
     assert plan is not None
@@ -325,14 +332,7 @@ def test_a_plan_over_batches_of_partitions_is_the_plan_over_one_view(strategy: s
         "p1": (("a", 3000), ("b", 10), ("z", 700)),
         "p2": (("c", 2000), ("y", 700)),
     }
-    listing = {
-        partition: [
-            item
-            for fid, log_bytes in groups
-            for item in (_base(partition, fid, B, 50 * MIB), _log(partition, fid, B, 1, log_bytes))
-        ]
-        for partition, groups in sizes.items()
-    }
+    listing = _groups_with_logs(sizes)
     facts = TimelineFacts(pending_clustering={("p2", "y"): ts(3), ("p1", "z"): ts(3)})
     c = config(
         **{
