@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TypeVar
 
 from service.errors import CorruptTableError
 from service.table.data_files import (
@@ -29,6 +30,7 @@ from service.table.storage import FileStatus
 from service.table.timeline import Timeline
 
 FileGroupId = tuple[str, str]  # (partition_path, file_id)
+_T = TypeVar("_T")
 # Instant time -> base-relative paths of the base files its commit's write stats name; None when the
 # instant's commit metadata is not on the active timeline (see `FileSystemView.build`).
 BaseFilesWritten = Callable[[str], frozenset[str] | None]
@@ -288,14 +290,29 @@ class FileSystemView:
         return tuple(fg for _, fg in sorted(self.file_groups.items()) if fg.is_replaced)
 
     def latest_file_slices(self, partition_path: str | None = None) -> list[FileSlice]:
-        return [
-            fg.latest_slice
-            for fg in self.live_file_groups
-            if fg.latest_slice is not None and (partition_path is None or fg.partition_path == partition_path)
-        ]
+        groups = self.live_file_groups if partition_path is None else self._live_in.get(partition_path, ())
+        return [fg.latest_slice for fg in groups if fg.latest_slice is not None]
 
     def file_groups_in(self, partition_path: str) -> list[FileGroup]:
-        return [fg for fg in self.file_groups.values() if fg.partition_path == partition_path]
+        return list(self._groups_in.get(partition_path, ()))
+
+    def uncommitted_files_in(self, partition_path: str) -> tuple[str, ...]:
+        """The view's `uncommitted_files` directly in the partition."""
+        return self._uncommitted_in.get(partition_path, ())
+
+    # Per-partition indexes, built once: planners ask partition by partition, and a scan of the
+    # whole view per partition made planning quadratic in the partitions of a view.
+    @cached_property
+    def _live_in(self) -> Mapping[str, tuple[FileGroup, ...]]:
+        return _by_partition(self.live_file_groups, lambda fg: fg.partition_path)
+
+    @cached_property
+    def _groups_in(self) -> Mapping[str, tuple[FileGroup, ...]]:
+        return _by_partition(self.file_groups.values(), lambda fg: fg.partition_path)
+
+    @cached_property
+    def _uncommitted_in(self) -> Mapping[str, tuple[str, ...]]:
+        return _by_partition(self.uncommitted_files, lambda path: path.rpartition("/")[0])
 
     def is_pending_clustering(self, fg_id: FileGroupId) -> bool:
         return fg_id in self.facts.pending_clustering
@@ -343,3 +360,11 @@ def _the_written_one(
         "is the committed file slice is unknown, and reading the other could lose an update; remove the "
         "one its writer did not commit"
     )
+
+
+def _by_partition(items: Iterable[_T], partition_of: Callable[[_T], str]) -> dict[str, tuple[_T, ...]]:
+    """`items` grouped by partition, each group in `items`' order."""
+    out: dict[str, list[_T]] = {}
+    for item in items:
+        out.setdefault(partition_of(item), []).append(item)
+    return {partition: tuple(group) for partition, group in out.items()}

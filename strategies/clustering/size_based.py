@@ -108,9 +108,9 @@ def java_view_order(view: FileSystemView, partition: str) -> list[str]:
     return it: by file name, which starts with `<fileId>_`.
     """
     file_ids = {fg.file_id for fg in view.file_groups_in(partition)}
-    for path in view.uncommitted_files:
-        directory, _, name = path.rpartition("/")
-        if directory == partition and not name.startswith("."):
+    for path in view.uncommitted_files_in(partition):
+        name = path.rpartition("/")[2]
+        if not name.startswith("."):
             file_ids.add(name.split("_", 1)[0])
     return java_hash_set_order(sorted(file_ids, key=lambda file_id: f"{file_id}_"))
 
