@@ -10,7 +10,7 @@ from datetime import UTC, tzinfo
 from service.config.hoodie import TimelineTimezone
 from service.errors import NeedsConfigurationError, TableServicesRefusedError, UnsupportedMergeError
 from service.table.data_files import PARTITION_METAFILE_PREFIX
-from service.table.fs_view import BaseFilesWritten, FileSystemView
+from service.table.fs_view import BaseFilesWritten, FileSystemView, TimelineFacts
 from service.table.layout import METAFOLDER, TimelineLayout
 from service.table.log_format.merge import MergeConfig
 from service.table.lsm_history import LsmHistory
@@ -211,7 +211,8 @@ class HudiTable:
         """The file-system view over `iter_listings` (`from_storage`: over the storage listing), whole."""
         timeline = timeline if timeline is not None else self.load_timeline()
         listing = dict(self.iter_listings(partitions, from_storage=from_storage))
-        return self._build_view(timeline, listing, self._base_files_written(timeline))
+        facts = self.facts_reader.read(timeline)
+        return self._build_view(timeline, facts, listing, self._base_files_written(timeline))
 
     def iter_views(
         self,
@@ -227,6 +228,7 @@ class HudiTable:
         table."""
         batch_files = batch_files or VIEW_BATCH_FILES
         timeline = timeline if timeline is not None else self.load_timeline()
+        facts = self.facts_reader.read(timeline)
         written = self._base_files_written(timeline)
         batch: dict[str, list[FileStatus]] = {}
         files = 0
@@ -235,19 +237,23 @@ class HudiTable:
             batch[partition] = statuses
             files += len(statuses)
             if files >= batch_files:
-                yield self._build_view(timeline, batch, written)
+                yield self._build_view(timeline, facts, batch, written)
                 yielded = True
                 batch, files = {}, 0
         if batch or not yielded:
-            yield self._build_view(timeline, batch, written)
+            yield self._build_view(timeline, facts, batch, written)
 
     def _build_view(
-        self, timeline: Timeline, listing: Mapping[str, list[FileStatus]], written: BaseFilesWritten
+        self,
+        timeline: Timeline,
+        facts: TimelineFacts,
+        listing: Mapping[str, list[FileStatus]],
+        written: BaseFilesWritten,
     ) -> FileSystemView:
         return FileSystemView.build(
             timeline,
             listing,
-            self.facts_reader.read(timeline),
+            facts,
             self.config.base_file_extension,
             table=self.name,
             logs_by_completion_time=self.layout.slices_logs_by_completion_time,
