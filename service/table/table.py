@@ -142,8 +142,9 @@ class HudiTable:
         self, only: Iterable[str] | None = None, *, from_storage: bool = False
     ) -> Iterator[tuple[str, list[FileStatus]]]:
         """(partition path, data files directly in it), a partition at a time, as Hudi's file-system
-        view lists them: what is not yet yielded is not held (a planner working partition by
-        partition holds one batch of the table, `iter_views`).
+        view lists them, so a planner working partition by partition holds one batch of the table
+        (`iter_views`). From storage, what is not yet yielded is not listed yet; the metadata table's
+        listing is decoded whole (names and sizes) and each partition dropped from it once yielded.
 
         With the metadata table's `files` partition served (and not `from_storage`), the listing is
         the MDT's (`HoodieBackedTableMetadata.getAllPartitionPaths` / `getAllFilesInPartition`): a
