@@ -20,7 +20,7 @@ def table_status(table: HudiTable) -> dict[str, Any]:
     # Storage's listing: `uncommitted_files` counts pending and failed writes' files, which the
     # metadata table never lists. A batch of partitions at a time: the report's rows are held, never
     # the whole table's view.
-    for view in table.iter_views(timeline, from_storage=True):
+    for view in table.iter_views(timeline, from_storage=True, facts=facts):
         file_groups += _file_groups(view)
         replaced += len(view.replaced_file_groups)
         uncommitted += len(view.uncommitted_files)

@@ -58,7 +58,14 @@ from service.table.properties import TableConfig
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema_of, schema_commit_path
 from service.table.timeline import Timeline, complete_instant, create_instant_file, next_instant_time
-from strategies.cleaning import DEFAULT_MAX_DELETE_FRACTION, CleanPlan, CleanPlanning, LastClean, clean_due
+from strategies.cleaning import (
+    DEFAULT_MAX_DELETE_FRACTION,
+    CleanPlan,
+    CleanPlanning,
+    CleanTarget,
+    LastClean,
+    clean_due,
+)
 from strategies.cleaning.trigger import commits_since_last_clean
 
 log = logging.getLogger(__name__)
@@ -92,9 +99,10 @@ class _Scheduled:
     from_storage: bool  # the view was storage's listing (not the metadata table's)
 
 
-def _planned_files(plan: CleanPlan) -> dict[str, tuple[str, ...]]:
-    """The plan's base-relative file paths per partition, as the guard checks and the plan stores them."""
-    return {p: tuple(t.path for t in targets) for p, targets in plan.targets.items()}
+def _planned_files(targets: Mapping[str, tuple[CleanTarget, ...]]) -> dict[str, tuple[str, ...]]:
+    """Base-relative file paths per partition of a plan's (or a batch's) targets, as the guard checks
+    and the plan stores them."""
+    return {p: tuple(t.path for t in partition_targets) for p, partition_targets in targets.items()}
 
 
 class Cleaner:
@@ -196,7 +204,7 @@ class Cleaner:
         scheduled = _Scheduled(
             requested,
             plan,
-            _planned_files(plan),
+            _planned_files(plan.targets),
             timeline.files,
             checked,
             from_storage=not self.table.lists_through_mdt,
@@ -226,11 +234,11 @@ class Cleaner:
         checker = PlanChecker(self.table, "(new plan)")
         for view in snapshot.views:
             batch = planning.add(view)
-            checker.add({p: tuple(t.path for t in targets) for p, targets in batch.items()}, view)
+            checker.add(_planned_files(batch), view)
         plan = planning.plan()
         if plan is None:
             return "nothing to clean", None, None
-        files = _planned_files(plan)
+        files = _planned_files(plan.targets)
         # Planned on the MDT's listing when the table has one: a plan is written (and any cleaner,
         # Hudi's too, may run it) only once storage agrees on its partitions.
         check_mdt_listing(
@@ -252,7 +260,7 @@ class Cleaner:
         reason, plan, checked = self._plan(timeline)
         if plan is None or checked is None:
             return reason, []
-        files = _planned_files(plan)
+        files = _planned_files(plan.targets)
         return None, [
             CleanInstantResult(
                 instant_time="",

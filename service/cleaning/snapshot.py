@@ -135,11 +135,12 @@ def load_clean_snapshot(
     listed = None if full_listing or scope.partitions is None else scope.partitions
     if listed is not None:
         _confine_listed_partitions(table, timeline, listed, partitions_of)
+    facts = table.facts_reader.read(timeline)
     return CleanSnapshot(
         timeline=timeline,
         # Listed and built a batch of partitions at a time, as the planner asks for them.
-        views=table.iter_views(timeline, partitions=listed),
-        facts=table.facts_reader.read(timeline),
+        views=table.iter_views(timeline, partitions=listed, facts=facts),
+        facts=facts,
         timeline_zone=zone,
         commit_partitions=partitions_of,
         last_clean=last_clean,

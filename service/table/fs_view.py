@@ -368,3 +368,9 @@ def _by_partition(items: Iterable[_T], partition_of: Callable[[_T], str]) -> dic
     for item in items:
         out.setdefault(partition_of(item), []).append(item)
     return {partition: tuple(group) for partition, group in out.items()}
+
+
+def views_of(source: FileSystemView | Iterable[FileSystemView]) -> Iterable[FileSystemView]:
+    """One view, or the views of disjoint batches of partitions `HudiTable.iter_views` yields: what a
+    planner taking either reads, a view at a time."""
+    return (source,) if isinstance(source, FileSystemView) else source

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
@@ -209,11 +210,10 @@ class HudiTable:
         *,
         from_storage: bool = False,
     ) -> FileSystemView:
-        """The file-system view over `iter_listings` (`from_storage`: over the storage listing), whole."""
-        timeline = timeline if timeline is not None else self.load_timeline()
-        listing = dict(self.iter_listings(partitions, from_storage=from_storage))
-        facts = self.facts_reader.read(timeline)
-        return self._build_view(timeline, facts, listing, self._base_files_written(timeline))
+        """The file-system view over `iter_listings` (`from_storage`: over the storage listing), whole:
+        `iter_views` in one batch."""
+        views = self.iter_views(timeline, partitions, from_storage=from_storage, batch_files=sys.maxsize)
+        return next(views)
 
     def iter_views(
         self,
@@ -222,14 +222,15 @@ class HudiTable:
         *,
         from_storage: bool = False,
         batch_files: int | None = None,
+        facts: TimelineFacts | None = None,
     ) -> Iterator[FileSystemView]:
-        """The file-system view of `load_view`, as views of disjoint batches of whole partitions of
-        about `batch_files` files each (default `VIEW_BATCH_FILES`; a partition is never split), at
-        least one (maybe empty): a planner that works partition by partition holds one batch, not the
-        table."""
-        batch_files = batch_files or VIEW_BATCH_FILES
+        """The file-system view, as views of disjoint batches of whole partitions of about
+        `batch_files` files each (default `VIEW_BATCH_FILES`; a partition is never split), at least
+        one (maybe empty): a planner that works partition by partition holds one batch, not the table.
+        `facts`: the timeline's facts when the caller read them already (read here otherwise)."""
+        batch_files = batch_files if batch_files is not None else VIEW_BATCH_FILES
         timeline = timeline if timeline is not None else self.load_timeline()
-        facts = self.facts_reader.read(timeline)
+        facts = facts if facts is not None else self.facts_reader.read(timeline)
         written = self._base_files_written(timeline)
         batch: dict[str, list[FileStatus]] = {}
         files = 0

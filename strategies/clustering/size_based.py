@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import TypeVar
 
 from service.config.clustering import ClusteringConfig
 from service.table.clustering_plan import PlannedClustering, PlannedGroup, PlannedSlice
-from service.table.fs_view import FileSlice, FileSystemView
+from service.table.fs_view import FileSlice, FileSystemView, views_of
 from strategies.clustering.java_order import java_hash_set_order
 from strategies.clustering.model import group_metrics
 from strategies.clustering.partition_filter import candidate_partitions, select_partitions
@@ -132,27 +133,37 @@ class ClusteringSurvey:
 
 
 ViewSource = FileSystemView | Iterable[FileSystemView] | ClusteringSurvey
+_T = TypeVar("_T")
 
 
-def views_of(source: FileSystemView | Iterable[FileSystemView]) -> Iterable[FileSystemView]:
-    """One view, or the batches of disjoint partitions `HudiTable.iter_views` yields."""
-    return (source,) if isinstance(source, FileSystemView) else source
+def per_candidate_partition(
+    views: FileSystemView | Iterable[FileSystemView],
+    config: ClusteringConfig,
+    of: Callable[[FileSystemView, str], _T],
+) -> tuple[tuple[str, ...], dict[str, _T]]:
+    """Every listed partition (sorted, as one view's `partitions`), and `of(view, partition)` for each
+    the partition regex or explicit list admits, a view (or batch) at a time."""
+    listed: list[str] = []
+    found: dict[str, _T] = {}
+    for view in views_of(views):
+        listed += view.partitions
+        present = frozenset(view.partitions)
+        for partition in candidate_partitions(view.partitions, config):
+            if partition in present:
+                found[partition] = of(view, partition)
+    return tuple(sorted(listed)), found
 
 
 def survey_partitions(source: ViewSource, config: ClusteringConfig) -> ClusteringSurvey:
     """The survey of a view or of its batches (each read once, in turn)."""
     if isinstance(source, ClusteringSurvey):
         return source
-    listed: list[str] = []
-    eligible: dict[str, tuple[tuple[FileSlice, ...], EligibilityCounts]] = {}
-    for view in views_of(source):
-        listed += view.partitions
-        present = frozenset(view.partitions)
-        for partition in candidate_partitions(view.partitions, config):
-            if partition in present:
-                counts = EligibilityCounts()
-                eligible[partition] = (tuple(eligible_slices(view, partition, config, counts)), counts)
-    return ClusteringSurvey(tuple(sorted(listed)), eligible)
+
+    def eligible(view: FileSystemView, partition: str) -> tuple[tuple[FileSlice, ...], EligibilityCounts]:
+        counts = EligibilityCounts()
+        return tuple(eligible_slices(view, partition, config, counts)), counts
+
+    return ClusteringSurvey(*per_candidate_partition(source, config, eligible))
 
 
 def _size(s: FileSlice, parquet_max_file_size_bytes: int) -> int:

@@ -14,8 +14,13 @@ from datetime import datetime, timedelta
 from service.config.clustering import ClusteringConfig
 from service.table.fs_view import FileSlice, FileSystemView
 from service.table.timeline import parse_instant_time
-from strategies.clustering.partition_filter import candidate_partitions, select_partitions
-from strategies.clustering.size_based import ClusteringSurvey, ViewSource, survey_partitions, views_of
+from strategies.clustering.partition_filter import select_partitions
+from strategies.clustering.size_based import (
+    ClusteringSurvey,
+    ViewSource,
+    per_candidate_partition,
+    survey_partitions,
+)
 
 
 @dataclass(frozen=True)
@@ -71,16 +76,10 @@ def small_files(
     if include_pending_clustering:
         if isinstance(source, ClusteringSurvey):
             raise ValueError("small files with pending clustering are read from views, not a survey")
-        listed: list[str] = []
-        by_partition: dict[str, list[FileSlice]] = {}
-        for view in views_of(source):
-            listed += view.partitions
-            present = frozenset(view.partitions)
-            for partition in candidate_partitions(view.partitions, config):
-                if partition in present:
-                    by_partition[partition] = _small_with_pending(view, partition, config)
-        partitions = select_partitions(sorted(listed), config, now)
-        chosen = [(p, by_partition.get(p, [])) for p in partitions]
+        listed, by_partition = per_candidate_partition(
+            source, config, lambda view, partition: _small_with_pending(view, partition, config)
+        )
+        chosen = [(p, by_partition.get(p, [])) for p in select_partitions(listed, config, now)]
     else:
         survey = survey_partitions(source, config)
         chosen = [(p, list(survey.of(p)[0])) for p in select_partitions(survey.listed, config, now)]

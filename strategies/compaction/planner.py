@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 from service.config.compaction import CompactionConfig, CompactionStrategyKind
 from service.table.data_files import LogFile
-from service.table.fs_view import FileGroupId, FileSlice, FileSystemView
+from service.table.fs_view import FileGroupId, FileSlice, FileSystemView, views_of
 from strategies.clustering.model import (
     MIB,
     TOTAL_IO_MB,
@@ -216,7 +216,7 @@ def plan_compaction(
     instant on layout 2 (see `candidate_operations`)."""
     candidates: list[PlannedOperation] = []
     excluded: list[FileGroupId] = []
-    for view in (views,) if isinstance(views, FileSystemView) else views:
+    for view in views_of(views):
         found, pending = candidate_operations(view, parquet_max_file_size_bytes, logs_completed_before)
         candidates += found
         excluded += pending
