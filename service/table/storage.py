@@ -181,6 +181,13 @@ class Storage:
         with self._fs.open_input_stream(self.fs_path(rel)) as stream:
             return bytes(stream.read())
 
+    def read_chunks(self, rel: str, chunk_bytes: int) -> Iterator[bytes]:
+        """The file's bytes in chunks of `chunk_bytes` (the last shorter), read as they are taken: one
+        stream, as `read_bytes` opens, so an object store sees the same first request."""
+        with self._fs.open_input_stream(self.fs_path(rel)) as stream:
+            while chunk := stream.read(chunk_bytes):
+                yield bytes(chunk)
+
     def open_input(self, rel: str) -> BinaryIO:
         return self._fs.open_input_file(self.fs_path(rel))
 

@@ -7,7 +7,7 @@ cached by file name: a daemon tick re-lists `.hoodie` but decodes only what is n
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar, cast
 
 from service.errors import CorruptTableError
@@ -23,6 +23,7 @@ from service.table.codecs import (
     decode,
     decode_commit_summary,
 )
+from service.table.codecs.json_stream import CHUNK_BYTES
 from service.table.fs_view import FileGroupId, TimelineFacts
 from service.table.instant import Action, Instant, State
 from service.table.layout import TimelineLayout
@@ -131,6 +132,16 @@ class TimelineFactsReader:
                 f"{self._storage.qualify(path)} vanished while reading the timeline"
             ) from None
 
+    def _read_chunks(self, instant: Instant) -> Iterator[bytes]:
+        """`_read_bytes` as the caller takes it, `CHUNK_BYTES` at a time."""
+        path = self._layout.instant_path(instant)
+        try:
+            yield from self._storage.read_chunks(path, CHUNK_BYTES)
+        except FileNotFoundError:
+            raise CorruptTableError(
+                f"{self._storage.qualify(path)} vanished while reading the timeline"
+            ) from None
+
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """Completed commit/deltacommit (CommitMetadata) or replacecommit (ReplaceCommitMetadata)."""
         model = ReplaceCommitMetadata if instant.action is Action.REPLACE_COMMIT else CommitMetadata
@@ -150,7 +161,7 @@ class TimelineFactsReader:
             return CommitSummary.of(decoded)
         source = self._storage.qualify(self._layout.instant_path(instant))
         avro = self._layout.commit_metadata_is_avro(instant)
-        return decode_commit_summary(self._read_bytes(instant), source, replace, avro=avro)
+        return decode_commit_summary(self._read_chunks(instant), source, replace, avro=avro)
 
     def read(self, timeline: Timeline) -> TimelineFacts:
         replaced: dict[FileGroupId, str] = {}

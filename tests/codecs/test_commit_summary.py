@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+import io
 import json
 from typing import Any
 
+import fastavro
 import pytest
 from hypothesis import given, settings
 
@@ -16,6 +19,8 @@ from service.table.codecs import (
     ReplaceCommitMetadata,
     decode_commit_summary,
 )
+from service.table.codecs.avro_file import schema_json
+from service.table.codecs.commit import _stats_projection
 from tests.codecs.strategies import models
 from tests.codecs.test_commit_codec import CLUSTERING_COMMIT, DELTA_COMMIT, TABLE_SCHEMA
 
@@ -29,12 +34,18 @@ def _outcome(data: bytes, replace: bool) -> tuple[str, object]:
         full: tuple[str, object] = ("ok", CommitSummary.of(codecs.decode_commit(model, data, SOURCE)))
     except CorruptTableError as e:
         full = ("error", str(e))
-    try:
-        summary: tuple[str, object] = ("ok", decode_commit_summary(data, SOURCE, replace))
-    except CorruptTableError as e:
-        summary = ("error", str(e))
+    summary = _summary(data, replace)
     assert summary == full
+    # As the timeline reads it: in chunks, a few bytes each (a stat, a key, a number cut in two).
+    assert _summary([data[i : i + 5] for i in range(0, len(data), 5)], replace) == full
     return summary
+
+
+def _summary(data: bytes | list[bytes], replace: bool, avro: bool = False) -> tuple[str, object]:
+    try:
+        return ("ok", decode_commit_summary(data, SOURCE, replace, avro=avro))
+    except CorruptTableError as e:
+        return ("error", str(e))
 
 
 def _plain_stat(**changes: Any) -> dict[str, Any]:
@@ -84,6 +95,71 @@ def test_commit_summary_equals_the_full_decode_of_commits(metadata: CommitMetada
 @given(models(ReplaceCommitMetadata))
 def test_commit_summary_equals_the_full_decode_of_replacecommits(metadata: ReplaceCommitMetadata) -> None:
     assert _outcome(codecs.encode(metadata), replace=True) == ("ok", CommitSummary.of(metadata))
+
+
+@settings(max_examples=100, deadline=None)
+@given(models(ReplaceCommitMetadata))
+def test_commit_summary_equals_the_full_decode_of_avro_replacecommits(
+    metadata: ReplaceCommitMetadata,
+) -> None:
+    """Layout 2's Avro files: the stats are skipped by a projection of the writer schema."""
+    data = codecs.encode_commit(_without_nulls_in_maps(metadata), avro=True)
+    assert _stats_projection(data) is not None
+    full = CommitSummary.of(codecs.decode_commit(ReplaceCommitMetadata, data, SOURCE, avro=True))
+    assert _summary(data, replace=True, avro=True) == ("ok", full)
+
+
+def _without_nulls_in_maps(metadata: ReplaceCommitMetadata) -> ReplaceCommitMetadata:
+    """What Avro's maps of strings and longs can hold (the generator also makes JSON's nulls)."""
+
+    def stat(s: codecs.WriteStat) -> codecs.WriteStat:
+        cdc = None if s.cdc_stats is None else {k: v for k, v in s.cdc_stats.items() if v is not None}
+        return s.model_copy(update={"cdc_stats": cdc})
+
+    stats = {p: tuple(map(stat, ss)) for p, ss in metadata.partition_to_write_stats.items()}
+    extra = {k: v for k, v in metadata.extra_metadata.items() if v is not None}
+    return metadata.model_copy(update={"partition_to_write_stats": stats, "extra_metadata": extra})
+
+
+def _avro_commit(stat_type: object, value: object) -> bytes:
+    """An Avro commit whose writer schema gives `numWrites` another type, one stat holding `value`."""
+    schema = copy.deepcopy(schema_json("HoodieCommitMetadata"))
+    stat = schema["fields"][0]["type"][1]["values"]["items"]
+    stat["fields"] = [{**f, "type": stat_type} if f["name"] == "numWrites" else f for f in stat["fields"]]
+    out = io.BytesIO()
+    record = {
+        "partitionToWriteStats": {"p": [{"fileId": "f", "numWrites": value}]},
+        "operationType": "UPSERT",
+    }
+    fastavro.writer(out, fastavro.parse_schema(schema, named_schemas={}), [record])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("stat_type", "value", "projected", "accepted"),
+    [
+        (["null", "long"], 5, True, True),
+        (["null", "int"], 5, True, True),
+        (["null", "string"], "12", False, True),  # Jackson's coercion, checked stat by stat
+        (["null", "string"], "many", False, False),
+        (["null", "double"], 1.5, False, False),
+        (["null", {"type": "long", "logicalType": "timestamp-millis"}], 5, False, False),
+    ],
+)
+def test_an_avro_writer_schema_that_lets_a_stat_fail_is_checked_stat_by_stat(
+    stat_type: object, value: object, projected: bool, accepted: bool
+) -> None:
+    data = _avro_commit(stat_type, value)
+    assert (_stats_projection(data) is not None) is projected
+    try:
+        full: tuple[str, object] = (
+            "ok",
+            CommitSummary.of(codecs.decode_commit(CommitMetadata, data, SOURCE, avro=True)),
+        )
+    except CorruptTableError as e:
+        full = ("error", str(e))
+    assert _summary(data, replace=False, avro=True) == full
+    assert (full[0] == "ok") is accepted
 
 
 @pytest.mark.parametrize(
@@ -156,6 +232,28 @@ def test_commit_summary_rejects_what_the_full_decode_rejects(text: str) -> None:
         if kind == "error":
             assert SOURCE in str(message)
     assert _outcome(text.encode(), replace=True)[0] == "error"
+
+
+def test_a_huge_commit_is_summarized_a_stat_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSON of a commit that wrote many files is never decoded whole: `json.loads` is not called
+    and no decoded value is larger than a stat."""
+    data = _with_stats(*[_plain_stat(fileId=f"f{i}") for i in range(2_000)])
+    stat_size = len(json.dumps(_plain_stat()))
+    biggest = 0
+    raw_decode = json.JSONDecoder.raw_decode
+
+    def watched(self: json.JSONDecoder, s: str, idx: int = 0) -> tuple[Any, int]:
+        nonlocal biggest
+        value, end = raw_decode(self, s, idx)
+        biggest = max(biggest, end - idx)
+        return value, end
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", watched)
+    monkeypatch.setattr(json, "loads", None)
+    chunks = [data[i : i + 4096] for i in range(0, len(data), 4096)]
+    summary = decode_commit_summary(chunks, SOURCE, replace=False)
+    assert summary.partitions_written == ("p", "q")
+    assert 0 < biggest < stat_size + 50
 
 
 def test_commit_summary_rejects_non_utf8() -> None:

@@ -12,7 +12,9 @@ that `operationType` must be a WriteOperationType name, as Jackson insists.
 
 from __future__ import annotations
 
+import copy
 import io
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,6 +30,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from service.errors import CorruptTableError
 from service.table.codecs import jackson_json
 from service.table.codecs.avro_file import HUDI_RECORD_CONFIG, Int64, schema_json
+from service.table.codecs.json_stream import JsonStream, JsonStreamError
 
 NULL_COMMIT = "null"  # HoodieWriteStat.NULL_COMMIT: `prevCommit` of a new file group
 SCHEMA_KEY = "schema"  # extraMetadata key holding the writer's Avro schema
@@ -294,18 +297,30 @@ class CommitSummary:
         return frozenset((p, f) for p, in_partition in ids.items() for f in in_partition)
 
 
-def decode_commit_summary(data: bytes, source: str, replace: bool, *, avro: bool = False) -> CommitSummary:
-    """`CommitSummary.of(decode_commit(...))` without building write stats: every stat is checked as
-    `decode_commit` checks it, so exactly the same files fail, with the same error."""
-    if not data:
-        return CommitSummary()
+def decode_commit_summary(
+    data: bytes | Iterable[bytes], source: str, replace: bool, *, avro: bool = False
+) -> CommitSummary:
+    """`CommitSummary.of(decode_commit(...))` without building write stats, from the file's bytes in
+    chunks: every stat is checked as `decode_commit` checks it, so the same files fail, with the same
+    error (an Avro file's stats are checked by their writer schema: see `_stats_projection`).
+
+    `data`: the file's bytes, or its chunks as read. Memory stays that of one write stat, not of the
+    file: JSON is read a stat at a time (`JsonStream`); an Avro file (compact: tens of bytes per stat)
+    is read whole, its stats skipped."""
+    parts = iter((data,) if isinstance(data, bytes) else data)
+    first = next((chunk for chunk in parts if chunk), None)
+    if first is None:
+        return CommitSummary()  # an empty file is an empty metadata, as in Java
     reader = _Reader(source)
-    obj = _parse_root(data, source, avro)
+    rest = itertools.chain((first,), parts)
+    if avro:
+        obj = _parse_avro_root(b"".join(rest), source, stats=False)
+    else:
+        obj = _stream_json_root(rest, source, reader)
     written = reader.as_object(obj.get("partitionToWriteStats"), "partitionToWriteStats")
     for partition, stats in written.items():
         for stat in reader.as_array(stats, partition):
-            if not _plain_stat(stat):
-                reader.as_stat(stat, partition)  # the full check: raises, or accepts a coercible value
+            _check_stat(reader, stat, partition)
     fields = _decode_commit_fields(reader, obj, replace)
     return CommitSummary(
         partitions_written=tuple(sys.intern(p) for p in written),
@@ -314,6 +329,41 @@ def decode_commit_summary(data: bytes, source: str, replace: bool, *, avro: bool
         extra_metadata=fields["extra_metadata"],
         operation_type=fields["operation_type"],
     )
+
+
+def _check_stat(reader: _Reader, stat: object, partition: str) -> None:
+    if not _plain_stat(stat):
+        reader.as_stat(stat, partition)  # the full check: raises, or accepts a coercible value
+
+
+def _stream_json_root(chunks: Iterator[bytes], source: str, reader: _Reader) -> dict[str, Any]:
+    """The root object with every write stat checked as it is read and left out: each partition of
+    `partitionToWriteStats` holds an empty array once its stats passed (values that are not arrays are
+    kept, for the caller to refuse as `decode_commit` does)."""
+    stream = JsonStream(chunks)
+    try:
+        if stream.peek() != "{":
+            root = stream.value()  # not an object: refused below, as json.loads' result would be
+            stream.end()
+            return reader.as_object(root, "root")
+        obj: dict[str, Any] = {}
+        for key in stream.members():
+            if key != "partitionToWriteStats" or stream.peek() != "{":
+                obj[key] = stream.value()
+                continue
+            written: dict[str, Any] = {}
+            for partition in stream.members():
+                if stream.peek() != "[":
+                    written[partition] = stream.value()
+                    continue
+                for _ in stream.elements():
+                    _check_stat(reader, stream.value(), partition)
+                written[partition] = []  # a repeated key: the last wins, where json.loads puts it
+            obj[key] = written
+        stream.end()
+    except (UnicodeDecodeError, JsonStreamError) as e:
+        raise CorruptTableError(f"{source}: not JSON commit metadata: {e}") from e
+    return obj
 
 
 # `org.apache.hudi.avro.model` records layout 2 stores commit metadata as.
@@ -335,11 +385,24 @@ def _parse_root(data: bytes, source: str, avro: bool) -> dict[str, Any]:
     return _Reader(source).as_object(root, "root")
 
 
-def _parse_avro_root(data: bytes, source: str) -> dict[str, Any]:
+def _parse_avro_root(data: bytes, source: str, *, stats: bool = True) -> dict[str, Any]:
     """The one record of an Avro container file (`TimelineMetadataUtils.deserializeAvroMetadata`).
-    Hudi 1.x throws on JSON here (`CommitMetadataSerDeV2`), and so do we, naming the file."""
+    Hudi 1.x throws on JSON here (`CommitMetadataSerDeV2`), and so do we, naming the file. Without
+    `stats`, each write stat is read as an empty record when its writer schema lets no stat fail the
+    check (`_stats_projection`): skipped, not built."""
+    if not stats:
+        projection = _stats_projection(data)
+        if projection is not None:
+            try:
+                return _avro_record(data, source, projection)
+            except CorruptTableError:
+                pass  # the whole read below fails the file with the error `decode_commit` gives
+    return _avro_record(data, source, None)
+
+
+def _avro_record(data: bytes, source: str, reader_schema: dict[str, Any] | None) -> dict[str, Any]:
     try:
-        reader = fastavro.reader(io.BytesIO(data))
+        reader = fastavro.reader(io.BytesIO(data), reader_schema=reader_schema)
         name = reader.writer_schema.get("name") if isinstance(reader.writer_schema, dict) else None
         records = list(reader)
     except Exception as e:  # fastavro raises many kinds (ValueError, EOFError, SchemaResolutionError, ...)
@@ -354,6 +417,89 @@ def _parse_avro_root(data: bytes, source: str) -> dict[str, Any]:
             f"{source}: an Avro commit metadata file holds one record, found {len(records)}"
         )
     return records[0]
+
+
+# Avro types whose values `_Reader` takes as they are: a long field's, a string field's.
+_AVRO_LONGS = frozenset({"null", "int", "long"})
+_AVRO_STRINGS = _AVRO_LONGS | {"string", "boolean"}
+
+
+def _stats_projection(data: bytes) -> dict[str, Any] | None:
+    """The file's writer schema with `HoodieWriteStat` holding no field, when every field the check
+    reads has a type whose every value passes it (`_plain_stat`: strings as strings, longs as 64-bit
+    ints, the nested objects' longs too; a logical type would decode to something else): then no stat
+    of the file can fail, and fastavro skips each stat's bytes instead of building a dict of 30 fields.
+    None for any other schema (the stats are then built and checked one by one). Stat strings are not
+    decoded when skipped: bytes that are not UTF-8 pass, as Java's Avro decoder (which replaces them)
+    reads them."""
+    try:
+        header = fastavro.block_reader(io.BytesIO(data)).metadata
+        writer = json.loads(header["avro.schema"])
+        projection = copy.deepcopy(writer)
+        stat = _stat_record(projection)
+    except Exception:  # not a container, no schema, another shape: the whole read says what is wrong
+        return None
+    if stat is None or not all(_plain_stat_field(f) for f in stat.get("fields", ())):
+        return None
+    stat["fields"] = []
+    return projection if isinstance(projection, dict) else None
+
+
+def _stat_record(root: dict[str, Any]) -> dict[str, Any] | None:
+    """The write stat record of `partitionToWriteStats: union{null, map<array<record>>}`."""
+    field_types = {f["name"]: f["type"] for f in root["fields"]}
+    for branch in _branches(field_types.get("partitionToWriteStats")):
+        if isinstance(branch, dict) and branch.get("type") == "map":
+            values = branch["values"]
+            if isinstance(values, dict) and values.get("type") == "array":
+                items = values["items"]
+                if isinstance(items, dict) and items.get("type") == "record":
+                    return items
+    return None
+
+
+def _branches(avro_type: Any) -> list[Any]:
+    return avro_type if isinstance(avro_type, list) else [avro_type]
+
+
+def _primitive(branch: Any) -> str | None:
+    """A primitive type's name (`"long"` or `{"type": "long"}`), None for anything else."""
+    if isinstance(branch, str):
+        return branch
+    if isinstance(branch, dict) and "logicalType" not in branch and isinstance(branch.get("type"), str):
+        kind: str = branch["type"]
+        return kind if kind in _AVRO_STRINGS else None
+    return None
+
+
+def _plain_stat_field(avro_field: dict[str, Any]) -> bool:
+    key = avro_field["name"]
+    branches = _branches(avro_field["type"])
+    if key not in _STAT_FIELDS:
+        return True  # kept verbatim in other_fields
+    if key in _STAT_STRINGS:
+        return all(_primitive(b) in _AVRO_STRINGS for b in branches)
+    if key == "cdcStats":
+        return all(
+            _primitive(b) == "null"
+            or (isinstance(b, dict) and b.get("type") == "map" and _longs(b["values"]))
+            for b in branches
+        )
+    if key == "runtimeStats":
+        return all(
+            _primitive(b) == "null"
+            or (
+                isinstance(b, dict)
+                and b.get("type") == "record"
+                and all(_longs(f["type"]) for f in b["fields"] if f["name"] in _RUNTIME_STAT_NAMES)
+            )
+            for b in branches
+        )
+    return _longs(avro_field["type"])
+
+
+def _longs(avro_type: Any) -> bool:
+    return all(_primitive(b) in _AVRO_LONGS for b in _branches(avro_type))
 
 
 def _shared(value: str | None) -> str | None:
