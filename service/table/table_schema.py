@@ -30,9 +30,10 @@ class TableSchema:
 
 def latest_table_schema_of(table: HudiTable, timeline: Timeline) -> TableSchema | None:
     """The table's Avro schema from the newest completed write that carries one (as Java reads it),
-    with that write's instant."""
+    with that write's instant. Read from each commit's summary: the write stats are not needed (a commit
+    that wrote a million files is hundreds of megabytes of them)."""
     for instant in reversed(timeline.completed().commits().instants):
-        meta = table.facts_reader.commit_metadata(instant)
+        meta = table.facts_reader.commit_summary(instant)
         if meta.operation_type in SCHEMALESS_OPERATIONS:
             continue
         if meta.table_schema:
