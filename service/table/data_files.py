@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -120,7 +121,8 @@ def parse_base_file(partition_path: str, file_name: str, size_bytes: int = 0) ->
             f"base file {posixpath.join(partition_path, file_name)!r}: "
             f"instant time {instant!r} is not numeric"
         )
-    return BaseFile(partition_path, file_name, file_id, token, instant, size_bytes)
+    # One copy per process of what many files repeat: a commit's instant, a write token.
+    return BaseFile(partition_path, file_name, file_id, sys.intern(token), sys.intern(instant), size_bytes)
 
 
 def parse_log_file_name(file_name: str) -> LogFileName | None:

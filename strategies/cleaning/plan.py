@@ -11,7 +11,7 @@ from service.config.cleaning import CleaningPolicy
 from service.table.instant import Instant
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CleanTarget:
     """One data file to delete: a base file or a log file of a cleaned file slice."""
 
