@@ -32,6 +32,16 @@ def _memory_bytes() -> int | None:
     return None
 
 
+def own_peak_rss_kb() -> int:
+    """This program's peak resident memory (`VmHWM`: the high-water mark of the memory `execve` gave
+    it). Not `getrusage`'s `ru_maxrss`, which also counts the process before its exec: a child of a
+    benchmark that holds gigabytes would report the benchmark's size."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError("/proc/self/status has no VmHWM line")
+
+
 def _java_version() -> str | None:
     try:
         done = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30, check=False)

@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
-from bench.common import hudi_record_schema, print_table, stopwatch, write_results
+from bench.common import hudi_record_schema, own_peak_rss_kb, print_table, stopwatch, write_results
 from bench.contenders import load_average
 from bench.fixtures import clean_that_deleted_nothing, cow_table_properties, write_partition_metafile
 from service.daemon.runtime import TableService
@@ -428,7 +428,7 @@ def serve(config_path: Path, stats_path: Path, progress_path: Path) -> int:
             "started_at": recorder.started_at,
             "ticks": [dict(zip(TICK_FIELDS, t, strict=True)) for t in recorder.ticks],
             "spark_requests": recorder.spark_requests,
-            "maxrss_kb": usage.ru_maxrss,
+            "maxrss_kb": own_peak_rss_kb(),
             "cpu_s": usage.ru_utime + usage.ru_stime,
         }
     stats_path.write_text(json.dumps(stats), encoding="utf-8")

@@ -107,23 +107,44 @@ class Measured:
     output: bytes
 
 
+# A process's `ru_maxrss` is the most it was ever resident, under any program: a child this benchmark
+# forked reports at least this process's size before its exec (Linux keeps the old memory's high-water
+# mark across `execve`, and a fork starts from the parent's resident pages), and this process holds the
+# table it just built. A small launcher is forked instead; it forks the command and reports its peak.
+_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+
+
 def measure(argv: Sequence[str], capture: bool = False) -> Measured:
     """`hudi-table-service argv` in a child process: wall seconds, its peak resident memory (MB)."""
-    started = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "--log-level", "ERROR", *argv],
-        stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-    )
-    output = b""
-    if capture and child.stdout is not None:
-        output = child.stdout.read()
-        child.stdout.close()
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return Measured(seconds, usage.ru_maxrss / 1024, child.returncode, output)
+    return measure_command([sys.executable, "-m", "service.cli", "--log-level", "ERROR", *argv], capture)
+
+
+def measure_command(command: Sequence[str], capture: bool = False) -> Measured:
+    """`command` (an executable's path first) run by the launcher: wall seconds, exit code, and its own
+    peak resident memory, whatever this process holds."""
+    with tempfile.TemporaryDirectory(prefix="bench-scale-rusage-") as tmp:
+        report = Path(tmp) / "rusage"
+        started = time.perf_counter()
+        completed = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, str(report), *command],
+            stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+            check=False,
+        )
+        seconds = time.perf_counter() - started
+        if completed.returncode != 0 or not report.exists():
+            raise SystemExit(f"the launcher of {' '.join(command)!r} failed (exit {completed.returncode})")
+        exit_code, max_rss_kb = map(int, report.read_text().split())
+    return Measured(seconds, max_rss_kb / 1024, exit_code, completed.stdout if capture else b"")
 
 
 def _planned(output: bytes) -> frozenset[str]:

@@ -4,6 +4,8 @@ its own, both cleans planning the same files, the result file and chart written.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from bench import scale
@@ -26,3 +28,28 @@ def test_scale_bench_measures_every_operation_in_its_own_process(tmp_path: Path)
     )
     assert (tmp_path / "results" / "scale.png").stat().st_size > 0
     assert written["goals"]["peak_mb_at_10m"]["met"] is None  # not measured at this size
+
+
+def test_a_childs_peak_memory_is_its_own_whatever_the_benchmark_holds() -> None:
+    """The benchmark holds the table it built (gigabytes at 10^7 files) while it measures: a child's
+    `ru_maxrss` taken as the kernel reports it would start from this process's size."""
+    ballast = b"\x01" * (600 << 20)  # resident in this process while the child runs
+    measured = scale.measure_command([sys.executable, "-c", "pass"])
+    assert measured.exit_code == 0 and ballast[-1] == 1
+    assert measured.peak_rss_mb < 100  # an interpreter that imports nothing
+    assert scale.measure_command([sys.executable, "-c", "raise SystemExit(3)"]).exit_code == 3
+
+
+def test_a_program_reads_its_own_peak_not_the_one_before_its_exec() -> None:
+    """What the daemon benchmark's child reports of itself (`own_peak_rss_kb`), started by a parent
+    holding 600 MB: `getrusage` says 600 MB and more, the program's own high-water mark does not."""
+    ballast = b"\x01" * (600 << 20)
+    code = (
+        "import resource; from bench.common import own_peak_rss_kb; "
+        "print(own_peak_rss_kb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, cwd=root).stdout
+    own_kb, rusage_kb = map(int, out.split())
+    assert ballast[-1] == 1 and rusage_kb > 600 << 10  # the kernel's figure: the parent's size too
+    assert own_kb < 150 << 10  # the interpreter and bench.common's imports
