@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from collections.abc import Mapping
 from datetime import timedelta
 
 from service.cleaning.approvals import DIGEST, record_approval
 from service.cleaning.guard import held_json
 from service.cleaning.orchestrator import Cleaner, CleanOptions
-from service.cleaning.results import render_result, result_to_json
+from service.cleaning.results import render_result, write_result_json
 from service.cleaning.undo import undo_clean
 from service.clock import utc_now
 from service.command_context import CommandContext, add_service_arguments, open_context
@@ -95,7 +96,10 @@ def cmd_clean(args: argparse.Namespace, storage_options: Mapping[str, str]) -> i
         if args.json:
             print(json.dumps({"table": ctx.table.name, "held": held_json(exc)}, indent=2))
         return HELD_EXIT
-    print(json.dumps(result_to_json(result), indent=2) if args.json else render_result(result))
+    if args.json:
+        write_result_json(result, sys.stdout)
+    else:
+        print(render_result(result))
     return 0
 
 

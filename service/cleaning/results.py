@@ -1,13 +1,15 @@
 """What a clean run did (or, dry, would do): counts and bytes per clean, per partition and per file.
 
 The daemon exports metrics from `CleanRunResult`; the CLI prints `render_result`, or with `--json`
-`result_to_json`.
+`write_result_json`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+import json
+import textwrap
+from dataclasses import asdict, dataclass, replace
+from typing import TextIO
 
 from service.json_output import fields_json
 
@@ -117,9 +119,36 @@ _RUN_FIELDS = (
 )  # fmt: skip
 
 
-def result_to_json(result: CleanRunResult) -> dict[str, Any]:
-    """One JSON object for `clean --json`: the run's totals, then each clean with its partitions and files."""
-    return {
+# Where each clean's files go in the text of the rest (a string no file name or path can hold).
+_FILES_MARK = "\u0000files of clean {}\u0000"
+_FILE_INDENT = " " * 8  # a file object's depth in `json.dumps(..., indent=2)`: run, cleans, clean, files
+
+
+def write_result_json(result: CleanRunResult, out: TextIO) -> None:
+    """One JSON object for `clean --json` (the run's totals, then each clean with its partitions and
+    files), as `json.dumps(..., indent=2)` lays it out, written a file at a time: a dry run of a table
+    of a million files lists half a million, whose dicts and text all at once took 300 MB."""
+    tree = {
         **fields_json(result, _RUN_FIELDS),
-        "cleans": [{**asdict(c), "duration_seconds": round(c.duration_seconds, 3)} for c in result.cleans],
+        "cleans": [
+            {
+                **asdict(replace(c, files=())),
+                "duration_seconds": round(c.duration_seconds, 3),
+                "files": _FILES_MARK.format(i),
+            }
+            for i, c in enumerate(result.cleans)
+        ],
     }
+    text = json.dumps(tree, indent=2)
+    for i, clean in enumerate(result.cleans):
+        before, text = text.split(json.dumps(_FILES_MARK.format(i)), 1)
+        out.write(before)
+        if not clean.files:
+            out.write("[]")
+            continue
+        out.write("[")
+        for n, file in enumerate(clean.files):
+            out.write(",\n" if n else "\n")
+            out.write(textwrap.indent(json.dumps(asdict(file), indent=2), _FILE_INDENT))
+        out.write("\n" + _FILE_INDENT[:-2] + "]")
+    out.write(text + "\n")
