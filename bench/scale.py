@@ -7,8 +7,9 @@ to 100,000 partitions (`--sizes 3`, 10 partitions, is the smoke test's); table v
 commits, layout 1) and 9 (Avro commits, layout 2, completion times); no metadata table. Every
 operation must exit 0, or the run fails.
 
-Each operation runs as `hudi-table-service ...` in a child process of its own, so its peak resident
-memory is its own (`os.wait4`'s `ru_maxrss`) and nothing is cached between operations:
+Each operation runs as `hudi-table-service ...` in a child process of its own, started by a small
+launcher (`measure_command`), so its peak resident memory is its own (`ru_maxrss` of a process forked
+from the launcher, not from this one) and nothing is cached between operations:
 
 - `clean --dry-run` with `hoodie.cleaner.incremental.mode` true and false (KEEP_LATEST_COMMITS, one
   commit retained): the clean's whole planning, listing, breaker and JSON report included;
