@@ -128,9 +128,7 @@ class TimelineFactsReader:
         try:
             return self._storage.read_bytes(path)
         except FileNotFoundError:
-            raise CorruptTableError(
-                f"{self._storage.qualify(path)} vanished while reading the timeline"
-            ) from None
+            raise self._vanished(path) from None
 
     def _read_chunks(self, instant: Instant) -> Iterator[bytes]:
         """`_read_bytes` as the caller takes it, `CHUNK_BYTES` at a time."""
@@ -138,9 +136,10 @@ class TimelineFactsReader:
         try:
             yield from self._storage.read_chunks(path, CHUNK_BYTES)
         except FileNotFoundError:
-            raise CorruptTableError(
-                f"{self._storage.qualify(path)} vanished while reading the timeline"
-            ) from None
+            raise self._vanished(path) from None
+
+    def _vanished(self, path: str) -> CorruptTableError:
+        return CorruptTableError(f"{self._storage.qualify(path)} vanished while reading the timeline")
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """Completed commit/deltacommit (CommitMetadata) or replacecommit (ReplaceCommitMetadata)."""

@@ -361,7 +361,7 @@ def _stream_json_root(chunks: Iterator[bytes], source: str, reader: _Reader) -> 
                 written[partition] = []  # a repeated key: the last wins, where json.loads puts it
             obj[key] = written
         stream.end()
-    except (UnicodeDecodeError, JsonStreamError) as e:
+    except JsonStreamError as e:  # not JSON, or not UTF-8
         raise CorruptTableError(f"{source}: not JSON commit metadata: {e}") from e
     return obj
 
@@ -442,7 +442,7 @@ def _stats_projection(data: bytes) -> dict[str, Any] | None:
     if stat is None or not all(_plain_stat_field(f) for f in stat.get("fields", ())):
         return None
     stat["fields"] = []
-    return projection if isinstance(projection, dict) else None
+    return projection
 
 
 def _stat_record(root: dict[str, Any]) -> dict[str, Any] | None:
@@ -463,12 +463,12 @@ def _branches(avro_type: Any) -> list[Any]:
 
 
 def _primitive(branch: Any) -> str | None:
-    """A primitive type's name (`"long"` or `{"type": "long"}`), None for anything else."""
+    """A type's name (`"long"` or `{"type": "long"}`), None for a logical type or a union."""
     if isinstance(branch, str):
         return branch
     if isinstance(branch, dict) and "logicalType" not in branch and isinstance(branch.get("type"), str):
         kind: str = branch["type"]
-        return kind if kind in _AVRO_STRINGS else None
+        return kind
     return None
 
 
