@@ -57,7 +57,13 @@ from service.table.paths import PathGuard
 from service.table.properties import TableConfig
 from service.table.table import HudiTable
 from service.table.table_schema import latest_table_schema_of, schema_commit_path
-from service.table.timeline import Timeline, complete_instant, create_instant_file, next_instant_time
+from service.table.timeline import (
+    InstantFiles,
+    Timeline,
+    complete_instant,
+    create_instant_file,
+    next_instant_time,
+)
 from strategies.cleaning import (
     DEFAULT_MAX_DELETE_FRACTION,
     CleanPlan,
@@ -94,7 +100,7 @@ class _Scheduled:
     instant: Instant
     plan: CleanPlan
     files: Mapping[str, tuple[str, ...]]
-    timeline_files: frozenset[str]
+    timeline_files: InstantFiles
     checked: CheckedPlan
     from_storage: bool  # the view was storage's listing (not the metadata table's)
 
@@ -372,7 +378,7 @@ class Cleaner:
             scheduled is not None
             and scheduled.from_storage
             and scheduled.instant.timestamp == instant.timestamp
-            and timeline.files == scheduled.timeline_files | {scheduled.instant.file_name}
+            and timeline.files.names() == scheduled.timeline_files.names() | {scheduled.instant.file_name}
             and {p: frozenset(f) for p, f in stored.files.items() if f}
             == {p: frozenset(f) for p, f in scheduled.files.items() if f}
         ):

@@ -29,6 +29,7 @@ from service.table.layout import DEFAULT_TIMELINE_PATH, METAFOLDER
 from service.table.properties import PROPERTIES_FILE, TableServiceKind
 from service.table.storage import Storage
 from service.table.table import HudiTable
+from service.table.timeline import InstantFiles
 from strategies.blockers import Blocker
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,7 @@ class TableRuntime:
     last_archived_before: LastArchived | None = None
     last_archived_ours: LastArchived | None = None
     # The active timeline's files when archival last found nothing to do (None: look again).
-    archival_timeline: frozenset[str] | None = None
+    archival_timeline: InstantFiles | None = None
     repaired_at: datetime | None = None  # when this replica last ran the table's repair
     file_sizes: FileSizes | None = None
     file_sizes_measured_at: float = 0.0  # time.monotonic() of the measurement

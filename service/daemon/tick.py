@@ -345,7 +345,7 @@ class TableTicker:
             return Outcome.DONE
         # Only an archival removes completed instant files (a rollback removes a failed attempt's
         # pending ones): the archive is looked at for another archiver's files only then.
-        gone = timeline.files if previous is None else previous - timeline.files
+        gone = timeline.files.names() if previous is None else previous.names() - timeline.files.names()
         if previous is None or any(table.layout.parse_file_name(n).is_completed for n in gone):
             self._check_no_other_archiver(runtime, table)
         window = archival_window(table, config, zone, timeline)

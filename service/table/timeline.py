@@ -27,13 +27,37 @@ WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_CO
 COMMITS_AND_COMPACTION_ACTIONS = WRITE_ACTIONS | {Action.COMPACTION, Action.LOG_COMPACTION}
 
 
+@dataclass(frozen=True, slots=True)
+class InstantFiles:
+    """The names of every instant file of a timeline folder, all states, as one sorted newline-joined
+    string. A daemon keeps one per table, compared with the folder's at every tick (`load_timeline`):
+    as a frozenset of names a timeline of 100 instants (300 files) held about 31 KB, a string of their
+    names about 7 KB. Names come from `load_timeline`'s listing, each a parsed instant file name (no
+    newline inside one), so two sets of names never join alike."""
+
+    joined: str = ""
+
+    @classmethod
+    def of(cls, names: Iterable[str]) -> InstantFiles:
+        return cls("\n".join(sorted(names)))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.joined.split("\n") if self.joined else ())
+
+    def __len__(self) -> int:
+        return self.joined.count("\n") + 1 if self.joined else 0
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self)
+
+
 @dataclass(frozen=True)
 class Timeline:
     """Instants in Hudi's order; each (timestamp, comparable action) appears once, in its highest state."""
 
     instants: tuple[Instant, ...]
     # Every instant file present, all states (a completed instant keeps its requested/inflight files).
-    files: frozenset[str] = field(default=frozenset(), repr=False)
+    files: InstantFiles = field(default=InstantFiles(), repr=False)
 
     @classmethod
     def of(cls, instants: Iterable[Instant]) -> Timeline:
@@ -129,19 +153,19 @@ def load_timeline(storage: Storage, layout: TimelineLayout, previous: Timeline |
     same instant files: a timeline is a function of those names, and an idle table's tick then costs
     one listing, not a re-parse.
     """
-    names = frozenset(
+    files = InstantFiles.of(
         n for n in storage.list_file_names(layout.timeline_dir) if layout.is_instant_file_name(n)
     )
-    if previous is not None and previous.files == names:
+    if previous is not None and previous.files == files:
         return previous
     instants: list[Instant] = []
-    for name in names:
+    for name in files:
         try:
             instant = layout.parse_file_name(name)
         except CorruptTableError as exc:
             raise CorruptTableError(f"{storage.qualify(layout.timeline_dir)}: {exc}") from None
         instants.append(instant)
-    return Timeline(_collapse(instants), names)
+    return Timeline(_collapse(instants), files)
 
 
 def read_requested(storage: Storage, layout: TimelineLayout, instant: Instant) -> bytes | None:

@@ -44,7 +44,15 @@ class TimelineFactsReader:
         self._storage = storage
         self._layout = layout
         self._path_guard = path_guard  # `HudiTable.path_guard`: confinement for paths of a stored file
-        self._cache: dict[str, object] = {}
+        # Decoded and derived values of immutable instant files, per kind, by instant. An instant
+        # (requested time, action, state) names one file for good: a completed instant file is never
+        # rewritten, and Java never completes a requested time twice (`createNewInstantTime` moves
+        # on past a rolled-back or restored one). Keyed by the timeline's own `Instant`s, an entry
+        # costs its dict slot: a daemon keeps these for every completed commit of every table.
+        self._cache: dict[str, dict[Instant, object]] = {}
+        self._entries = 0
+        self._last_summary: CommitSummary | None = None
+        self._partition_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._lock = threading.Lock()
 
     def metadata(self, instant: Instant, model_type: type[M]) -> M:
@@ -72,18 +80,24 @@ class TimelineFactsReader:
 
     def derived(self, instant: Instant, kind: str, compute: Callable[[], V]) -> V:
         """`compute()`, a value read from the file of `instant` alone, cached like decoded files."""
-        key = f"{instant.file_name}:{kind}"
-        with self._lock:
-            hit = self._cache.get(key)
+        hit = self._cached(instant, kind)
         if hit is not None:
             return cast(V, hit)
         value = compute()
         if instant.state is State.COMPLETED or instant.state is State.REQUESTED:
             with self._lock:
-                if len(self._cache) >= _CACHE_LIMIT:
+                if self._entries >= _CACHE_LIMIT:
                     self._cache.clear()
-                self._cache[key] = value
+                    self._partition_sets.clear()
+                    self._entries = 0
+                self._entries += 1
+                self._cache.setdefault(kind, {})[instant] = value
         return value
+
+    def _cached(self, instant: Instant, kind: str) -> object | None:
+        with self._lock:
+            of_kind = self._cache.get(kind)
+            return None if of_kind is None else of_kind.get(instant)
 
     def is_clustering_plan(self, instant: Instant) -> bool:
         """Whether the `.requested` file of `instant` is a clustering plan; only the answer is cached
@@ -154,13 +168,20 @@ class TimelineFactsReader:
     def _summarize(self, instant: Instant) -> CommitSummary:
         replace = instant.action is Action.REPLACE_COMMIT
         model = ReplaceCommitMetadata if replace else CommitMetadata
-        with self._lock:
-            decoded = self._cache.get(f"{instant.file_name}:{model.__name__}")
+        decoded = self._cached(instant, model.__name__)
         if isinstance(decoded, CommitMetadata):  # already decoded in full: no need to read the file again
-            return CommitSummary.of(decoded)
-        source = self._storage.qualify(self._layout.instant_path(instant))
-        avro = self._layout.commit_metadata_is_avro(instant)
-        return decode_commit_summary(self._read_chunks(instant), source, replace, avro=avro)
+            summary = CommitSummary.of(decoded)
+        else:
+            source = self._storage.qualify(self._layout.instant_path(instant))
+            avro = self._layout.commit_metadata_is_avro(instant)
+            summary = decode_commit_summary(self._read_chunks(instant), source, replace, avro=avro)
+        # Commits of a table mostly write the same partitions with the same extra metadata: a
+        # summary shares what equals the last one's, and one tuple of each set of partitions written.
+        with self._lock:
+            written = self._partition_sets.setdefault(summary.partitions_written, summary.partitions_written)
+            summary = summary.sharing(self._last_summary, written)
+            self._last_summary = summary
+        return summary
 
     def read(self, timeline: Timeline) -> TimelineFacts:
         replaced: dict[FileGroupId, str] = {}

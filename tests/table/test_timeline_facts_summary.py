@@ -82,3 +82,34 @@ def test_commit_summary_reuses_a_full_decode_already_cached(tmp_path: Path) -> N
     full = table.facts_reader.commit_metadata(instant)
     (tmp_path / LAYOUT_1.instant_path(instant)).write_bytes(b"{")  # not read again
     assert table.facts_reader.commit_summary(instant) == codecs.CommitSummary.of(full)
+
+
+def test_summaries_of_a_table_share_their_equal_parts(tmp_path: Path) -> None:
+    """The daemon keeps a summary of every completed commit of every table: commits that write the same
+    partitions with the same extra metadata hold one copy of them, and unequal ones their own."""
+    t = FixtureTable(tmp_path)
+    for n in (1, 2, 3):
+        t.commit(ts(n), [FileSpec("a", _fid(n)), FileSpec("b", _fid(n + 4))])
+    t.commit(ts(4), [FileSpec("c", _fid(9))])
+    t.commit(ts(5), [FileSpec("a", _fid(1)), FileSpec("b", _fid(5))])
+    table = HudiTable.open(str(tmp_path))
+    reader = table.facts_reader
+    summaries = [reader.commit_summary(i) for i in table.load_timeline().completed()]
+
+    assert [s.partitions_written for s in summaries] == [("a", "b")] * 3 + [("c",), ("a", "b")]
+    first = summaries[0]
+    for later in (summaries[1], summaries[2], summaries[4]):
+        assert later.partitions_written is first.partitions_written
+        assert later.extra_metadata is first.extra_metadata
+        assert later.partition_to_replace_file_ids is first.partition_to_replace_file_ids
+    assert summaries[3].partitions_written is not first.partitions_written
+    assert summaries[3].extra_metadata is first.extra_metadata  # equal: the same schema
+
+
+def test_a_shared_summary_equals_the_decoded_one(tmp_path: Path) -> None:
+    _table(tmp_path)
+    table = HudiTable.open(str(tmp_path))
+    for instant in table.load_timeline().completed():
+        assert table.facts_reader.commit_summary(instant) == codecs.CommitSummary.of(
+            table.facts_reader.commit_metadata(instant)
+        )

@@ -10,7 +10,7 @@ from service.errors import CorruptTableError
 from service.table.instant import Action, Instant, State
 from service.table.layout import LAYOUT_1
 from service.table.storage import Storage
-from service.table.timeline import load_timeline
+from service.table.timeline import InstantFiles, load_timeline
 from tests.support.fixtures import FileSpec, FixtureTable, ts
 
 
@@ -55,3 +55,24 @@ def test_timeline_reload_with_previous_still_rejects_unknown_instant_names(tmp_p
 
     with pytest.raises(CorruptTableError, match=r"\.bogus"):
         load_timeline(t.storage, LAYOUT_1, first)
+
+
+def test_instant_files_keep_the_names_as_one_string() -> None:
+    names = ["20240101000000002.commit", "20240101000000001.commit.requested", "20240101000000001.commit"]
+    files = InstantFiles.of(names)
+
+    assert list(files) == sorted(names) and len(files) == 3 and files.names() == frozenset(names)
+    assert files == InstantFiles.of(reversed(names)) and files != InstantFiles.of(names[:2])
+    assert list(InstantFiles.of([])) == [] and len(InstantFiles()) == 0
+    assert InstantFiles().names() == frozenset()
+    assert isinstance(files.joined, str)  # one object, not one per name
+
+
+def test_a_timeline_lists_its_instant_files_of_every_state(tmp_path: Path) -> None:
+    t = FixtureTable(tmp_path / "t")
+    t.commit(ts(1), [FileSpec("a", "f1")])
+    t.commit(ts(2), [FileSpec("a", "f2")], state=State.INFLIGHT)
+    timeline = load_timeline(t.storage, LAYOUT_1)
+
+    on_disk = {p.name for p in (tmp_path / "t" / ".hoodie").iterdir() if p.name[0].isdigit()}
+    assert timeline.files.names() == on_disk and len(timeline.files) == len(on_disk) == 5

@@ -13,6 +13,7 @@ that `operationType` must be a WriteOperationType name, as Jackson insists.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import itertools
 import json
@@ -287,6 +288,20 @@ class CommitSummary:
     @property
     def table_schema(self) -> str | None:
         return self.extra_metadata.get(SCHEMA_KEY) or None
+
+    def sharing(self, last: CommitSummary | None, partitions_written: tuple[str, ...]) -> CommitSummary:
+        """This summary holding `partitions_written` (equal to its own) and `last`'s mappings where
+        they are equal to its own: the daemon keeps a summary of every completed commit of every
+        table, most of them alike but for their instant."""
+        shared: dict[str, Any] = {}
+        if partitions_written is not self.partitions_written:
+            shared["partitions_written"] = partitions_written
+        if last is not None:
+            for name in ("partition_to_replace_file_ids", "extra_metadata"):
+                ours, theirs = getattr(self, name), getattr(last, name)
+                if ours is not theirs and ours == theirs:
+                    shared[name] = theirs
+        return dataclasses.replace(self, **shared) if shared else self
 
     def partitions(self) -> frozenset[str]:
         """Partitions written or replaced in."""

@@ -14,7 +14,7 @@ from service.table.codecs import RollbackMetadata, RollbackPlan, decode
 from service.table.instant import Action, Instant, State, is_timeline_file_name, parse_instant_file_name
 from service.table.layout import LAYOUT_1, TimelineLayout
 from service.table.storage import Storage
-from service.table.timeline import Timeline
+from service.table.timeline import InstantFiles, Timeline
 
 MDT_BASE = ".hoodie/metadata"
 MDT_METAFOLDER = f"{MDT_BASE}/.hoodie"
@@ -42,13 +42,14 @@ def load_mdt_timeline(storage: Storage, layout: TimelineLayout = MDT_LAYOUT_1) -
     in-place upgrade of a version-6 metadata table) are parsed by the data table's rules on their
     first 17 digits and kept whole."""
     instants = []
-    names = frozenset(n for n in storage.list_file_names(layout.timeline_dir) if is_timeline_file_name(n))
-    for name in names:
+    listed = storage.list_file_names(layout.timeline_dir)
+    files = InstantFiles.of(n for n in listed if is_timeline_file_name(n))
+    for name in files:
         try:
             instants.append(_parse_mdt_file_name(name, layout.names_completion_time))
         except CorruptTableError as exc:
             raise CorruptTableError(f"{storage.qualify(f'{layout.timeline_dir}/{name}')}: {exc}") from None
-    return Timeline(Timeline.of(instants).instants, names)
+    return Timeline(Timeline.of(instants).instants, files)
 
 
 def _parse_mdt_file_name(name: str, names_completion_time: bool) -> Instant:
