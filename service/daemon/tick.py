@@ -717,17 +717,18 @@ class TableTicker:
 
     def _observe_lock(self, name: str, lock: TableLock, acquired: Callable[[], None] | None = None) -> None:
         # Every acquisition is observed: a tick may lock several times (rollback, schedule, commit).
-        observe = self.metrics.lock_wait_seconds.labels(name).observe
-        if acquired is None:
-            lock.on_wait = observe
-        else:
+        # A table's histograms are made at its first lock, not at its first tick: an idle table
+        # never locks, and two histograms of a dozen buckets each were a fifth of what the daemon
+        # kept per idle table (and most of its lines on /metrics).
+        metrics = self.metrics
 
-            def on_wait(seconds: float) -> None:
-                observe(seconds)
+        def on_wait(seconds: float) -> None:
+            metrics.lock_wait_seconds.labels(name).observe(seconds)
+            if acquired is not None:
                 acquired()
 
-            lock.on_wait = on_wait
-        lock.on_hold = self.metrics.lock_hold_seconds.labels(name).observe
+        lock.on_wait = on_wait
+        lock.on_hold = lambda seconds: metrics.lock_hold_seconds.labels(name).observe(seconds)
 
     # ------------------------------------------------------------------ failure bookkeeping
     def _record_failure(
