@@ -57,15 +57,20 @@ def test_timeline_reload_with_previous_still_rejects_unknown_instant_names(tmp_p
         load_timeline(t.storage, LAYOUT_1, first)
 
 
-def test_instant_files_keep_the_names_as_one_string() -> None:
+def test_instant_files_keep_a_digest_and_the_names_packed() -> None:
     names = ["20240101000000002.commit", "20240101000000001.commit.requested", "20240101000000001.commit"]
     files = InstantFiles.of(names)
 
     assert list(files) == sorted(names) and len(files) == 3 and files.names() == frozenset(names)
     assert files == InstantFiles.of(reversed(names)) and files != InstantFiles.of(names[:2])
+    assert InstantFiles.of(reversed(names), files) is files  # the same names: the previous object
+    assert InstantFiles.of(names[:2], files) != files
     assert list(InstantFiles.of([])) == [] and len(InstantFiles()) == 0
-    assert InstantFiles().names() == frozenset()
-    assert isinstance(files.joined, str)  # one object, not one per name
+    assert InstantFiles().names() == frozenset() and InstantFiles.of([]) == InstantFiles.of([], None)
+    many = [f"2024010100{n:07d}.commit" for n in range(300)]
+    assert len(InstantFiles.of(many).packed) < len("\n".join(many)) / 4  # held per table by a daemon
+    undecodable = "20240101000000003.commit\udcff"  # a local name that is not UTF-8
+    assert list(InstantFiles.of([undecodable])) == [undecodable]
 
 
 def test_a_timeline_lists_its_instant_files_of_every_state(tmp_path: Path) -> None:
