@@ -85,6 +85,15 @@ class Shape:
 
 FULL = Shape(tables=1000, poll_seconds=20.0, steady_rounds=3, crossing_tables=3)
 QUICK = Shape(tables=50, poll_seconds=2.0, steady_rounds=3, crossing_tables=2)
+# `--fleet` (issue 49): ten thousand tables, then three replicas sharing them; a round of 40,000
+# ticks needs a longer poll interval than a thousand tables do.
+FLEET = Shape(tables=10_000, poll_seconds=60.0, steady_rounds=3, crossing_tables=3)
+FLEET_REPLICAS = 3
+TARGET_FLEET_RSS_MB = 1024.0  # above 1,000 tables: at most 1 GB at 10,000
+
+
+def rss_target_mb(shape: Shape) -> float:
+    return TARGET_RSS_MB if shape.tables <= FULL.tables else TARGET_FLEET_RSS_MB
 
 
 # ---------------------------------------------------------------------------------------------- tables
@@ -285,8 +294,9 @@ def _table_dir(work: Path, index: int) -> Path:
     return work / "tables" / _table_name(index)
 
 
-def write_config(path: Path, work: Path, shape: Shape) -> None:
-    """One daemon config registering every table (JSON is YAML)."""
+def write_config(path: Path, work: Path, shape: Shape, replica: dict[str, Any] | None = None) -> None:
+    """One daemon config registering every table (JSON is YAML); `replica`: this replica's `cluster`
+    and `lock` sections (`bench.daemon_replicas`)."""
     document = {
         "daemon": {
             "poll_interval_seconds": shape.poll_seconds,
@@ -294,6 +304,7 @@ def write_config(path: Path, work: Path, shape: Shape) -> None:
             "shutdown_grace_seconds": 10,
             "metrics": {"host": "127.0.0.1", "port": 0},
             "logging": {"level": "WARNING"},
+            **(replica or {}),
         },
         "defaults": {
             "hoodie.clustering.async.max.commits": CLUSTERING_MAX_COMMITS,
@@ -343,6 +354,21 @@ class _Recorder:
         self.spark_requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.started_at: float | None = None
+        # Kept as ticks end, so the progress report costs the daemon no pass over every tick.
+        self.per_key: dict[tuple[str, str], int] = {}
+        self.serving: dict[str, bool] = {}  # table -> its latest tick ran here (not `not_held`)
+        self.changes = 0  # of `serving`
+
+    def add(self, record: tuple[Any, ...]) -> None:
+        table, service, outcome = record[0], record[1], record[6]
+        with self.lock:
+            self.ticks.append(record)
+            key = (table, service)
+            self.per_key[key] = self.per_key.get(key, 0) + 1
+            served = outcome != "not_held"
+            if self.serving.get(table) is not served:
+                self.serving[table] = served
+                self.changes += 1
 
 
 def serve(config_path: Path, stats_path: Path, progress_path: Path) -> int:
@@ -404,8 +430,7 @@ def serve(config_path: Path, stats_path: Path, progress_path: Path) -> int:
             runtime.name, service.value, started, started_wall, wall, cpu, outcome.value,
             *(counters[k] for k in COUNTED),
         )  # fmt: skip
-        with recorder.lock:
-            recorder.ticks.append(record)
+        recorder.add(record)
         return outcome
 
     daemon_module.Daemon.run_iteration = timed  # type: ignore[method-assign]
@@ -436,20 +461,31 @@ def serve(config_path: Path, stats_path: Path, progress_path: Path) -> int:
 
 
 def _report_progress(recorder: _Recorder, path: Path, stop: threading.Event) -> None:
-    """Ticks done per (table, service), so the parent knows when the cold round is over."""
-    while not stop.wait(0.2):
+    """Ticks done per (table, service), so the parent knows when the cold round is over; and in
+    `served_path(path)`, rewritten when it changed, the tables this daemon serves (its replica's share)."""
+    seen_changes = 0
+    while not stop.wait(0.25):
+        served: list[str] | None = None
         with recorder.lock:
             ticks = len(recorder.ticks)
-            per_key: dict[tuple[str, str], int] = {}
-            for t in recorder.ticks:
-                key = (t[0], t[1])  # table, service
-                per_key[key] = per_key.get(key, 0) + 1
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps({"ticks": ticks, "keys": len(per_key), "min_ticks": min(per_key.values(), default=0)}),
-            encoding="utf-8",
-        )
-        os.replace(tmp, path)
+            keys = len(recorder.per_key)
+            min_ticks = min(recorder.per_key.values(), default=0)
+            if recorder.changes != seen_changes:
+                seen_changes = recorder.changes
+                served = [t for t, here in recorder.serving.items() if here]
+        if served is not None:
+            _write_atomically(served_path(path), json.dumps(sorted(served)))
+        _write_atomically(path, json.dumps({"ticks": ticks, "keys": keys, "min_ticks": min_ticks}))
+
+
+def served_path(progress: Path) -> Path:
+    return progress.with_name(progress.stem + ".served.json")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------------------------------- the parent
@@ -497,7 +533,7 @@ class _Sampler(threading.Thread):
             self.halt.wait(self.every)
 
 
-def _read_progress(path: Path) -> dict[str, int]:
+def _read_progress(path: Path) -> dict[str, Any]:
     try:
         loaded: dict[str, int] = json.loads(path.read_text(encoding="utf-8"))
         return loaded
@@ -663,9 +699,12 @@ def run(
     shape: Shape | None = None,
     work_dir: Path | None = None,
     results_dir: Path | None = None,
+    replicas: int = 0,
+    session_timeout_s: float | None = None,
     report: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Build the tables, run the daemon in a child process, measure; print and write `daemon.json`."""
+    """Build the tables, run the daemon in a child process, measure (then, with `replicas`, the
+    replica phase of `bench.daemon_replicas`); print and write `daemon.json`."""
     shape = shape or (QUICK if quick else FULL)
     load_before = load_average()
     with _work_dir(work_dir) as work:
@@ -681,6 +720,12 @@ def run(
         plans_before = sum(len(_plan_files(_table_dir(work, i) / ".hoodie")) for i in range(shape.tables))
         payload = _measure(work, config, shape, report)
         plans_after_idle = payload.pop("_plans_after_idle")
+        if replicas:
+            from bench import daemon_replicas  # it imports this module
+
+            tables = [_table_name(i) for i in range(shape.tables)]
+            lease = session_timeout_s or daemon_replicas.SESSION_TIMEOUT_S
+            payload["replicas"] = daemon_replicas.measure(work, shape, tables, replicas, report, lease)
     payload["build_s"], payload["load_before"] = build.seconds, load_before
     payload["work_dir_filesystem"] = "tmpfs" if str(work).startswith("/dev/shm/") else "disk"
     payload["idle"]["plan_files_before"] = plans_before
@@ -693,7 +738,9 @@ def run(
     payload.update(
         {
             "quick": quick,
-            "command": "python -m bench daemon" + (" --quick" if quick else ""),
+            "command": "python -m bench daemon"
+            + (" --quick" if quick else "")
+            + _shape_flags(shape, quick, replicas),
             "shape": asdict(shape)
             | {
                 "active_instants_per_table": shape.active_instants,
@@ -710,71 +757,109 @@ def run(
         }
     )
     payload["targets"] = _targets(payload, shape)
-    path = write_results(NAME, payload, results_dir)
+    path = write_results(NAME if shape != FLEET else f"{NAME}-fleet", payload, results_dir)
     _print(payload)
     report(f"results: {path}")
     return payload
 
 
-def _measure(work: Path, config: Path, shape: Shape, report: Callable[[str], None]) -> dict[str, Any]:
-    stats_path, progress_path, log_path = work / "stats.json", work / "progress.json", work / "daemon.log"
+@dataclass(frozen=True)
+class Child:
+    """A daemon run by `serve` in a process of its own, and the files it reports through."""
+
+    process: subprocess.Popen[bytes]
+    stats: Path
+    progress: Path
+    log: Path
+
+    def progress_now(self) -> dict[str, Any]:
+        return _read_progress(self.progress)
+
+    def served(self) -> set[str]:
+        try:
+            return set(json.loads(served_path(self.progress).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return set()
+
+    def stop(self) -> dict[str, Any]:
+        """SIGTERM, wait (SIGKILL after a minute); its stats, or RuntimeError with its log's tail."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.returncode != 0 or not self.stats.exists():
+            tail = self.log.read_text(encoding="utf-8", errors="replace")[-3000:]
+            raise RuntimeError(f"bench.daemon: the daemon failed (exit {self.process.returncode}):\n{tail}")
+        stats: dict[str, Any] = json.loads(self.stats.read_text(encoding="utf-8"))
+        return stats
+
+
+def launch(work: Path, config: Path, tag: str = "") -> Child:
+    """`serve(config)` in a child process; its stats, progress and log files under `work` (`tag` apart)."""
+    suffix = f"-{tag}" if tag else ""
+    child_files = [work / f"{name}{suffix}{ext}" for name, ext in (("stats", ".json"), ("progress", ".json"))]
+    log_path = work / f"daemon{suffix}.log"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
     }
     command = [
         sys.executable, "-m", "bench.daemon",
-        "--serve", str(config), "--stats", str(stats_path), "--progress", str(progress_path),
+        "--serve", str(config), "--stats", str(child_files[0]), "--progress", str(child_files[1]),
     ]  # fmt: skip
-    # One job per table and service the tables keep on: every one but the opt-in repair.
-    expected_keys = len([s for s in TableService if s is not TableService.REPAIR]) * shape.tables
-    with open(log_path, "wb") as log:
-        launched = time.monotonic()
-        child = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        sampler = _Sampler(child.pid, 0.25)
-        sampler.start()
+    with open(log_path, "wb") as log:  # the child keeps its copy
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return Child(process, child_files[0], child_files[1], log_path)
+
+
+def services_per_table() -> int:
+    """Jobs per table: every service the tables keep on, all but the opt-in repair."""
+    return len([s for s in TableService if s is not TableService.REPAIR])
+
+
+def _measure(work: Path, config: Path, shape: Shape, report: Callable[[str], None]) -> dict[str, Any]:
+    expected_keys = services_per_table() * shape.tables
+    launched = time.monotonic()
+    daemon = launch(work, config)
+    child, progress_path = daemon.process, daemon.progress
+    sampler = _Sampler(child.pid, 0.25)
+    sampler.start()
+    try:
+        cold_timeout = 60 + shape.tables * 0.2
+        _wait_until(
+            lambda: (
+                _read_progress(progress_path).get("keys", 0) >= expected_keys
+                and _read_progress(progress_path).get("min_ticks", 0) >= 1
+            ),
+            cold_timeout,
+            "the cold round",
+        )
+        cold_done = time.monotonic()
+        report(f"cold round done {cold_done - launched:.1f}s after launch")
+        # Steady window: whole poll intervals, starting one interval after the cold round.
+        time.sleep(min(shape.poll_seconds, 5.0))
+        window_load = {"load_before": load_average()}
+        start = sample_process(child.pid)
+        time.sleep(shape.steady_rounds * shape.poll_seconds)
+        end = sample_process(child.pid)
+        window_load["load_after"] = load_average()
+        if start is None or end is None:
+            raise RuntimeError(f"bench.daemon: the daemon exited early; see {daemon.log}")
+        plans_after_idle = sum(len(_plan_files(_table_dir(work, i) / ".hoodie")) for i in range(shape.tables))
+        idle_end, idle_end_wall = time.monotonic(), time.time()
+        crossing = _cross_threshold(work, shape, 0, report)
+        final = sample_process(child.pid)
+    finally:
+        terminated = time.monotonic()
         try:
-            cold_timeout = 60 + shape.tables * 0.2
-            _wait_until(
-                lambda: (
-                    _read_progress(progress_path).get("keys", 0) >= expected_keys
-                    and _read_progress(progress_path).get("min_ticks", 0) >= 1
-                ),
-                cold_timeout,
-                "the cold round",
-            )
-            cold_done = time.monotonic()
-            report(f"cold round done {cold_done - launched:.1f}s after launch")
-            # Steady window: whole poll intervals, starting one interval after the cold round.
-            time.sleep(min(shape.poll_seconds, 5.0))
-            window_load = {"load_before": load_average()}
-            start = sample_process(child.pid)
-            time.sleep(shape.steady_rounds * shape.poll_seconds)
-            end = sample_process(child.pid)
-            window_load["load_after"] = load_average()
-            if start is None or end is None:
-                raise RuntimeError(f"bench.daemon: the daemon exited early; see {log_path}")
-            plans_after_idle = sum(
-                len(_plan_files(_table_dir(work, i) / ".hoodie")) for i in range(shape.tables)
-            )
-            idle_end, idle_end_wall = time.monotonic(), time.time()
-            crossing = _cross_threshold(work, shape, 0, report)
-            final = sample_process(child.pid)
+            stats = daemon.stop()
         finally:
-            terminated = time.monotonic()
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
             sampler.halt.set()
             sampler.join()
-    if child.returncode != 0 or not stats_path.exists():
-        tail = log_path.read_text(encoding="utf-8", errors="replace")[-3000:]
-        raise RuntimeError(f"bench.daemon: the daemon failed (exit {child.returncode}):\n{tail}")
-    stats = json.loads(stats_path.read_text(encoding="utf-8"))
-    log_text = log_path.read_text(encoding="utf-8", errors="replace")
+    log_text = daemon.log.read_text(encoding="utf-8", errors="replace")
     ticks = stats["ticks"]
     first: dict[tuple[str, str], dict[str, Any]] = {}
     for t in sorted(ticks, key=lambda t: t["start"]):
@@ -849,6 +934,15 @@ def _measure(work: Path, config: Path, shape: Shape, report: Callable[[str], Non
     }
 
 
+def _shape_flags(shape: Shape, quick: bool, replicas: int) -> str:
+    if shape == FLEET:
+        return " --fleet" + (f" --replicas {replicas}" if replicas != FLEET_REPLICAS else "")
+    default = QUICK if quick else FULL
+    flags = f" --tables {shape.tables}" if shape.tables != default.tables else ""
+    flags += f" --poll-seconds {shape.poll_seconds:g}" if shape.poll_seconds != default.poll_seconds else ""
+    return flags + (f" --replicas {replicas}" if replicas else "")
+
+
 def _targets(payload: dict[str, Any], shape: Shape) -> dict[str, Any]:
     steady = payload["steady"]["per_table_cpu_ms"]
     tick_met = (
@@ -859,8 +953,8 @@ def _targets(payload: dict[str, Any], shape: Shape) -> dict[str, Any]:
     return {
         "tick_ms": TARGET_TICK_MS,
         "tick_met": tick_met,
-        "rss_mb": TARGET_RSS_MB,
-        "rss_met": rss <= TARGET_RSS_MB,
+        "rss_mb": rss_target_mb(shape),
+        "rss_met": rss <= rss_target_mb(shape),
         "plan_delay_s": shape.poll_seconds,
         "plan_delay_met": payload["threshold"]["all_planned"]
         and delay is not None
@@ -959,7 +1053,7 @@ def _print(payload: dict[str, Any]) -> None:
                 payload["steady"]["per_table_cpu_ms"]["p99"],
                 _yes(targets["tick_met"]),
             ],
-            ["peak RSS <= 300 MB", memory["peak_rss_mb"], _yes(targets["rss_met"])],
+            [f"peak RSS <= {targets['rss_mb']:g} MB", memory["peak_rss_mb"], _yes(targets["rss_met"])],
             [
                 "plan within one poll interval (max delay s)",
                 threshold["max_delay_s"],
@@ -968,6 +1062,10 @@ def _print(payload: dict[str, Any]) -> None:
             ["nothing planned while idle", None, _yes(targets["nothing_planned_while_idle"])],
         ],
     )
+    if "replicas" in payload:
+        from bench import daemon_replicas
+
+        daemon_replicas.print_summary(payload["replicas"])
 
 
 def main(argv: Sequence[str]) -> int:
@@ -975,6 +1073,15 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="50 tables, 2 s poll interval")
     parser.add_argument("--tables", type=int, default=None, help="number of tables")
     parser.add_argument("--poll-seconds", type=float, default=None, help="the daemon's poll interval")
+    parser.add_argument(
+        "--replicas", type=int, default=0, help="then serve the tables by this many replicas, and kill one"
+    )
+    parser.add_argument(
+        "--fleet", action="store_true",
+        help=f"{FLEET.tables:,} tables, {FLEET.poll_seconds:g} s poll, then {FLEET_REPLICAS} replicas "
+        "(results: daemon-fleet.json)",
+    )  # fmt: skip
+    parser.add_argument("--session-timeout-seconds", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--work-dir", type=Path, default=None, help="where the synthetic tables go")
     parser.add_argument("--results-dir", type=Path, default=None, help="instead of bench/results")
     parser.add_argument("--serve", type=Path, default=None, help=argparse.SUPPRESS)
@@ -985,14 +1092,23 @@ def main(argv: Sequence[str]) -> int:
         if args.stats is None or args.progress is None:
             parser.error("--serve needs --stats and --progress")
         return serve(args.serve, args.stats, args.progress)
-    shape = QUICK if args.quick else FULL
+    shape = FLEET if args.fleet else QUICK if args.quick else FULL
+    replicas = args.replicas or (FLEET_REPLICAS if args.fleet else 0)
     if args.tables is not None or args.poll_seconds is not None:
         shape = Shape(
             args.tables or shape.tables, args.poll_seconds or shape.poll_seconds, shape.steady_rounds,
             shape.crossing_tables,
         )  # fmt: skip
-    payload = run(args.quick, shape=shape, work_dir=args.work_dir, results_dir=args.results_dir)
-    return 0 if payload["idle"]["nothing_planned"] and payload["threshold"]["all_planned"] else 1
+    if replicas == 1 or replicas < 0:
+        parser.error("--replicas: 0 (none) or at least 2")
+    payload = run(
+        args.quick, shape=shape, work_dir=args.work_dir, results_dir=args.results_dir, replicas=replicas,
+        session_timeout_s=args.session_timeout_seconds,
+    )  # fmt: skip
+    replicas_ok = "replicas" not in payload or payload["replicas"]["targets"]["each_serves_a_share"]
+    return (
+        0 if payload["idle"]["nothing_planned"] and payload["threshold"]["all_planned"] and replicas_ok else 1
+    )
 
 
 if __name__ == "__main__":

@@ -584,8 +584,44 @@ def render_daemon(document: Mapping[str, Any]) -> str:
             "Tick figures are over every table tick of the window (their spread is the p50, p99 and max); "
             "memory is the daemon process's resident set, sampled every 0.25 s.",
             _table(["figure (steady window unless noted)", "value", "target"], rows, [False, True, False]),
+            *(_render_replicas(document["replicas"]) if "replicas" in document else []),
         ]
     )
+
+
+def _render_replicas(replicas: Mapping[str, Any]) -> list[str]:
+    """The daemon benchmark's replica phase (`bench.daemon_replicas`)."""
+    killed, targets, takeover = replicas["killed"], replicas["targets"], replicas["killed"]["takeover_s"]
+    within = "met" if targets["takeover_within_bound"] else "**missed**"
+
+    def seconds(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    rows = [
+        [r["replica"], f"{r['tables']:,}", f"{r['peak_rss_mb']:,.0f}",
+         seconds(None if r["cpu_share_of_one_core"] is None else 100 * r["cpu_share_of_one_core"]),
+         "-" if r["cpu_ms_per_table_round"] is None else f"{r['cpu_ms_per_table_round']:.2f}"]
+        for r in replicas["per_replica"]
+    ]  # fmt: skip
+    return [
+        f"Then the same tables served by {replicas['replicas']} replicas through a real ZooKeeper "
+        f"(`daemon.cluster`, session timeout {replicas['session_timeout_s']:g} s, settle "
+        f"{replicas['settle_s']:g} s): every table was served by exactly one replica "
+        f"{replicas['divided_after_s']:.1f} s after launch, and every replica had ticked its whole share "
+        f"after {replicas['every_share_ticked_after_s']:.1f} s. Each serves a share: "
+        f"{'yes' if targets['each_serves_a_share'] else '**no**'}; peak RSS per replica at most "
+        f"{targets['rss_mb_per_replica']:g} MB: {'met' if targets['rss_met'] else '**missed**'}.",
+        _table(
+            ["replica", "tables", "peak RSS MB", "CPU % of a core", "CPU ms per table per round"],
+            rows,
+            [False, True, True, True, True],
+        ),
+        f"{killed['replica']} was SIGKILLed (nothing released): {killed['served_again']:,} of its "
+        f"{killed['tables']:,} tables were ticked again by a survivor, {seconds(takeover['min'])} s "
+        f"(first), {seconds(takeover['median'])} s (median) and {seconds(takeover['max'])} s (last) after "
+        f"the kill; bound {killed['bound_s']:g} s (the session timeout, before which its locks live, plus "
+        f"the settle time and one poll interval): {within}.",
+    ]
 
 
 # ---------------------------------------------------------------- section 5: object store
