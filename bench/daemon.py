@@ -593,21 +593,23 @@ def summarise_ticks(ticks: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _default_parent() -> Path | None:
+def _default_parent(tables: int) -> Path | None:
     """tmpfs when there is one with room: 300,000 small files are written in seconds there, while a
     busy shared disk can take a millisecond per file. The daemon's listings and reads come from the
-    page cache either way."""
+    page cache either way. Room is bytes and inodes: 10,000 tables are 3.5 million files."""
     shm = Path("/dev/shm")
     try:
         usage = shutil.disk_usage(shm)
+        inodes = os.statvfs(shm).f_favail
     except OSError:
         return None
-    return shm if usage.free > 4 * 1024**3 else None
+    files = tables * (3 * (COMMITS_BEFORE_CLUSTERING + COMMITS_AFTER_CLUSTERING + 2) + 60)  # with slack
+    return shm if usage.free > 4 * 1024**3 and inodes > files else None
 
 
 @contextmanager
-def _work_dir(given: Path | None) -> Iterator[Path]:
-    parent = given if given is not None else _default_parent()
+def _work_dir(given: Path | None, tables: int) -> Iterator[Path]:
+    parent = given if given is not None else _default_parent(tables)
     if parent is not None:
         parent.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="bench-daemon-", dir=parent))
@@ -707,7 +709,7 @@ def run(
     replica phase of `bench.daemon_replicas`); print and write `daemon.json`."""
     shape = shape or (QUICK if quick else FULL)
     load_before = load_average()
-    with _work_dir(work_dir) as work:
+    with _work_dir(work_dir, shape.tables) as work:
         (work / "tables").mkdir()
         with stopwatch() as build:
             build_tables(work, shape.tables)

@@ -134,6 +134,7 @@ def measure(
                 f"replicas: the survivors serve every table {time.monotonic() - killed:.1f}s after the kill"
             )
         finally:
+            stopping = time.monotonic()  # a child then dumps its tick records: not the daemon's memory
             for n, child in enumerate(children):
                 if n == 0 and killed_wall is not None:
                     continue  # SIGKILLed: no stats
@@ -148,8 +149,9 @@ def measure(
         raise failures[0]
     assert killed_wall is not None
     summary = _summary(
-        shares, stats, samplers, starts, ends, victim_share, killed_wall, divided_s, served_s, bound_s, shape
-    )
+        shares, stats, samplers, starts, ends, victim_share, killed_wall, divided_s, served_s, bound_s, shape,
+        stopping,
+    )  # fmt: skip
     return summary | {"session_timeout_s": session_timeout_s}
 
 
@@ -165,6 +167,7 @@ def _summary(
     served_s: float,
     bound_s: float,
     shape: Shape,
+    stopping: float,
 ) -> dict[str, Any]:
     first_after_kill: dict[str, float] = {}
     for n, replica_stats in stats.items():
@@ -181,7 +184,7 @@ def _summary(
     for n, (share, start, end, sampler) in enumerate(zip(shares, starts, ends, samplers, strict=True)):
         window = (end.at - start.at) if start and end else None
         cpu = (end.cpu_s - start.cpu_s) if start and end else None
-        peak_kb = max([s.hwm_kb for s in sampler.samples], default=0)
+        peak_kb = max([s.hwm_kb for s in sampler.samples if s.at < stopping], default=0)
         per_replica.append(
             {
                 "replica": f"r{n}",
