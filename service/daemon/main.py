@@ -10,7 +10,6 @@ from pathlib import Path
 from types import FrameType
 
 from service.config.daemon import load_daemon_config
-from service.daemon.malloc_arenas import limit_malloc_arenas
 from service.daemon.scheduler import Daemon
 
 log = logging.getLogger(__name__)
@@ -23,7 +22,6 @@ def run_daemon(config_path: str | Path, stop: threading.Event | None = None, har
     worker threads are not daemonic, so the process ends with os._exit (a clustering cut short leaves
     its plan pending for the next start).
     """
-    limit_malloc_arenas()  # before the daemon's threads start
     config = load_daemon_config(config_path)
     logging.getLogger().setLevel(config.daemon.logging.level)
     stop = stop or threading.Event()
