@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from bench.common import hudi_record_schema, own_peak_rss_kb, print_table, stopwatch, write_results
 from bench.contenders import load_average
@@ -51,6 +51,7 @@ from service.table.instant import Action, Instant, State
 from service.table.timeline import format_instant_time
 
 NAME = "daemon"
+T = TypeVar("T")
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 WRITE_TOKEN = "0-0-0"
 PARTITIONS = 4
@@ -593,7 +594,7 @@ def summarise_ticks(ticks: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _default_parent(tables: int) -> Path | None:
+def _default_parent(shape: Shape) -> Path | None:
     """tmpfs when there is one with room: 300,000 small files are written in seconds there, while a
     busy shared disk can take a millisecond per file. The daemon's listings and reads come from the
     page cache either way. Room is bytes and inodes: 10,000 tables are 3.5 million files."""
@@ -603,13 +604,13 @@ def _default_parent(tables: int) -> Path | None:
         inodes = os.statvfs(shm).f_favail
     except OSError:
         return None
-    files = tables * (3 * (COMMITS_BEFORE_CLUSTERING + COMMITS_AFTER_CLUSTERING + 2) + 60)  # with slack
+    files = shape.tables * (3 * shape.active_instants + 60)  # instant files, base files, slack
     return shm if usage.free > 4 * 1024**3 and inodes > files else None
 
 
 @contextmanager
-def _work_dir(given: Path | None, tables: int) -> Iterator[Path]:
-    parent = given if given is not None else _default_parent(tables)
+def _work_dir(given: Path | None, shape: Shape) -> Iterator[Path]:
+    parent = given if given is not None else _default_parent(shape)
     if parent is not None:
         parent.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="bench-daemon-", dir=parent))
@@ -636,12 +637,14 @@ def build_tables(work: Path, count: int) -> None:
         pool.starmap(_build_range, [(work, chunk) for chunk in chunks])
 
 
-def _wait_until(condition: Callable[[], bool], timeout: float, what: str, every: float = 0.05) -> None:
+def wait_until(condition: Callable[[], T], timeout: float, what: str, every: float = 0.05) -> T:
+    """`condition()`'s first truthy value, polled every `every` s; TimeoutError after `timeout` s."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while not (value := condition()):
         if time.monotonic() > deadline:
             raise TimeoutError(f"bench.daemon: timed out after {timeout:g}s waiting for {what}")
         time.sleep(every)
+    return value
 
 
 def _wait_for_new_plan(hoodie: Path, before: set[str], timeout: float) -> list[str]:
@@ -709,7 +712,7 @@ def run(
     replica phase of `bench.daemon_replicas`); print and write `daemon.json`."""
     shape = shape or (QUICK if quick else FULL)
     load_before = load_average()
-    with _work_dir(work_dir, shape.tables) as work:
+    with _work_dir(work_dir, shape) as work:
         (work / "tables").mkdir()
         with stopwatch() as build:
             build_tables(work, shape.tables)
@@ -831,7 +834,7 @@ def _measure(work: Path, config: Path, shape: Shape, report: Callable[[str], Non
     sampler.start()
     try:
         cold_timeout = 60 + shape.tables * 0.2
-        _wait_until(
+        wait_until(
             lambda: (
                 _read_progress(progress_path).get("keys", 0) >= expected_keys
                 and _read_progress(progress_path).get("min_ticks", 0) >= 1

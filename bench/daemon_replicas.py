@@ -20,16 +20,26 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.common import print_table
-from bench.daemon import Child, Shape, _Sampler, launch, sample_process, services_per_table, write_config
+from bench.daemon import (
+    TARGET_FLEET_RSS_MB,
+    Child,
+    Shape,
+    _Sampler,
+    launch,
+    sample_process,
+    services_per_table,
+    wait_until,
+    write_config,
+)
 from bench.standalone import free_port
 from bench.zookeeper_server import ZookeeperServer
 
 SESSION_TIMEOUT_S = 60.0  # hoodie.write.lock.zookeeper.session_timeout_ms's default
 SETTLE_S = 5.0  # daemon.cluster.settle_seconds's default
-TARGET_RSS_MB = 1024.0  # per replica, as for one daemon serving all the tables
+T = TypeVar("T")
 
 
 def replica_config(zookeeper: str, members: str, replica_id: str, session_timeout_s: float) -> dict[str, Any]:
@@ -60,20 +70,20 @@ def _ticked_whole_share(child: Child, share: set[str]) -> bool:
     return int(child.progress_now().get("keys", 0)) >= services_per_table() * len(share)
 
 
-def _wait(condition: Callable[[], Any], timeout: float, what: str, children: Sequence[Child]) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
+def _wait(condition: Callable[[], T], timeout: float, what: str, children: Sequence[Child]) -> T:
+    """`wait_until`, failing at once when one of `children` has exited."""
+
+    def checked() -> T:
         value = condition()
-        if value:
-            return value
-        for child in children:
-            if child.process.poll() is not None:
-                raise RuntimeError(
-                    f"bench.daemon: a replica exited ({child.process.returncode}); see {child.log}"
-                )
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"bench.daemon: timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.5)
+        if not value:
+            for child in children:
+                if child.process.poll() is not None:
+                    raise RuntimeError(
+                        f"bench.daemon: a replica exited ({child.process.returncode}); see {child.log}"
+                    )
+        return value
+
+    return wait_until(checked, timeout, what, every=0.5)
 
 
 def measure(
@@ -202,7 +212,6 @@ def _summary(
     takeover_max = delays[-1] if len(delays) == len(victim_share) else None
     return {
         "replicas": len(shares),
-        "session_timeout_s": SESSION_TIMEOUT_S,
         "settle_s": SETTLE_S,
         "divided_after_s": divided_s,
         "every_share_ticked_after_s": served_s,
@@ -219,8 +228,8 @@ def _summary(
             "bound_s": bound_s,
         },
         "targets": {
-            "rss_mb_per_replica": TARGET_RSS_MB,
-            "rss_met": all(r["peak_rss_mb"] <= TARGET_RSS_MB for r in per_replica),
+            "rss_mb_per_replica": TARGET_FLEET_RSS_MB,
+            "rss_met": all(r["peak_rss_mb"] <= TARGET_FLEET_RSS_MB for r in per_replica),
             "each_serves_a_share": all(shares) and len(shares) > 1,
             "takeover_within_bound": takeover_max is not None and takeover_max <= bound_s,
         },

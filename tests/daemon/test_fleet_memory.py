@@ -1,5 +1,5 @@
 """What the daemon keeps per idle table once it has looked at it: ten thousand tables must fit in a
-daemon of about 1 GB (`python -m bench daemon --tables 10000`), so the memory its Python objects hold
+daemon of about 1 GB (`python -m bench daemon --fleet`), so the memory its Python objects hold
 per table is bounded here, measured with tracemalloc on the benchmark's own tables (101 active
 instants, 4 partitions, a completed clustering and clean). A count of allocations, not a timing."""
 
@@ -19,7 +19,7 @@ from service.daemon.scheduler import Daemon
 WARM = 5  # tables ticked before measuring: module-level caches, the first schema, the metric families
 WINDOW = 20
 WINDOWS = 3
-# Measured at 64 KiB (Python 3.11, the pinned prometheus-client); 126 KiB while the timeline kept a
+# Measured at 56 KiB (Python 3.11, the pinned prometheus-client); 126 KiB while the timeline kept a
 # string object per instant file, each commit summary its own copy of equal values, and every table
 # two lock histograms before its first lock.
 MAX_KIB_PER_TABLE = 75
