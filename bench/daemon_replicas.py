@@ -10,7 +10,7 @@ dead replica's tables wait for). What is measured:
 - the takeover: after the SIGKILL (nothing released, no party left), from the kill until each of the
   dead replica's tables is ticked by a survivor, read afterwards from the survivors' tick records. The
   bound is the lease (the session timeout, after which ZooKeeper drops the dead member and its locks),
-  the partitioner's settle time and one poll interval: a table cannot move before the lease ends.
+  the members' settle time and one poll interval: a table cannot move before the lease ends.
 """
 
 from __future__ import annotations

@@ -105,8 +105,8 @@ class ClusterSettings(_Model):
     zookeeper_url: str | None = None
     path: str = DEFAULT_CLUSTER_PATH
     replica_id: str = ""
-    # How long the member list must stay unchanged before the tables are divided again (kazoo's
-    # `SetPartitioner(time_boundary=...)`): a rolling restart rebalances once, not once per replica.
+    # How long the member list must stay unchanged before the tables are divided again
+    # (`service.daemon.membership`): a rolling restart rebalances once, not once per replica.
     settle_seconds: float = Field(default=5.0, gt=0)
 
     @field_validator("path")

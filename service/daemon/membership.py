@@ -1,27 +1,33 @@
 """Replicas of the daemon dividing the configured tables among themselves through ZooKeeper.
 
-Each replica joins kazoo's `SetPartitioner` over the configured table names under `<path>` (its
-`party` and `locks` children): the live members agree on who serves which table, and each table's
-partition lock (`<path>/locks/<table>`) is held by one member at a time, so no table is ever held
-by two replicas. A replica runs services only for the tables it holds (`holds`).
+Each replica registers `<path>/replicas/<replica_id>` (ephemeral; its data holds a hash of its table
+list). The live members, once unchanged for `settle_seconds`, give every replica the same division
+(`service.daemon.assignment.divide`: rendezvous hashing with bounded loads), and a replica serves a
+table of its share only while it holds the table's claim, `<path>/claims/<table>`: an ephemeral node
+it created in its current session, so no table is ever held by two replicas. A replica runs services
+only for the tables it holds (`holds`).
 
-Safety does not rest on the partition alone: the table lock (Hudi's `ZookeeperBasedLockProvider`
-znode) and the per-instant heartbeats still guard every commit and every execution. The partition
+Only the difference moves. When the members change, a replica releases the tables no longer in its
+share (it stops holding them first, then deletes their claims) and claims those newly in it, all
+requests pipelined; a claim another replica still holds is retried when that node goes (a watch).
+A killed replica's claims go with its session, so the survivors claim its tables as soon as ZooKeeper
+has expired it and the settle time passed, without letting go of their own. (kazoo's `SetPartitioner`,
+used before, released every lock at each change and acquired its new set one lock at a time: at
+10,000 tables, minutes of serving nothing.)
+
+Safety does not rest on the claims alone: the table lock (Hudi's `ZookeeperBasedLockProvider`
+znode) and the per-instant heartbeats still guard every commit and every execution. The claim
 decides who *starts* work; a replica that loses a table mid-run keeps running only while its table
 lock proves ownership (`TableLock.check_held` at each commit step), otherwise its instant is left to
 the heartbeat rule and completed by the new holder once the heartbeat expires.
 
-State changes (kazoo calls back on its own threads):
-- party changed (a member joined or left), or the session SUSPENDED: the partitioner goes RELEASE;
-  `holds` is False at once, then the loop releases the set and the partitioner re-allocates after
-  the members were stable for `settle_seconds`;
-- session LOST: the partitioner FAILS; a new one is created once the client has a new session;
-- a config reload changing the table list: the partitioner is finished and created anew.
-
-Each member also publishes `<path>/replicas/<replica_id>` (ephemeral), whose data holds a hash of
-its table list: every replica must serve the same list, a differing hash is logged and counted
-(`hudi_table_service_table_list_mismatch`). The node is created before joining the party, so two
-live replicas never share an id (the partitioner would hand both the same share).
+Sessions: while the connection is away (SUSPENDED) `holds` is False; the session surviving, the claims
+do too. A new session (the old one LOST) holds nothing until it has claimed anew: `holds` compares the
+session that made the claims with the current one. Every replica must serve the same table list; a
+differing hash is logged and counted (`hudi_table_service_table_list_mismatch`). The member node is
+created first, so two live replicas never share an id. Replicas of an older release divided the tables
+with kazoo's partitioner (`<path>/party`): while any is a member, this one holds nothing and says so,
+so a rolling upgrade never serves a table twice.
 """
 
 from __future__ import annotations
@@ -40,43 +46,25 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
-from kazoo.recipe.partitioner import SetPartitioner
 from kazoo.retry import KazooRetry
 
 from service.config.daemon import ClusterSettings, DaemonConfig
 from service.config.hoodie_keys import LOCK_ZK_URL
 from service.config.locking import lock_config_from_props
+from service.daemon.assignment import share_of
 from service.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 
-# How often the loop looks at the members' table-list hashes when nothing wakes it.
+# How often the loop looks at the members and their table-list hashes when nothing wakes it.
 _MEMBER_POLL_S = 2.0
 _RETRY_PAUSE_S = 1.0
+# A claim another replica holds is tried again when its node goes (a watch) or after this long.
+_CLAIM_RETRY_S = 30.0
+# The wire format of the division: a replica of an older release has no `protocol` in its node.
+PROTOCOL = 2
 
 HeldListener = Callable[[str, frozenset[str]], None]
-
-
-class _SetPartitioner(SetPartitioner):
-    """kazoo's `SetPartitioner` whose lock release cannot race itself. `finish()` (the membership
-    thread, when the table list changes) and an allocation kazoo aborts (its `_allocate_transition`
-    thread, when the party changes) may release at once; kazoo's `_release_locks` then removes one
-    lock from its list twice and its thread dies with a ValueError (seen in CI under load)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._release_guard = threading.Lock()
-        super().__init__(*args, **kwargs)
-
-    def _release_locks(self) -> None:
-        with self._release_guard:
-            self._acquire_event.clear()
-            for lock in list(self._locks):
-                try:
-                    lock.release()
-                except KazooException:
-                    continue  # kazoo keeps what it could not release (its session's end frees it)
-                with contextlib.suppress(ValueError):
-                    self._locks.remove(lock)
 
 
 @dataclass(frozen=True)
@@ -128,17 +116,28 @@ class Membership:
         self._metrics = metrics
         self._on_held = on_held
         self._client = zookeeper.new_client()
+        self._guard = threading.Lock()
+        # Under the guard (read by `holds` on tick threads):
         self._tables = frozenset(tables)
         self._tables_changed = False
-        self._partitioner: SetPartitioner | None = None
-        self._held: frozenset[str] = frozenset()
-        self._guard = threading.Lock()
+        self._held: frozenset[str] = frozenset()  # claims confirmed ours, in `_held_session`
+        self._held_session: int | None = None
+        self._share: frozenset[str] | None = None  # our part of the settled division, once made
+        self._waiting: dict[str, float] = {}  # claims another replica holds -> when we last tried
+        # The loop's own:
+        self._session: int | None = None  # the session our member node belongs to
+        self._members: frozenset[str] | None = None
+        self._members_since = time.monotonic()
+        self._division: tuple[frozenset[str], frozenset[str]] | None = None
+        self._unknown: set[str] = set()  # claims sent whose reply was lost: ours or not, to be read
+        self._releasing: set[str] = set()  # claims of ours still to delete
+        self._counted: frozenset[str] | None = None  # the last share counted as a completed division
+        self._older_release: frozenset[str] = frozenset()
+        self._mismatched: frozenset[str] = frozenset()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_rebalance = time.monotonic()
-        self._mismatched: frozenset[str] = frozenset()
-        self._acquired_state: int | None = None  # the partitioner's state_id when last seen ACQUIRED
         metrics.cluster_seconds_since_last_rebalance.set_function(
             lambda: time.monotonic() - self._last_rebalance
         )
@@ -151,6 +150,9 @@ class Membership:
     @property
     def _member_node(self) -> str:
         return f"{self._replicas_path}/{self.replica_id}"
+
+    def _claim_node(self, table: str) -> str:
+        return f"{self._settings.path}/claims/{table}"
 
     # ------------------------------------------------------------------ public
     def start(self) -> None:
@@ -165,16 +167,11 @@ class Membership:
         )  # fmt: skip
 
     def holds(self, table: str) -> bool:
-        """Whether this replica may start work on `table` now: the partition is acquired, the session
-        is connected and the table is in our share. False at once on release, failure or suspension."""
+        """Whether this replica may start work on `table` now: its claim is ours, made in the session
+        that is connected now. False at once when the connection goes or the session is lost."""
         with self._guard:
-            partitioner, held = self._partitioner, self._held
-        return (
-            table in held
-            and partitioner is not None
-            and partitioner.acquired
-            and self._client.state == KazooState.CONNECTED
-        )
+            held, session = self._held, self._held_session
+        return table in held and self._connected_session() == session
 
     @property
     def held(self) -> frozenset[str]:
@@ -183,12 +180,13 @@ class Membership:
 
     @property
     def ready(self) -> bool:
-        """The partition is settled (ACQUIRED) and the session connected."""
-        partitioner = self._partitioner
-        return partitioner is not None and partitioner.acquired and self._client.state == KazooState.CONNECTED
+        """The division is settled and this replica holds its whole share, connected."""
+        with self._guard:
+            held, session, share = self._held, self._held_session, self._share
+        return share is not None and held == share and self._connected_session() == session
 
     def set_tables(self, tables: Iterable[str]) -> None:
-        """A reload changed the table list: divide the new set (the partitioner is created anew)."""
+        """A reload changed the table list: divide the new list (only the difference moves)."""
         new = frozenset(tables)
         with self._guard:
             if new == self._tables:
@@ -197,11 +195,12 @@ class Membership:
         self._wake.set()
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Release our share, leave the party and close the session."""
+        """Stop holding, then close the session: ZooKeeper deletes our member node and claims with it."""
         self._stopping.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
+        self._set_held(frozenset(), None)
         self._client.remove_listener(self._on_session)
         try:
             self._client.stop()
@@ -214,80 +213,186 @@ class Membership:
         while not self._stopping.is_set():
             self._wake.clear()
             try:
-                self._step()
+                pause = self._step()
             except (KazooException, KazooTimeoutError) as exc:
                 log.warning("cluster member %s: ZooKeeper: %r; retrying", self.replica_id, exc)
-                self._wake.wait(_RETRY_PAUSE_S)
-                continue
-            except Exception:  # the loop must survive anything: it alone releases our tables
+                pause = _RETRY_PAUSE_S
+            except Exception:  # the loop must survive anything: it alone lets go of our tables
                 log.exception("cluster member %s: membership step failed; retrying", self.replica_id)
-                self._wake.wait(_RETRY_PAUSE_S)
-                continue
-            self._wake.wait(_MEMBER_POLL_S)
-        self._finish()
+                pause = _RETRY_PAUSE_S
+            self._wake.wait(pause)
+        self._set_held(frozenset(), None)
 
-    def _step(self) -> None:
-        partitioner = self._partitioner
+    def _step(self) -> float:
+        """One look at ZooKeeper; returns how long to wait before the next unless something wakes us."""
+        session = self._connected_session()
+        if session is None:
+            if self._client.state == KazooState.LOST:  # our claims went with the session
+                self._set_held(frozenset(), None)
+            return _MEMBER_POLL_S  # the session listener wakes us once connected
         with self._guard:
             changed, self._tables_changed = self._tables_changed, False
-        if partitioner is not None and (changed or partitioner.failed):
-            if changed:
-                log.info("cluster member %s: table list changed; dividing the new list", self.replica_id)
+            tables = self._tables
+        if session != self._session:
+            self._new_session(session, tables)
+        elif changed:
+            self._register(session, tables)  # the new list's hash
+        if self._unknown:
+            self._read_unknown(session)
+        if self._older_members():
+            self._let_go(self._held, session)
+            return _MEMBER_POLL_S
+        members = frozenset(self._client.get_children(self._replicas_path, watch=self._on_watch))
+        now = time.monotonic()
+        if members != self._members:
+            self._members, self._members_since = members, now
+            self._metrics.cluster_members.set(len(members))
+        self._check_members(members, tables)
+        unsettled = self._members_since + self._settings.settle_seconds - now
+        if unsettled > 0:  # a rolling restart divides once, not once per replica
+            self._let_go(frozenset(), session)  # only what an earlier release left behind
+            return min(unsettled, _MEMBER_POLL_S)
+        if (members, tables) != self._division:
+            self._division = (members, tables)
+            share = share_of(self.replica_id, members, tables) if self.replica_id in members else frozenset()
+            with self._guard:
+                self._share = share
+        with self._guard:
+            share = self._share or frozenset()
+            held = self._held
+        self._let_go(held - share, session)
+        self._claim(share - held, session, now)
+        self._count_division(share)
+        return _MEMBER_POLL_S
+
+    def _new_session(self, session: int, tables: frozenset[str]) -> None:
+        """A first session, or one after ours was lost: its claims went with it, we hold nothing."""
+        self._set_held(frozenset(), None)
+        self._unknown.clear()
+        self._releasing.clear()
+        with self._guard:
+            self._waiting.clear()
+            self._share = None
+        self._members = self._division = self._counted = None
+        self._register(session, tables)  # raises while another live session has our id
+        self._client.ensure_path(f"{self._settings.path}/claims")
+        self._session = session
+        self._set_held(frozenset(), session)
+
+    def _claim(self, tables: frozenset[str], session: int, now: float) -> None:
+        """Create the claims of `tables`, pipelined; those held by another replica are watched and tried
+        again when their node goes (or after `_CLAIM_RETRY_S`, a watch being lost with a connection)."""
+        with self._guard:
+            waiting = self._waiting
+            todo = sorted(t for t in tables if now - waiting.get(t, -_CLAIM_RETRY_S) >= _CLAIM_RETRY_S)
+        if not todo:
+            return
+        data = self.replica_id.encode()
+        got: list[str] = []
+        self._unknown.update(todo)
+        try:
+            create = self._client.create_async
+            requests = [(t, create(self._claim_node(t), data, ephemeral=True)) for t in todo]
+            busy = []
+            for table, request in requests:
+                try:
+                    request.get()
+                    got.append(table)
+                except NodeExistsError:
+                    busy.append(table)
+                self._unknown.discard(table)
+            watch = self._on_claim_watch
+            checks = [(t, self._client.exists_async(self._claim_node(t), watch=watch)) for t in busy]
+            for table, check in checks:
+                stat = check.get()
+                if stat is not None and stat.owner_session_id == session:
+                    got.append(table)  # made by us in this session, its reply lost
+                elif stat is not None:
+                    with self._guard:
+                        self._waiting[table] = now
+                else:
+                    self._wake.set()  # gone meanwhile: try it again at once
+        finally:
+            if got:
+                with self._guard:
+                    for table in got:
+                        self._waiting.pop(table, None)
+                    held = self._held | frozenset(got)
+                self._set_held(held, session)
+
+    def _read_unknown(self, session: int) -> None:
+        """Claims whose create's reply was lost with the connection: ours if our session owns the node
+        (then held, and let go by the step if not in our share), else forgotten."""
+        checks = [(t, self._client.exists_async(self._claim_node(t))) for t in sorted(self._unknown)]
+        ours = []
+        for table, check in checks:
+            stat = check.get()
+            if stat is not None and stat.owner_session_id == session:
+                ours.append(table)
+            self._unknown.discard(table)
+        if ours:
+            self._set_held(self.held | frozenset(ours), session)
+
+    def _let_go(self, tables: frozenset[str], session: int) -> None:
+        """Stop holding `tables` (at once), then delete their claims, pipelined; a delete that fails is
+        tried again at the next step."""
+        if tables:
+            self._set_held(self.held - tables, session)
+            self._releasing.update(tables)
+        if not self._releasing:
+            return
+        requests = [(t, self._client.delete_async(self._claim_node(t))) for t in sorted(self._releasing)]
+        for table, request in requests:
+            with contextlib.suppress(NoNodeError):
+                request.get()
+            self._releasing.discard(table)
+
+    def _older_members(self) -> bool:
+        """Whether replicas of an older release (kazoo's partitioner, `<path>/party`) are members: they
+        divide the tables among themselves, not with us, so we hold nothing until they are gone."""
+        try:
+            party = frozenset(self._client.get_children(f"{self._settings.path}/party", watch=self._on_watch))
+        except NoNodeError:
+            party = frozenset()
+        if party != self._older_release:
+            self._older_release = party
+            if party:
+                log.error(
+                    "cluster member %s: %d replicas of an older release divide the tables with kazoo's "
+                    "partitioner (%s/party); this replica holds nothing until they have stopped",
+                    self.replica_id, len(party), self._settings.path,
+                )  # fmt: skip
             else:
-                log.warning(
-                    "cluster member %s: partition failed (session lost); joining anew", self.replica_id
-                )
-            self._finish()
-            partitioner = None
-        if partitioner is None:
-            if not self._client.connected:
-                return  # the session listener wakes us once connected
-            self._register()
-            self._delete_stale_nodes()
-            self._acquired_state = None
-            self._partitioner = partitioner = self._new_partitioner()
-        if partitioner.release:
-            self._set_held(frozenset())  # before the locks go: nobody else can hold them yet
-            partitioner.release_set()
-        elif partitioner.acquired and partitioner.state_id != self._acquired_state:
-            self._acquired_state = partitioner.state_id  # one allocation completed: one rebalance
-            share = frozenset(partitioner)
-            self._last_rebalance = time.monotonic()
-            self._metrics.cluster_rebalances.inc()
-            self._set_held(share)
-            log.info(
-                "cluster member %s holds %d of %d tables: %s",
-                self.replica_id, len(share), len(self._tables), ", ".join(sorted(share)) or "(none)",
-            )  # fmt: skip
-        self._check_members()
+                log.info("cluster member %s: no replica of an older release is left", self.replica_id)
+        return bool(party)
 
-    def _new_partitioner(self) -> SetPartitioner:
+    def _count_division(self, share: frozenset[str]) -> None:
         with self._guard:
-            tables = sorted(self._tables)
-        return _SetPartitioner(
-            self._client,
-            self._settings.path,
-            tables,
-            identifier=self.replica_id,
-            time_boundary=self._settings.settle_seconds,
-            state_change_event=_WakeEvent(self._wake),
-        )
+            complete = self._held == share
+        if not complete or share == self._counted:
+            return
+        self._counted = share
+        self._last_rebalance = time.monotonic()
+        self._metrics.cluster_rebalances.inc()
+        names = sorted(share)
+        shown = ", ".join(names[:20]) + (f", ... ({len(names) - 20} more)" if len(names) > 20 else "")
+        log.info(
+            "cluster member %s holds %d of %d tables among %d replicas: %s",
+            self.replica_id, len(share), len(self._tables), len(self._members or ()), shown or "(none)",
+        )  # fmt: skip
 
-    def _finish(self) -> None:
-        """Stop holding (notified first), then release the partition locks and leave the party."""
-        self._set_held(frozenset())
-        partitioner, self._partitioner = self._partitioner, None
-        if partitioner is not None:
-            try:
-                partitioner.finish()
-            except (KazooException, KazooTimeoutError) as exc:  # the session's end removes them anyway
-                log.warning("cluster member %s: releasing its partition failed: %r", self.replica_id, exc)
+    def _connected_session(self) -> int | None:
+        client_id = self._client.client_id
+        if client_id is None or self._client.state != KazooState.CONNECTED:
+            return None
+        return int(client_id[0])
 
-    def _set_held(self, share: frozenset[str]) -> None:
+    def _set_held(self, share: frozenset[str], session: int | None) -> None:
         with self._guard:
-            if share == self._held:
-                return
-            self._held = share
+            changed = share != self._held
+            self._held, self._held_session = share, session
+        if not changed:
+            return
         if self._on_held is not None:
             self._on_held(self.replica_id, share)
         self._publish_held(share)
@@ -298,57 +403,33 @@ class Membership:
         for table in tables:
             self._metrics.table_held.labels(table).set(int(table in share))
 
-    def _register(self) -> None:
-        """Create our member node; another live session's node with our id is an error worth a loud log."""
-        with self._guard:
-            tables = self._tables
+    def _register(self, session: int, tables: frozenset[str]) -> None:
+        """Create (or update) our member node; another live session's node with our id is an error
+        worth a loud log."""
         data = json.dumps(
-            {"replica_id": self.replica_id, "tables": len(tables), "tables_hash": table_list_hash(tables)}
-        )
+            {
+                "replica_id": self.replica_id,
+                "tables": len(tables),
+                "tables_hash": table_list_hash(tables),
+                "protocol": PROTOCOL,
+            }
+        ).encode()
         self._client.ensure_path(self._replicas_path)
         try:
-            self._client.create(self._member_node, data.encode(), ephemeral=True)
+            self._client.create(self._member_node, data, ephemeral=True)
         except NodeExistsError:
             _, stat = self._client.get(self._member_node)
-            session = self._client.client_id
-            if session is None or stat.owner_session_id != session[0]:
+            if stat.owner_session_id != session:
                 raise KazooException(
                     f"replica id {self.replica_id!r} is in use by another live ZooKeeper session "
                     f"({self._member_node}); waiting for it to end"
                 ) from None
-            self._client.set(self._member_node, data.encode())
+            self._client.set(self._member_node, data)
 
-    def _delete_stale_nodes(self) -> None:
-        """Delete party and partition-lock nodes our session still owns from a partitioner that failed
-        to clean up (its release ran while the connection was down, the session survived): left in
-        place, our old party node would count us twice and our old lock nodes would block our own
-        new partitioner."""
-        session = self._client.client_id
-        if session is None:
-            return
-        parents = [f"{self._settings.path}/party"]
-        locks = f"{self._settings.path}/locks"
-        with contextlib.suppress(NoNodeError):
-            parents += [f"{locks}/{table}" for table in self._client.get_children(locks)]
-        for parent in parents:
-            try:
-                children = self._client.get_children(parent)
-            except NoNodeError:
-                continue
-            for child in children:
-                node = f"{parent}/{child}"
-                stat = self._client.exists(node)
-                if stat is not None and stat.owner_session_id == session[0]:
-                    log.info("cluster member %s: deleting its stale node %s", self.replica_id, node)
-                    with contextlib.suppress(NoNodeError):
-                        self._client.delete(node)
-
-    def _check_members(self) -> None:
-        with self._guard:
-            ours = table_list_hash(self._tables)
+    def _check_members(self, members: frozenset[str], tables: frozenset[str]) -> None:
+        ours = table_list_hash(tables)
         mismatched = set()
-        children = self._client.get_children(self._replicas_path)
-        for child in children:
+        for child in members:
             try:
                 data, _ = self._client.get(f"{self._replicas_path}/{child}")
                 theirs = json.loads(data.decode()).get("tables_hash")
@@ -358,7 +439,6 @@ class Membership:
                 theirs = None
             if theirs != ours:
                 mismatched.add(child)
-        self._metrics.cluster_members.set(len(children))
         self._metrics.table_list_mismatch.set(int(bool(mismatched)))
         if frozenset(mismatched) != self._mismatched:
             self._mismatched = frozenset(mismatched)
@@ -371,20 +451,17 @@ class Membership:
             else:
                 log.info("cluster member %s: every replica serves the same table list", self.replica_id)
 
+    # ------------------------------------------------------------------ kazoo's threads: never block
     def _on_session(self, state: str) -> None:
-        # kazoo's connection thread: never block. `holds` already reads the state itself.
         if state != KazooState.CONNECTED:
             log.warning("cluster member %s: ZooKeeper session %s; no new work starts", self.replica_id, state)
         self._wake.set()
 
+    def _on_watch(self, event: Any) -> None:
+        self._wake.set()
 
-class _WakeEvent(threading.Event):
-    """The partitioner's state-change event: also wakes the membership loop."""
-
-    def __init__(self, wake: threading.Event) -> None:
-        super().__init__()
-        self._wake_loop = wake
-
-    def set(self) -> None:
-        super().set()
-        self._wake_loop.set()
+    def _on_claim_watch(self, event: Any) -> None:
+        table = str(event.path).rsplit("/", 1)[-1]
+        with self._guard:
+            self._waiting.pop(table, None)  # its holder let go: try it at once
+        self._wake.set()

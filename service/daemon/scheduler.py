@@ -97,9 +97,14 @@ class Daemon:
             else None
         )
         # With `daemon.cluster`, the replicas divide the tables: this one serves only those it holds.
+        self._held_before: frozenset[str] = frozenset()
         self.membership = (
             Membership(
-                settings.cluster, ClusterZookeeper.of(config), self.runtimes, self.metrics, on_held=on_held
+                settings.cluster,
+                ClusterZookeeper.of(config),
+                self.runtimes,
+                self.metrics,
+                on_held=partial(self._held_changed, on_held),
             )
             if settings.cluster.enabled
             else None
@@ -311,6 +316,20 @@ class Daemon:
             with self._idle:
                 self._active -= 1
                 self._idle.notify_all()
+
+    def _held_changed(self, listener: HeldListener | None, replica: str, share: frozenset[str]) -> None:
+        """The membership's share changed: tables just taken over tick now, not at their next poll
+        (a killed replica's tables would otherwise wait up to a poll interval more); they queue in
+        the tick gate like any due tick."""
+        gained, self._held_before = share - self._held_before, share
+        if gained and self._scheduler.running and not self._stopping.is_set():
+            now = datetime.now(UTC)
+            for table in sorted(gained):
+                for service in TableService:
+                    with contextlib.suppress(JobLookupError):  # not enabled, or removed by a reload
+                        self._scheduler.modify_job(f"{table}:{service}", next_run_time=now)
+        if listener is not None:
+            listener(replica, share)
 
     def _next_tick(self, table_name: str, service: TableService) -> datetime | None:
         """When the scheduler runs the table's service next (None: not scheduled)."""

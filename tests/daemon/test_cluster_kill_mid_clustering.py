@@ -1,7 +1,8 @@
 """A replica SIGKILLed in the middle of a clustering on a table Hudi's Spark writer wrote (issue 16).
 
-Two replicas as processes on a real ZooKeeper, one table: the partition gives it to `r0` (kazoo's
-`SetPartitioner` deals sorted tables to sorted members), `r1` holds nothing. `r0` plans a clustering
+Two replicas as processes on a real ZooKeeper, one table: the division gives it to `r0` (of two
+members sharing one table, the first in sorted order has the room: `assignment.divide`), `r1` holds
+nothing. `r0` plans a clustering
 and writes a group's files, then hangs before its commit (`tests.support.hang_after_groups`) and is
 SIGKILLed. Once its session expired `r1` holds the table; once the dead attempt's heartbeat expired it
 rolls the attempt back and executes the plan again. The plan completes exactly once, the dead
