@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from socketserver import ThreadingMixIn
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from service.errors import ConfigError
 
@@ -31,28 +34,96 @@ RUN_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200, float("inf"))
 LOCK_BUCKETS = (0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, float("inf"))
 
 
+class SeriesGauge(Collector):
+    """A labelled gauge kept as one dict entry per series (label values -> value), turned into a
+    metric family when scraped. prometheus-client's `Gauge` keeps an object per series (with its own
+    lock, value holder and label tuples: about 680 bytes); an idle table has about fifteen gauge series,
+    so at 10,000 tables that was 100 MB of the daemon. Same use as a labelled `Gauge`:
+    `labels(*values).set(v)`, `remove(*values)`, read through the registry."""
+
+    def __init__(self, name: str, doc: str, labelnames: Iterable[str], registry: CollectorRegistry) -> None:
+        self._name, self._doc, self._labelnames = name, doc, list(labelnames)
+        self._values: dict[tuple[str, ...], float] = {}
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def labels(self, *values: object) -> _Series:
+        if len(values) != len(self._labelnames):
+            raise ValueError(f"{self._name}: labels {self._labelnames}, given {values!r}")
+        return _Series(self, tuple(sys.intern(str(v)) for v in values))
+
+    def remove(self, *values: object) -> None:
+        """Drop a series; KeyError when there is none (as prometheus-client's `remove`)."""
+        with self._lock:
+            del self._values[tuple(str(v) for v in values)]
+
+    def label_sets(self) -> list[tuple[str, ...]]:
+        with self._lock:
+            return list(self._values)
+
+    def _set(self, key: tuple[str, ...], value: float) -> None:
+        with self._lock:
+            self._values[key] = float(value)
+
+    def _add(self, key: tuple[str, ...], amount: float) -> None:
+        with self._lock:
+            self._values[key] = self._values.get(key, 0.0) + amount
+
+    def describe(self) -> Iterable[Metric]:
+        return [GaugeMetricFamily(self._name, self._doc, labels=self._labelnames)]
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(self._name, self._doc, labels=self._labelnames)
+        with self._lock:
+            series = list(self._values.items())
+        for key, value in series:
+            family.add_metric(list(key), value)
+        return [family]
+
+
+class _Series:
+    """One series of a `SeriesGauge`, made per use (nothing is kept per series but its value)."""
+
+    __slots__ = ("_gauge", "_key")
+
+    def __init__(self, gauge: SeriesGauge, key: tuple[str, ...]) -> None:
+        self._gauge, self._key = gauge, key
+
+    def set(self, value: float) -> None:
+        self._gauge._set(self._key, value)
+
+    def inc(self, amount: float = 1.0) -> None:
+        self._gauge._add(self._key, amount)
+
+    def dec(self, amount: float = 1.0) -> None:
+        self._gauge._add(self._key, -amount)
+
+
 class ServiceMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
         table = ["table"]
         per_service = ["table", "service"]
 
-        def gauge(name: str, doc: str, labels: Iterable[str] = ()) -> Gauge:
-            return Gauge(PREFIX + name, doc, list(labels), registry=registry)
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(PREFIX + name, doc, registry=registry)
+
+        def series(name: str, doc: str, labels: Iterable[str]) -> SeriesGauge:
+            return SeriesGauge(PREFIX + name, doc, labels, registry)
 
         def counter(name: str, doc: str, labels: Iterable[str] = ()) -> Counter:
             return Counter(PREFIX + name, doc, list(labels), registry=registry)
 
-        self.commits_since_last_clustering = gauge(
+        self.commits_since_last_clustering = series(
             "commits_since_last_clustering", "Completed commits after the last clustering", table
         )
-        self.commits_since_last_clean = gauge(
+        self.commits_since_last_clean = series(
             "commits_since_last_clean", "Completed commits after the last clean's latest commit", table
         )
-        self.pending_clustering_plans = gauge(
+        self.pending_clustering_plans = series(
             "pending_clustering_plans", "Clustering plans requested or inflight", table
         )
-        self.oldest_pending_clustering_age_seconds = gauge(
+        self.oldest_pending_clustering_age_seconds = series(
             "oldest_pending_clustering_age_seconds", "Age of the oldest pending clustering plan", table
         )
         self.run_duration_seconds = Histogram(
@@ -71,14 +142,14 @@ class ServiceMetrics:
         )
         self.deleted_files = counter("deleted_files", "Files deleted by cleaning", table)
         self.deleted_bytes = counter("deleted_bytes", "Bytes deleted by cleaning", table)
-        self.pending_clean_plans = gauge("pending_clean_plans", "Clean plans requested or inflight", table)
+        self.pending_clean_plans = series("pending_clean_plans", "Clean plans requested or inflight", table)
         # `strategies.blockers`: how long each kind of blocker has held each service back (its oldest).
-        self.blocked_seconds = gauge(
+        self.blocked_seconds = series(
             "blocked_seconds",
             "Age of the oldest blocker of each kind holding a service back (check and the page say why)",
             ["table", "service", "blocker"],
         )
-        self.active_timeline_instants = gauge(
+        self.active_timeline_instants = series(
             "active_timeline_instants", "Instants on the active timeline (what archival bounds)", table
         )
         self.archived_instants = counter(
@@ -88,12 +159,12 @@ class ServiceMetrics:
             "orphans_moved", "Orphan files the repair service moved to the table's trash", table
         )
         # Compaction instants requested or inflight (`CompactionUtils.getPendingCompactionInstantTimes`).
-        self.pending_compactions = gauge(
+        self.pending_compactions = series(
             "pending_compactions", "Compaction plans requested or inflight", table
         )
         # Hudi's `<action>.commitTime` (`HoodieMetrics.updateCommitTimingMetrics`): the instant time as
         # epoch time (Hudi: ms; here seconds), so `time() - ...` is the age of the last completed run.
-        self.last_completed_instant_timestamp_seconds = gauge(
+        self.last_completed_instant_timestamp_seconds = series(
             "last_completed_instant_timestamp_seconds",
             "Instant time (epoch seconds) of the last instant this daemon completed",
             per_service,
@@ -104,7 +175,7 @@ class ServiceMetrics:
             "Ticks skipped because another executor owns the pending instant (its heartbeat is alive)",
             per_service,
         )
-        self.outside_window = gauge(
+        self.outside_window = series(
             "outside_window",
             "1 while the service's last tick waited for a maintenance window (no execution started), else 0",
             per_service,
@@ -117,7 +188,7 @@ class ServiceMetrics:
             PREFIX + "lock_hold_seconds", "Time the table lock was held", table,
             buckets=LOCK_BUCKETS, registry=registry,
         )  # fmt: skip
-        self.last_success_timestamp_seconds = gauge(
+        self.last_success_timestamp_seconds = series(
             "last_success_timestamp_seconds", "Unix time of the last successful tick", per_service
         )
         self.config_reload_success = gauge(
@@ -127,7 +198,7 @@ class ServiceMetrics:
         self.tables_quarantined = gauge("tables_quarantined", "Tables quarantined after repeated failures")
         # One series per refused (table, service), its reason the refusal's kind
         # (`TableServicesRefusedError.reason`); none while the service is served.
-        self.table_refused = gauge(
+        self.table_refused = series(
             "table_refused", "1 while the service refuses the table, with the refusal's kind",
             ["table", "service", "reason"],
         )  # fmt: skip
@@ -135,13 +206,13 @@ class ServiceMetrics:
         self._refused_lock = threading.Lock()
         # The live base files (latest slices) as the last tick measured them; small: below Hudi's
         # `hoodie.clustering.plan.strategy.small.file.limit`. What clustering buys shows here.
-        self.small_files = gauge("small_files", "Live base files below the small-file limit", table)
-        self.small_file_bytes = gauge(
+        self.small_files = series("small_files", "Live base files below the small-file limit", table)
+        self.small_file_bytes = series(
             "small_file_bytes", "Bytes of live base files below the small-file limit", table
         )
-        self.mean_file_size_bytes = gauge("mean_file_size_bytes", "Mean size of the live base files", table)
+        self.mean_file_size_bytes = series("mean_file_size_bytes", "Mean size of the live base files", table)
         # Replicas (`daemon.cluster`): which tables this replica holds, and how the division is going.
-        self.table_held = gauge(
+        self.table_held = series(
             "table_held", "1 while this replica holds the table (runs its services), else 0", table
         )
         self.cluster_members = gauge("cluster_members", "Live replicas registered in ZooKeeper")
@@ -184,7 +255,7 @@ class ServiceMetrics:
         ):  # fmt: skip
             with contextlib.suppress(KeyError):
                 metric.remove(table)
-        for labels in list(self.blocked_seconds._metrics):
+        for labels in self.blocked_seconds.label_sets():
             if labels[0] == table:
                 self.blocked_seconds.remove(*labels)
         for service in ("clustering", "cleaning", "compaction", "archival", "repair"):

@@ -53,6 +53,7 @@ class TimelineFactsReader:
         self._entries = 0
         self._last_summary: CommitSummary | None = None
         self._partition_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._summaries: dict[tuple[object, ...], CommitSummary] = {}  # by `CommitSummary.value_key`
         self._lock = threading.Lock()
 
     def metadata(self, instant: Instant, model_type: type[M]) -> M:
@@ -89,6 +90,7 @@ class TimelineFactsReader:
                 if self._entries >= _CACHE_LIMIT:
                     self._cache.clear()
                     self._partition_sets.clear()
+                    self._summaries.clear()
                     self._entries = 0
                 self._entries += 1
                 self._cache.setdefault(kind, {})[instant] = value
@@ -175,12 +177,17 @@ class TimelineFactsReader:
             source = self._storage.qualify(self._layout.instant_path(instant))
             avro = self._layout.commit_metadata_is_avro(instant)
             summary = decode_commit_summary(self._read_chunks(instant), source, replace, avro=avro)
-        # Commits of a table mostly write the same partitions with the same extra metadata: a
-        # summary shares what equals the last one's, and one tuple of each set of partitions written.
+        # Commits of a table mostly write the same partitions with the same extra metadata: equal
+        # summaries are one object (a summary names no instant), and a new one shares what equals the
+        # last one's, and one tuple of each set of partitions written.
+        key = summary.value_key()
         with self._lock:
+            known = self._summaries.get(key)
+            if known is not None:
+                return known
             written = self._partition_sets.setdefault(summary.partitions_written, summary.partitions_written)
             summary = summary.sharing(self._last_summary, written)
-            self._last_summary = summary
+            self._last_summary = self._summaries[key] = summary
         return summary
 
     def read(self, timeline: Timeline) -> TimelineFacts:

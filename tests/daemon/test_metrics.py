@@ -9,10 +9,10 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from service.errors import ConfigError
-from service.metrics import MetricsServer, ServiceMetrics
+from service.metrics import MetricsServer, SeriesGauge, ServiceMetrics
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -143,3 +143,31 @@ def test_metrics_server_port_in_use_is_a_config_error(
     server, _ = served
     with pytest.raises(ConfigError, match=rf"daemon.metrics: cannot listen on 127.0.0.1:{server.port}"):
         MetricsServer(registry, "127.0.0.1", server.port, lambda: True)
+
+
+def test_a_series_gauge_reads_as_prometheus_clients_labelled_gauge() -> None:
+    """`SeriesGauge` keeps a dict entry per series instead of a `Gauge` object: what a scrape reads
+    (names, help, labels, values, removals) is the same as from prometheus-client's own."""
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    mine = SeriesGauge("x_seconds", "Help with \\ and\nnewline", ["table", "service"], ours)
+    reference = Gauge("x_seconds", "Help with \\ and\nnewline", ["table", "service"], registry=theirs)
+    for gauge in (mine, reference):
+        gauge.labels("t1", "cleaning").set(3)
+        gauge.labels("t1", "clustering").inc(2.5)
+        gauge.labels("t2", "cleaning").dec()
+        gauge.labels('t"3', "cleaning").set(float("inf"))
+        gauge.labels("t4", "cleaning").set(1)
+        gauge.remove("t4", "cleaning")
+    assert generate_latest(ours) == generate_latest(theirs)
+    with pytest.raises(KeyError):
+        mine.remove("t4", "cleaning")
+    with pytest.raises(ValueError, match="x_seconds"):
+        mine.labels("t1")
+    assert set(mine.label_sets()) == {
+        ("t1", "cleaning"),
+        ("t1", "clustering"),
+        ("t2", "cleaning"),
+        ('t"3', "cleaning"),
+    }
+    with pytest.raises(ValueError, match="Duplicated timeseries"):
+        SeriesGauge("x_seconds", "again", ["table"], ours)

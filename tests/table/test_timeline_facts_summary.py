@@ -104,6 +104,8 @@ def test_summaries_of_a_table_share_their_equal_parts(tmp_path: Path) -> None:
         assert later.partition_to_replace_file_ids is first.partition_to_replace_file_ids
     assert summaries[3].partitions_written is not first.partitions_written
     assert summaries[3].extra_metadata is first.extra_metadata  # equal: the same schema
+    # Equal summaries are one object (a summary names no instant).
+    assert summaries[1] is first and summaries[2] is first and summaries[4] is first
 
 
 def test_a_shared_summary_equals_the_decoded_one(tmp_path: Path) -> None:

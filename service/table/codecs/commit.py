@@ -303,6 +303,16 @@ class CommitSummary:
                     shared[name] = theirs
         return dataclasses.replace(self, **shared) if shared else self
 
+    def value_key(self) -> tuple[object, ...]:
+        """The whole summary in a hashable form: equal summaries have equal keys."""
+        return (
+            self.partitions_written,
+            tuple(sorted(self.partition_to_replace_file_ids.items())),
+            self.compacted,
+            tuple(sorted(self.extra_metadata.items(), key=lambda item: item[0])),
+            self.operation_type,
+        )
+
     def partitions(self) -> frozenset[str]:
         """Partitions written or replaced in."""
         return frozenset(self.partitions_written) | frozenset(self.partition_to_replace_file_ids)
