@@ -42,7 +42,7 @@ ARCHIVE_SCHEMA_NAME = "HoodieArchivedMetaEntry-0.15"
 ROLLOVER_WRITE_TOKEN = "1-0-1"  # HoodieLogFormat.UNKNOWN_WRITE_TOKEN
 ROLLING_STAT = "ROLLING_STAT"  # HoodieRollingStatMetadata.ROLLING_STAT_METADATA_KEY
 # `HoodieArchivedTimeline`'s file pattern: `.commits_.archive.<N>[_<token>]`.
-_ARCHIVE_NAME = re.compile(r"^\.commits_\.archive\.(\d+)(?:_\d+-\d+-\d+)?$")
+_ARCHIVE_NAME = re.compile(r"^\.commits_\.archive\.(\d+)(?:_\d+-\d+-\d+)?\Z")
 # Plan and metadata versions Hudi 0.14/0.15's migrators upgrade to (`CleanPlanMigrator`,
 # `CleanMetadataMigrator`, `CompactionPlanMigrator`); older ones are rewritten on the way in.
 _LATEST_VERSION = {"clean": 2, "compaction": 2}

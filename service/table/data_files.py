@@ -12,7 +12,7 @@ from service.errors import CorruptTableError
 
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
 # `.<fileId>_<baseInstant>.log.<version>_<writeToken>`, optional `.cdc` suffix (Hudi's regex).
-_LOG_NAME = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
+_LOG_NAME = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?\Z")
 
 
 @dataclass(frozen=True)

@@ -90,9 +90,9 @@ _BY_EXTENSION: dict[str, tuple[Action, State]] = {ext: key for key, ext in _EXTE
 # Java's timeline filter: digits, then an extension; we accept 14- (legacy) and 17-digit times.
 # Layout 2's completed names carry `_<completion time>` after the requested time
 # (`InstantFileNameParserV2`'s `^(\d+(_\d+)?)(\.\w+)(\.\D+)?$`).
-_TIMELINE_NAME = re.compile(r"^(\d+)(?:_(\d+))?(\.[A-Za-z.]+)$")
+_TIMELINE_NAME = re.compile(r"^(\d+)(?:_(\d+))?(\.[A-Za-z.]+)\Z")
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-_HUDI_TEMP_FILE = re.compile(rf"^\d+(?:_\d+)?\.[A-Za-z.]+\.{_UUID}$")
+_HUDI_TEMP_FILE = re.compile(rf"^\d+(?:_\d+)?\.[A-Za-z.]+\.{_UUID}\Z")
 INSTANT_TIME_LENGTHS = (14, 17)
 COMPLETION_TIME_LENGTH = 17
 

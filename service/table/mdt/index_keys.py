@@ -217,8 +217,8 @@ def file_id(mdt_partition: str, index: int) -> str:
     return f"{FILE_ID_PREFIXES[mdt_partition]}{index:04d}-0"
 
 
-_HFILE = re.compile(r"^(?P<file_id>[^_]+)_\d+-\d+-\d+_\d+\.hfile$")
-_FILE_ID = re.compile(r"^(?P<prefix>[a-z-]+-)(?P<index>\d{4,})(?:-(?P<suffix>\d+))?$")
+_HFILE = re.compile(r"^(?P<file_id>[^_]+)_\d+-\d+-\d+_\d+\.hfile\Z")
+_FILE_ID = re.compile(r"^(?P<prefix>[a-z-]+-)(?P<index>\d{4,})(?:-(?P<suffix>\d+))?\Z")
 
 
 def file_group_ids(mdt_partition: str, file_ids: Iterable[str], source: str) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ RECORD_TYPE_RECORD_INDEX = 5  # HoodieMetadataPayload.METADATA_TYPE_RECORD_INDEX
 RECORD_TYPE_PARTITION_STATS = 6  # HoodieMetadataPayload.METADATA_TYPE_PARTITION_STATS (Hudi 1.x)
 # A file id `<uuid>-<n>` is stored as the UUID's two signed 64-bit halves and n (encoding 0); any other
 # as its string (encoding 1): `HoodieMetadataPayload.createRecordIndexUpdate`.
-_UUID_FILE_ID = re.compile(r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)$")
+_UUID_FILE_ID = re.compile(r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)\Z")
 AVRO_NAMESPACE = "org.apache.hudi.avro.model"
 # The value wrappers of HoodieMetadataColumnStats.minValue/maxValue (HoodieAvroUtils.wrapValueIntoAvro).
 WRAPPERS = (
