@@ -7,8 +7,8 @@ The daemon exports metrics from `CleanRunResult`; the CLI prints `render_result`
 from __future__ import annotations
 
 import json
-import textwrap
 from dataclasses import asdict, dataclass, replace
+from json.encoder import encode_basestring_ascii as _string
 from typing import TextIO
 
 from service.json_output import fields_json
@@ -149,6 +149,20 @@ def write_result_json(result: CleanRunResult, out: TextIO) -> None:
         out.write("[")
         for n, file in enumerate(clean.files):
             out.write(",\n" if n else "\n")
-            out.write(textwrap.indent(json.dumps(asdict(file), indent=2), _FILE_INDENT))
+            out.write(_file_json(file))
         out.write("\n" + _FILE_INDENT[:-2] + "]")
     out.write(text + "\n")
+
+
+def _file_json(file: CleanFile) -> str:
+    """`json.dumps(asdict(file), indent=2)` indented by `_FILE_INDENT`, without either: at half a
+    million files, `asdict`'s deep copies and an encoder per file were a fifth of a dry run's time."""
+    inner = _FILE_INDENT + "  "
+    return (
+        f"{_FILE_INDENT}{{\n"
+        f'{inner}"partition_path": {_string(file.partition_path)},\n'
+        f'{inner}"file_name": {_string(file.file_name)},\n'
+        f'{inner}"bytes": {int(file.bytes)},\n'
+        f'{inner}"present": {"true" if file.present else "false"}\n'
+        f"{_FILE_INDENT}}}"
+    )

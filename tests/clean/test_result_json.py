@@ -35,6 +35,7 @@ def test_the_streamed_object_is_json_dumps_of_the_whole() -> None:
     files = (
         CleanFile("p=1", "a_1-0-1_20240101000000000.parquet", 10),
         CleanFile("", 'odd "name"\n\u00e9.parquet', 0, present=False),
+        CleanFile("p=2", "\udcff undecodable.parquet", 2**40),
     )
     result = CleanRunResult(
         table="t", cleans=(_clean("", files), _clean("20240102000000000", ()), _clean("", files[:1])),
