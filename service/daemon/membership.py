@@ -243,6 +243,10 @@ class Membership:
             self._let_go(self._held, session)
             return _MEMBER_POLL_S
         members = frozenset(self._client.get_children(self._replicas_path, watch=self._on_watch))
+        if self.replica_id not in members:  # our node was deleted under a live session: we are no member
+            log.warning("cluster member %s: its member node is gone; registering again", self.replica_id)
+            self._register(session, tables)
+            members |= {self.replica_id}
         now = time.monotonic()
         if members != self._members:
             self._members, self._members_since = members, now
@@ -254,7 +258,7 @@ class Membership:
             return min(unsettled, _MEMBER_POLL_S)
         if (members, tables) != self._division:
             self._division = (members, tables)
-            share = share_of(self.replica_id, members, tables) if self.replica_id in members else frozenset()
+            share = share_of(self.replica_id, members, tables)
             with self._guard:
                 self._share = share
         with self._guard:

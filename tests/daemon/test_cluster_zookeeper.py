@@ -332,3 +332,30 @@ def test_a_replica_of_an_older_release_keeps_the_tables_until_it_is_gone(
         old.close()
     _wait(lambda: _divided([new], TABLES), SETTLE_S + MEMBER_POLL_S + SLACK_S, "every table, once it is gone")
     assert recorder.violations == []
+
+
+def test_a_member_node_deleted_under_a_live_session_is_registered_again(
+    cluster: Cluster, zookeeper_server: ZookeeperServer
+) -> None:
+    """An operator (or a cleanup script) deleting `<path>/replicas/<id>`: the others count the replica
+    out and divide without it; it must not stay out, holding nothing, for the rest of its session."""
+    start, recorder, config = cluster
+    replicas = [start(f"r{i}") for i in range(2)]
+    _wait(lambda: _divided(replicas, TABLES), 60, "30 tables divided between 2 replicas")
+    path = config("r0", TABLES).daemon.cluster.path
+    node = f"{path}/replicas/r1"
+    admin = KazooClient(hosts=zookeeper_server.connect_string)
+    admin.start()
+    try:
+        admin.delete(node)
+        _wait(lambda: admin.exists(node) is not None, MEMBER_POLL_S + SLACK_S, "r1 registered again")
+    finally:
+        admin.stop()
+        admin.close()
+
+    def halves() -> bool:
+        shares = sorted(len(d.membership.held) for d in replicas if d.membership)
+        return _divided(replicas, TABLES) and shares == [15, 15]
+
+    _wait(halves, SETTLE_S + MEMBER_POLL_S + SLACK_S, "divided in two halves again")
+    assert recorder.violations == []
