@@ -1,10 +1,14 @@
 """Fuzzed stored files: every kind of file the service reads, mutated (truncated, bit-flipped, huge
-lengths, wrong types and schemas, paths leaving the table), under real tables Hudi 0.15 wrote.
+lengths, wrong types and schemas, paths leaving the table), under real tables Hudi 0.15 and Hudi 1.2
+wrote.
 
 Seeds (Hudi's own files): copy-on-write tables with the metadata table (`files` across its own
 compaction; `column_stats` and `bloom_filters`), with Hudi's clean and rollback instants, a failed
 write (its markers and heartbeat), a pending clustering Hudi scheduled; a merge-on-read table with
-log files, a compaction Hudi executed and one it scheduled and left pending. Each mutation goes
+log files, a compaction Hudi executed and one it scheduled and left pending. Version 9 (Hudi 1.2.0,
+`HUDI1_SEED_VERSION`): a copy-on-write table with the metadata table and its record index (Avro
+commit metadata, completion times in the instant names, Hudi 1.x log files and HFiles), and a
+merge-on-read table whose first instants Hudi archived into its LSM history. Each mutation goes
 into a fresh copy of one seed, then the service reads it the ways it reads a table: `status`,
 `clean --dry-run`, `cluster` and `compact` scheduling dry runs, a merged read of the slices a mutated
 data file belongs to, and a real `clean` when the mutated file is under `.hoodie`.
@@ -50,6 +54,8 @@ from tests.conftest import LONG_TESTS
 from tests.fuzz.mutations import KINDS, describe, kind_of, mutate
 from tests.support import hudi_tables as ht
 from tests.support.histories import HistoryCache, HudiHistory
+from tests.support.hudi1_histories import RLI_OPTIONS, SCHEMA, build_archived_history, rows, writer_options
+from tests.support.hudi_jvm import HudiJvm, hudi_jvm
 from tests.support.mdt_histories import MdtHistory
 from tests.support.mor_tables import hudi_compaction
 
@@ -63,6 +69,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 COUNT = int(os.environ.get("HTS_FUZZ_COUNT") or (5000 if LONG_TESTS else 1000))
 SEED = int(os.environ.get("HTS_FUZZ_SEED", "20261128"))
 DAEMON_EVERY = 50
+# Who writes the version-9 seeds: the newest Hudi served here (1.1.1's tables are the interop modules').
+HUDI1_SEED_VERSION = os.environ.get("HTS_FUZZ_HUDI1", "1.2.0")
 
 
 @dataclass(frozen=True)
@@ -148,7 +156,25 @@ def seeds(
     history.write(spark, ht.generate(spark, range(0, 120, 9), batch=9), "upsert")
     hudi_compaction(spark, mor, "schedule")
     out.append(_seed("merge_on_read", mor, True, root))
+    with hudi_jvm(HUDI1_SEED_VERSION, root / "hudi1-jvm") as jvm:
+        v9_cow = _v9_record_index_table(jvm, root)
+        v9_archived = build_archived_history(jvm, root).history.base
+    out.append(_seed("v9_record_index", v9_cow, False, root))
+    out.append(_seed("v9_lsm_history", v9_archived, True, root))
     return out
+
+
+def _v9_record_index_table(jvm: HudiJvm, root: Path) -> Path:
+    """Version 9, copy-on-write, the metadata table with its record index: two inserts, then upserts
+    rewriting file groups (the versions before them are a clean keeping 1 commit's to delete)."""
+    name = "v9_record_index"
+    base = root / name
+    options = {**writer_options(name, "COPY_ON_WRITE", True), **RLI_OPTIONS}
+    batches = ((range(0, 12), "insert"), (range(12, 24), "insert"), (range(4, 16), "upsert"),
+               (range(0, 24, 2), "upsert"))  # fmt: skip
+    for batch, (ids, operation) in enumerate(batches):
+        jvm.write(base, rows(ids, batch), SCHEMA, {**options, "hoodie.datasource.write.operation": operation})
+    return base
 
 
 @contextlib.contextmanager
@@ -170,7 +196,7 @@ def _quiet() -> Iterator[list[logging.LogRecord]]:
         root.removeHandler(handler)
 
 
-def _commands(seed: Seed, base: Path) -> list[list[str]]:
+def _commands(seed: Seed, base: Path, rel: str) -> list[list[str]]:
     common = ["--base-path", str(base), "--timezone", "UTC", "--json"]
     out = [
         ["status", "--base-path", str(base), "--json"],
@@ -179,6 +205,10 @@ def _commands(seed: Seed, base: Path) -> list[list[str]]:
     ]
     if seed.merge_on_read:
         out.append(["compact", *common, "--mode", "schedule", "--dry-run"])
+    if rel.startswith(".hoodie/") and not rel.startswith(".hoodie/metadata/"):
+        # The archiver reads what the others do not: every active instant it would move, and on
+        # version 8/9 the LSM history's manifest and files it would write beside.
+        out.append(["archive", *common, "--dry-run"])
     return out
 
 
@@ -309,7 +339,7 @@ def _run_one(
             said = " | ".join(r.getMessage() for r in errors)[:400]
             problems.append(f"{what}: error does not name {rel}: {said}")
 
-    for argv in _commands(seed, base):
+    for argv in _commands(seed, base, rel):
         check(argv[0], lambda argv=argv: main(argv))
     if index % DAEMON_EVERY == 0:
         problems += _daemon_serves_the_healthy_table(base, healthy, base.parent)
@@ -351,6 +381,7 @@ def test_mutated_stored_files_fail_clearly_and_delete_nothing(
     # Each seed's own clean deletes files: the deletion oracle compares against something.
     assert all(seed.cleaned for seed in seeds), [seed.name for seed in seeds if not seed.cleaned]
     counts: Counter[str] = Counter()
+    per_seed: Counter[str] = Counter()
     findings: list[str] = []
     untouched = {seed.name: _stamps(seed.base) for seed in seeds}
     for index in range(COUNT):
@@ -358,10 +389,14 @@ def test_mutated_stored_files_fail_clearly_and_delete_nothing(
         seed, rel = rng.choice(by_kind[kind])
         what, problems = _run_one(seed, rel, kind, index, tmp_path, healthy)
         counts[kind] += 1
+        per_seed[seed.name] += 1
         findings += [f"#{index} {what}: {p}" for p in problems]
     with capsys.disabled():
         print(f"\nfuzzed {sum(counts.values())} stored files (seed {SEED}): "
-              + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))  # fmt: skip
+              + ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+              + "; by seed: " + ", ".join(f"{k} {n}" for k, n in sorted(per_seed.items())))  # fmt: skip
+    # Every seed had its files mutated: a seed (the version-9 ones, say) is not there for show.
+    assert sorted(per_seed) == sorted(seed.name for seed in seeds), per_seed
     assert not findings, f"{len(findings)} findings:\n" + "\n".join(findings[:40])
     # The working copies share the seeds' data files (`_working_copy`): none was written through.
     assert {seed.name: _stamps(seed.base) for seed in seeds} == untouched
