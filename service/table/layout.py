@@ -51,6 +51,12 @@ class TimelineLayout:
         return Action.CLUSTERING if self.version >= 2 else Action.REPLACE_COMMIT
 
     @property
+    def keeps_timeline_apart(self) -> bool:
+        """Whether the timeline has a folder of its own in the metafolder (layout 2,
+        `hoodie.timeline.path`) rather than being the metafolder itself (layout 1)."""
+        return self.version >= 2
+
+    @property
     def names_completion_time(self) -> bool:
         """Whether a completed instant's file name carries its completion time (layout 2)."""
         return self.version >= 2

@@ -72,6 +72,17 @@ def table_checksum(database_name: str, table_name: str) -> int:
     return zlib.crc32(f"{database_name}.{table_name}".encode())
 
 
+def _folder_inside(value: str, *, allow_empty: bool = False) -> str:
+    """`value` if it names a folder inside the one it is relative to (ValueError otherwise): no
+    absolute path, scheme, `.`/`..` or empty segment."""
+    if value == "" and allow_empty:
+        return value
+    segments = value.split("/")
+    if value.startswith("/") or "\\" in value or ":" in value or any(s in ("", ".", "..") for s in segments):
+        raise ValueError(f"{value!r} is not a folder inside the table's .hoodie")
+    return value
+
+
 @dataclass(frozen=True)
 class TableConfig:
     """Typed view over `hoodie.properties`; `raw` keeps every key for round-tripping."""
@@ -164,12 +175,13 @@ class TableConfig:
 
     @property
     def archive_folder(self) -> str:
-        return self.raw.get("hoodie.archivelog.folder", "archived")
+        """`hoodie.archivelog.folder`: where layout 1 archives, under `.hoodie` ("": `.hoodie` itself)."""
+        return _folder_inside(self.raw.get("hoodie.archivelog.folder", "archived"), allow_empty=True)
 
     @property
     def timeline_path(self) -> str:
         """`hoodie.timeline.path` (layout 2): the timeline folder under `.hoodie`."""
-        return self.raw.get("hoodie.timeline.path") or "timeline"
+        return _folder_inside(self.raw.get("hoodie.timeline.path") or "timeline")
 
     @property
     def index_definitions_path(self) -> str | None:
@@ -179,7 +191,7 @@ class TableConfig:
     @property
     def timeline_history_path(self) -> str:
         """`hoodie.timeline.history.path` (layout 2): the archived (LSM) timeline, in the timeline folder."""
-        return self.raw.get("hoodie.timeline.history.path") or "history"
+        return _folder_inside(self.raw.get("hoodie.timeline.history.path") or "history")
 
     @property
     def table_format(self) -> str:
@@ -210,6 +222,11 @@ class TableConfig:
             ("hoodie.timeline.layout.version", lambda c: c.timeline_layout_version),
             ("hoodie.table.type", lambda c: c.table_type),
             ("hoodie.table.timeline.timezone", lambda c: c.timeline_timezone),
+            # Folders the service lists, reads and writes instants in: inside `.hoodie`, or a stored
+            # value could send its writes (archived instants, plans) anywhere.
+            ("hoodie.timeline.path", lambda c: c.timeline_path),
+            ("hoodie.timeline.history.path", lambda c: c.timeline_history_path),
+            ("hoodie.archivelog.folder", lambda c: c.archive_folder),
         ):
             try:
                 parse(config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import posixpath
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -169,6 +170,8 @@ def load_timeline(storage: Storage, layout: TimelineLayout, previous: Timeline |
     )
     if previous is not None and previous.files is files:
         return previous
+    if not files and layout.keeps_timeline_apart:
+        _check_timeline_folder(storage, layout)
     instants: list[Instant] = []
     for name in files:
         try:
@@ -177,6 +180,18 @@ def load_timeline(storage: Storage, layout: TimelineLayout, previous: Timeline |
             raise CorruptTableError(f"{storage.qualify(layout.timeline_dir)}: {exc}") from None
         instants.append(instant)
     return Timeline(_collapse(instants), files)
+
+
+def _check_timeline_folder(storage: Storage, layout: TimelineLayout) -> None:
+    """Hudi lists the folder `hoodie.timeline.path` names and fails when it is absent; read as an
+    empty timeline, a table would look as if it had no commits (its files then the uncommitted
+    leftovers of failed writes). A metafolder that is absent itself (no metadata table) has none."""
+    meta_folder = posixpath.dirname(layout.timeline_dir)
+    if not storage.exists(layout.timeline_dir) and storage.exists(meta_folder):
+        raise CorruptTableError(
+            f"{storage.qualify(layout.timeline_dir)}: the timeline folder (hoodie.timeline.path in "
+            "hoodie.properties) does not exist"
+        )
 
 
 def read_requested(storage: Storage, layout: TimelineLayout, instant: Instant) -> bytes | None:

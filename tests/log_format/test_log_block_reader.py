@@ -215,3 +215,16 @@ def test_reader_reads_date_time_and_timestamp_fields_as_their_arrow_types() -> N
     assert data.records.schema.field("day").type == pa.date32()
     assert data.records.schema.field("tod").type == pa.time64("us")
     assert data.records.to_pylist() == [record]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "record", "name": "r", "fields": [{"name": "id", "type": "rtring"}]},  # a bit flipped
+        {"type": "record", "name": "r", "fields": [{"name": "id"}]},
+        {"type": "record", "name": "r", "fields": "id"},
+    ],
+)
+def test_reader_refuses_a_header_schema_that_is_json_but_no_avro_schema(schema: dict[str, object]) -> None:
+    with pytest.raises(CorruptLogBlockError, match="header SCHEMA is not an Avro schema"):
+        _read(_one_record_block(schema, b"\x02"))

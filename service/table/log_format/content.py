@@ -19,6 +19,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
+from fastavro.schema import SchemaParseException
 
 from service.errors import CorruptLogBlockError, UnsupportedLogBlockError
 from service.table.log_format.avro_arrow import avro_record_to_arrow_schema
@@ -84,10 +85,15 @@ def decode_avro_data(content: memoryview, schema_json: str, location: BlockLocat
     cursor = _Cursor(content, location, "Avro data block")
     count = _avro_data_count(cursor, content, location)
     schema = _parse_schema(schema_json, location)
-    raw_schema = _without_cast_logical_types(schema)
-    parsed = fastavro.parse_schema(raw_schema)
+    try:
+        raw_schema = _without_cast_logical_types(schema)
+        parsed = fastavro.parse_schema(raw_schema)
+        arrow_schema = avro_record_to_arrow_schema(schema)
+    except (SchemaParseException, *_AVRO_FAILURES) as err:  # JSON, but no Avro schema (UnknownType, ...)
+        raise CorruptLogBlockError(
+            location.path, location.offset, f"header SCHEMA is not an Avro schema: {err!r}"
+        ) from err
     data = bytes(content)
-    arrow_schema = avro_record_to_arrow_schema(schema)
     # Most blocks: decoded as columns in one call, when that is provably the per-record decode.
     columnar = decode_columnar(data, cursor.pos, count, schema, arrow_schema)
     if columnar is not None:
