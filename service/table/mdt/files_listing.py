@@ -30,7 +30,7 @@ FILES_PARTITION = "files"
 FILES_FILE_ID = "files-0000-0"  # HoodieTableMetadataUtil.getFileIDForFileGroup(FILES, 0)
 _BASE_FILE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d+)\.hfile\Z")
 _LOG_FILE = re.compile(
-    r"^\.(?P<file_id>[^_]+)_(?P<instant>\d+)\.log\.(?P<version>\d+)(?:_(?P<token>\d+-\d+-\d+))?$"
+    r"^\.(?P<file_id>[^_]+)_(?P<instant>\d+)\.log\.(?P<version>\d+)(?:_(?P<token>\d+-\d+-\d+))?\Z"
 )
 
 
