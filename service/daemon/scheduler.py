@@ -264,7 +264,7 @@ class Daemon:
     def _remove_jobs(self, table_name: str) -> None:
         for service in TableService:
             with contextlib.suppress(JobLookupError):
-                self._scheduler.remove_job(f"{table_name}:{service}")
+                self._scheduler.remove_job(_job_id(table_name, service))
 
     def _watch_config(self) -> None:
         if self._stopping.is_set():
@@ -293,9 +293,9 @@ class Daemon:
                     "interval",
                     seconds=self._poll_seconds,
                     args=[runtime.name, service],
-                    id=f"{runtime.name}:{service}",
+                    id=_job_id(runtime.name, service),
                     name=f"{service} {runtime.name}",
-                    next_run_time=datetime.now(UTC) + self._phase(f"{runtime.name}:{service}"),
+                    next_run_time=datetime.now(UTC) + self._phase(_job_id(runtime.name, service)),
                 )
 
     def _phase(self, job_id: str) -> timedelta:
@@ -327,13 +327,13 @@ class Daemon:
             for table in sorted(gained):
                 for service in TableService:
                     with contextlib.suppress(JobLookupError):  # not enabled, or removed by a reload
-                        self._scheduler.modify_job(f"{table}:{service}", next_run_time=now)
+                        self._scheduler.modify_job(_job_id(table, service), next_run_time=now)
         if listener is not None:
             listener(replica, share)
 
     def _next_tick(self, table_name: str, service: TableService) -> datetime | None:
         """When the scheduler runs the table's service next (None: not scheduled)."""
-        job = self._scheduler.get_job(f"{table_name}:{service}")
+        job = self._scheduler.get_job(_job_id(table_name, service))
         return None if job is None else getattr(job, "next_run_time", None)
 
     def _on_submitted(self, event: JobSubmissionEvent) -> None:
@@ -348,6 +348,11 @@ class Daemon:
     def run_iteration(self, runtime: TableRuntime, service: TableService, now: datetime) -> Outcome:
         """One tick of one table service; never raises (`TableTicker.run_iteration`)."""
         return self.ticker.run_iteration(runtime, service, now)
+
+
+def _job_id(table_name: str, service: TableService) -> str:
+    """The scheduler's job of one table's service."""
+    return f"{table_name}:{service}"
 
 
 class _GateExecutor(BasePoolExecutor):
