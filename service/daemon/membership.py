@@ -305,10 +305,7 @@ class Membership:
                 except NodeExistsError:
                     busy.append(table)
                 self._unknown.discard(table)
-            watch = self._on_claim_watch
-            checks = [(t, self._client.exists_async(self._claim_node(t), watch=watch)) for t in busy]
-            for table, check in checks:
-                stat = check.get()
+            for table, stat in self._claim_stats(busy, watch=self._on_claim_watch):
                 if stat is not None and stat.owner_session_id == session:
                     got.append(table)  # made by us in this session, its reply lost
                 elif stat is not None:
@@ -327,15 +324,18 @@ class Membership:
     def _read_unknown(self, session: int) -> None:
         """Claims whose create's reply was lost with the connection: ours if our session owns the node
         (then held, and let go by the step if not in our share), else forgotten."""
-        checks = [(t, self._client.exists_async(self._claim_node(t))) for t in sorted(self._unknown)]
-        ours = []
-        for table, check in checks:
-            stat = check.get()
-            if stat is not None and stat.owner_session_id == session:
-                ours.append(table)
-            self._unknown.discard(table)
+        stats = self._claim_stats(sorted(self._unknown))
+        self._unknown.clear()
+        ours = frozenset(t for t, stat in stats if stat is not None and stat.owner_session_id == session)
         if ours:
-            self._set_held(self.held | frozenset(ours), session)
+            self._set_held(self.held | ours, session)
+
+    def _claim_stats(
+        self, tables: Iterable[str], watch: Callable[[Any], None] | None = None
+    ) -> list[tuple[str, Any]]:
+        """Each claim node's stat (None: no node), requests pipelined; `watch` set on each."""
+        checks = [(t, self._client.exists_async(self._claim_node(t), watch=watch)) for t in tables]
+        return [(table, check.get()) for table, check in checks]
 
     def _let_go(self, tables: frozenset[str], session: int) -> None:
         """Stop holding `tables` (at once), then delete their claims, pipelined; a delete that fails is
