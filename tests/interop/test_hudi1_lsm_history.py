@@ -18,9 +18,10 @@ from tests.support.hudi1_histories import (
     build_archived_history,
     completed_instants,
     hudi_latest_slices,
+    hudi_rows,
     our_latest_slices,
 )
-from tests.support.hudi_jvm import HudiJvm
+from tests.support.hudi_jvm import HudiJvm, HudiJvmError
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
@@ -78,3 +79,23 @@ def test_file_slices_placed_by_archived_completion_times_are_hudis(
     assert [(s.partition, s.file_id, s.base_instant, s.log_files) for s in copied] == [
         (s.partition, s.file_id, s.base_instant, s.log_files) for s in ours
     ]
+
+
+def test_a_timeline_folder_that_does_not_exist_fails_hudis_read_and_is_refused_by_ours(
+    hudi1: HudiJvm, archived: ArchivedHistory, tmp_path: Path
+) -> None:
+    """`hoodie.properties` naming a timeline folder that is not there (a file cut short mid-line, as the
+    fuzz suite found): Hudi's reader fails on the missing folder, and the service refuses the table
+    rather than reading it as one without commits."""
+    base = tmp_path / "t"
+    shutil.copytree(archived.history.base, base)
+    assert len(hudi_rows(hudi1, base)) > 0
+    properties = base / ".hoodie" / "hoodie.properties"
+    text = properties.read_text()
+    assert "hoodie.timeline.path=timeline\n" in text
+    properties.write_text(text.replace("hoodie.timeline.path=timeline\n", "hoodie.timeline.path=time\n"))
+    (base / ".hoodie" / ".hoodie.properties.crc").unlink(missing_ok=True)  # Hadoop checks it on read
+    with pytest.raises(HudiJvmError, match=r"\.hoodie/time does not exist"):
+        hudi_rows(hudi1, base)
+    with pytest.raises(CorruptTableError, match=r"\.hoodie/time: the timeline folder .* does not exist"):
+        HudiTable.open(str(base)).load_timeline()
