@@ -670,6 +670,9 @@ def render_hudi_s3(document: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------- section: scale
 
 
+OURS_OVER_HUDI = "our planning time over Hudi's, at every size"
+
+
 def render_scale(document: Mapping[str, Any]) -> str:
     from bench.scale import OPERATIONS
 
@@ -685,12 +688,36 @@ def render_scale(document: Mapping[str, Any]) -> str:
         for name in OPERATIONS
     ]  # fmt: skip
     goals = document["goals"]
+    ratio = goals.get("ours_over_hudi_seconds")  # absent from results of runs before `--hudi`
+    with_hudi = [p for p in points if "hudi" in p]
+    hudi_rows = [
+        [
+            f"{p['files']:,}", p["table_version"], p["hudi"]["hudi_version"], name,
+            _spread(op["seconds"]), _spread(op["peak_rss_mb"], lambda v: f"{v:,.0f}"),
+            f"{op['compared_with']}: " + _spread(p["operations"][op["compared_with"]]["seconds"]),
+            f"{p['hudi']['ours_over_hudi'][name]:.2f}", "yes" if op["plans_equal"] else "**no**",
+        ]
+        for p in with_hudi
+        for name, op in p["hudi"]["operations"].items()
+    ]  # fmt: skip
+    hudi_part: list[str] = []
+    if with_hudi:
+        headers = ["files", "version", "Hudi", "operation", "Hudi seconds", "Hudi peak RSS MB",
+                   "ours seconds", "ours/Hudi", "same plan"]  # fmt: skip
+        hudi_part = [
+            "Hudi's own planning, schedule-only, on the same tables (`--hudi`, `bench.scale_hudi`): a clean "
+            "through its write client's `scheduleTableService`, a clustering through `run_clustering(op => "
+            "'schedule')`, in a warmed-up JVM of its own per table (the JVM's start not timed; ours is a "
+            "whole `hudi-table-service` process, interpreter start included). Peak RSS is that JVM's process "
+            "tree while it planned. Plans compared with ours: the clean's files, the clustering's groups.",
+            _table(headers, hudi_rows, [True, True, False, False, True, True, False, True, False]),
+        ]
 
-    def goal(entry: Mapping[str, Any], what: str, unit: str) -> str:
+    def goal(entry: Mapping[str, Any], what: str, unit: str, digits: int = 1) -> str:
         if entry["met"] is None:
             return f"{what} at most {entry['goal']:,} {unit}: not measured in this run"
         state = "met" if entry["met"] else "**missed**"
-        return f"{what} at most {entry['goal']:,} {unit}: {state} ({entry['measured']:,.1f} {unit})"
+        return f"{what} at most {entry['goal']:,} {unit}: {state} ({entry['measured']:,.{digits}f} {unit})"
 
     return "\n\n".join(
         [
@@ -704,10 +731,12 @@ def render_scale(document: Mapping[str, Any]) -> str:
                 rows,
                 [True, True, True, False, True, True],
             ),
+            *hudi_part,
             "Goals (issue 49): "
             + goal(goals["peak_mb_at_10m"], "peak memory at 10^7 files", "MB")
             + "; "
             + goal(goals["full_clean_dry_run_s_at_1m"], "a full clean's dry run at 10^6 files", "s")
+            + (f"; {goal(ratio, OURS_OVER_HUDI, 'x', 2)}" if ratio else "")
             + ". Chart: `docs/results/scale.png`.",
         ]
     )

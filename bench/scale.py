@@ -13,7 +13,8 @@ from the launcher, not from this one) and nothing is cached between operations:
 
 - `clean --dry-run` with `hoodie.cleaner.incremental.mode` true and false (KEEP_LATEST_COMMITS, one
   commit retained): the clean's whole planning, listing, breaker and JSON report included;
-- `cluster --mode schedule --dry-run` (every base file is small: the planner surveys every slice);
+- `cluster --mode schedule --dry-run` (every base file is small: the planner surveys every slice; a
+  plan of every group, `ALL_GROUPS`);
 - `status --json` (every live file group reported).
 
 Per (size, version, operation), `--rounds` rounds (default 3; the median is published, the range
@@ -21,8 +22,12 @@ beside it) after one untimed round warms the page cache. The two cleans' plans m
 files (`--json`'s file lists compared), or the run fails. Figures: `docs/results/scale.json`, the
 chart `docs/results/scale.png` (log-log: seconds and peak MB against files).
 
-Not yet here (issue 49): Hudi's own schedule-only planning beside ours on the same tables, the
-metadata table on, compaction planning on merge-on-read tables, `check`.
+With `--hudi`, Hudi plans the same tables schedule-only (`bench.scale_hudi`: a clean through its write
+client's `scheduleTableService`, a clustering through `run_clustering(op => 'schedule')`), in a JVM of
+its own per table, and its plans must equal ours (the full clean's files, the clustering's groups), or
+the run fails.
+
+Not yet here (issue 49): the metadata table on, compaction planning on merge-on-read tables, `check`.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +61,7 @@ TABLE_VERSIONS = (6, 9)
 # Goals of issue 49, reported as met or missed (never asserted by a test).
 GOAL_PEAK_MB_AT_10M = 2048
 GOAL_FULL_CLEAN_DRY_RUN_S_AT_1M = 10.0
+GOAL_OURS_OVER_HUDI = 0.5  # our planning's seconds over Hudi's, at every size, with the same plan
 
 CLEAN = (
     "--hoodie-conf",
@@ -63,6 +69,10 @@ CLEAN = (
     "--hoodie-conf",
     "hoodie.cleaner.commits.retained=1",
 )
+# A clustering plan of every group the table has (one a partition here), not the first 30 (Hudi's default,
+# `PartitionAwareClusteringPlanStrategy` takes them in the order its listing gives partitions: on a local
+# file system, the directory's order, which our planner's sorted order need not match).
+ALL_GROUPS = "hoodie.clustering.plan.strategy.max.num.groups=1000000"
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "clean_incremental": ("clean", "--dry-run", "--json", *CLEAN),
     "clean_full": (
@@ -73,7 +83,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "--hoodie-conf",
         "hoodie.cleaner.incremental.mode=false",
     ),
-    "cluster_schedule": ("cluster", "--mode", "schedule", "--dry-run", "--json"),
+    "cluster_schedule": ("cluster", "--mode", "schedule", "--dry-run", "--json", "--hoodie-conf", ALL_GROUPS),
     "status": ("status", "--json"),
 }
 
@@ -148,27 +158,44 @@ def measure_command(command: Sequence[str], capture: bool = False) -> Measured:
     return Measured(seconds, max_rss_kb / 1024, exit_code, completed.stdout if capture else b"")
 
 
-def _planned(output: bytes) -> frozenset[str]:
+def _planned(report: Mapping[str, Any]) -> frozenset[str]:
     """The files a `clean --dry-run --json` would delete."""
-    report = json.loads(output)
     return frozenset(
         f"{f['partition_path']}/{f['file_name']}" for clean in report["cleans"] for f in clean["files"]
     )
+
+
+def _cluster_plan(report: Mapping[str, Any]) -> frozenset[frozenset[tuple[str, str]]]:
+    """The groups of `cluster --mode schedule --dry-run --json`, each the set of its (partition, file
+    id) slices."""
+    return frozenset(
+        frozenset((g["partition_path"], s["file_id"]) for s in g["slices"]) for g in report["plan"]["groups"]
+    )
+
+
+# The operations whose plan is kept (from `--json`), and how it is read.
+PLANS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "clean_incremental": _planned,
+    "clean_full": _planned,
+    "cluster_schedule": _cluster_plan,
+}
 
 
 def _spread(values: Sequence[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def measure_table(base: Path, rounds: int, report: Callable[[str], None]) -> tuple[dict[str, Any], bool]:
-    """Every operation on the table at `base`; and whether both cleans planned the same files."""
+def measure_table(
+    base: Path, rounds: int, report: Callable[[str], None]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every operation on the table at `base`, and each one's plan (the warm-up round's)."""
     out: dict[str, Any] = {}
-    plans: dict[str, frozenset[str]] = {}
+    plans: dict[str, Any] = {}
     for name, args in OPERATIONS.items():
         argv = [*args[:1], "--base-path", str(base), *args[1:]]
-        warm = measure(argv, capture=name.startswith("clean"))
-        if name.startswith("clean"):
-            plans[name] = _planned(warm.output)
+        warm = measure(argv, capture=name in PLANS)
+        if name in PLANS:
+            plans[name] = PLANS[name](json.loads(warm.output))
         runs = [measure(argv) for _ in range(rounds)]
         codes = sorted({r.exit_code for r in [warm, *runs]})
         if codes != [0]:
@@ -182,9 +209,35 @@ def measure_table(base: Path, rounds: int, report: Callable[[str], None]) -> tup
             f"  {name}: {out[name]['seconds']['median']:.2f} s, "
             f"{out[name]['peak_rss_mb']['median']:.0f} MB (exit {codes})"
         )
-    same = plans["clean_incremental"] == plans["clean_full"]
     out["clean_files_planned"] = len(plans["clean_full"])
-    return out, same
+    out["cluster_groups_planned"] = len(plans["cluster_schedule"])
+    return out, plans
+
+
+def measure_hudi(
+    base: Path, version: int, plans: Mapping[str, Any], rounds: int, work: Path, report: Callable[[str], None]
+) -> dict[str, Any]:
+    """Hudi's schedule-only planning of the table at `base` (`bench.scale_hudi`), in a JVM of its own
+    warmed up on a small table; its plans compared with ours."""
+    from bench import scale_hudi
+
+    warm_up = work / f"warm-up-v{version}"
+    if not warm_up.exists():
+        build_table(warm_up, shape_of(3), version, base_file_bytes())
+    out: dict[str, Any] = {"hudi_version": scale_hudi.HUDI_OF_VERSION[version], "operations": {}}
+    with ExitStack() as stack:
+        hudi = scale_hudi.start_hudi(stack, work, version)
+        for name in scale_hudi.COMPARED:
+            scale_hudi.run_operation(hudi, warm_up, name, 0)
+        for name, ours in scale_hudi.COMPARED.items():
+            measured = scale_hudi.run_operation(hudi, base, name, rounds)
+            equal = measured.plan == plans[ours]
+            out["operations"][name] = measured.as_json() | {"compared_with": ours, "plans_equal": equal}
+            report(
+                f"  Hudi {name}: {statistics.median(measured.seconds):.2f} s, "
+                f"{statistics.median(measured.peak_rss_mb):.0f} MB, plan equal to our {ours}: {equal}"
+            )
+    return out
 
 
 @contextmanager
@@ -202,9 +255,11 @@ def run(
     work_dir: Path | None = None,
     results_dir: Path | None = None,
     chart: bool = True,
+    hudi: bool = False,
     report: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Build each table in turn (one on disk at a time), measure, write `<results_dir>/scale.json`."""
+    """Build each table in turn (one on disk at a time), measure (with `hudi`, Hudi's planning too),
+    write `<results_dir>/scale.json`."""
     points: list[dict[str, Any]] = []
     load_before = load_average()
     content = base_file_bytes()
@@ -218,33 +273,44 @@ def run(
                 report(f"10^{exponent} files, version {version}: built {shape.data_files:,} files in "
                        f"{shape.partitions:,} partitions ({build.seconds:.0f} s)")  # fmt: skip
                 load = load_average()
-                operations, same = measure_table(base, rounds, report)
+                operations, plans = measure_table(base, rounds, report)
+                same = plans["clean_incremental"] == plans["clean_full"]
+                point: dict[str, Any] = {
+                    "files": shape.data_files,
+                    "partitions": shape.partitions,
+                    "table_version": version,
+                    "metadata_table": False,
+                    "shape": asdict(shape),
+                    "build_s": build.seconds,
+                    "load_before": load,
+                    "plans_equal": same,
+                    "operations": operations,
+                }
+                if hudi:
+                    point["hudi"] = measure_hudi(base, version, plans, rounds, work, report)
+                    point["hudi"]["ours_over_hudi"] = _ours_over_hudi(operations, point["hudi"]["operations"])
                 shutil.rmtree(base)
-                points.append(
-                    {
-                        "files": shape.data_files,
-                        "partitions": shape.partitions,
-                        "table_version": version,
-                        "metadata_table": False,
-                        "shape": asdict(shape),
-                        "build_s": build.seconds,
-                        "load_before": load,
-                        "plans_equal": same,
-                        "operations": operations,
-                    }
-                )
+                points.append(point)
                 if not same:
                     raise SystemExit(f"10^{exponent}, version {version}: the two cleans planned other files")
+                unequal = [
+                    n
+                    for n, op in point.get("hudi", {}).get("operations", {}).items()
+                    if not op["plans_equal"]
+                ]
+                if unequal:
+                    raise SystemExit(f"10^{exponent}, version {version}: Hudi planned otherwise: {unequal}")
     payload = {
         "quick": quick,
-        "command": command_line(NAME, _argv(sizes, table_versions, rounds, quick)),
+        "command": command_line(NAME, _argv(sizes, table_versions, rounds, quick, hudi)),
         "rounds": rounds,
         "load_before": load_before,
         "load_after": load_average(),
         "points": points,
         "goals": _goals(points),
     }
-    path = write_results(NAME, payload, results_dir)
+    # With Hudi beside: a result of its own, so a run of fewer sizes leaves the curves of ours alone.
+    path = write_results(f"{NAME}-hudi" if hudi else NAME, payload, results_dir)
     _print(payload)
     if chart:
         from bench.scale_chart import draw
@@ -252,6 +318,14 @@ def run(
         report(f"chart: {draw(payload, path.with_suffix('.png'))}")
     report(f"results: {path}")
     return payload
+
+
+def _ours_over_hudi(ours: Mapping[str, Any], hudi: Mapping[str, Any]) -> dict[str, float]:
+    """Per Hudi operation, our compared operation's median seconds over Hudi's."""
+    return {
+        name: round(ours[op["compared_with"]]["seconds"]["median"] / op["seconds"]["median"], 3)
+        for name, op in hudi.items()
+    }
 
 
 def _goals(points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -265,7 +339,9 @@ def _goals(points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     peaks = [p["operations"][name]["peak_rss_mb"]["max"] for p in ten_million for name in OPERATIONS]
     peak = max(peaks, default=None)
     full = max((p["operations"]["clean_full"]["seconds"]["median"] for p in million), default=None)
+    ratios = [r for p in points if "hudi" in p for r in p["hudi"]["ours_over_hudi"].values()]
     return {
+        "ours_over_hudi_seconds": _goal(GOAL_OURS_OVER_HUDI, max(ratios, default=None)),
         "peak_mb_at_10m": _goal(GOAL_PEAK_MB_AT_10M, peak),
         "full_clean_dry_run_s_at_1m": _goal(GOAL_FULL_CLEAN_DRY_RUN_S_AT_1M, full),
     }
@@ -291,8 +367,10 @@ def _print(payload: Mapping[str, Any]) -> None:
     )
 
 
-def _argv(sizes: Sequence[int], versions: Sequence[int], rounds: int, quick: bool) -> list[str]:
+def _argv(sizes: Sequence[int], versions: Sequence[int], rounds: int, quick: bool, hudi: bool) -> list[str]:
     argv = ["--quick"] if quick else []
+    if hudi:
+        argv.append("--hudi")
     if tuple(sizes) != (QUICK_SIZES if quick else DEFAULT_SIZES):
         argv += ["--sizes", ",".join(map(str, sizes))]
     if tuple(versions) != TABLE_VERSIONS:
@@ -308,6 +386,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--table-versions", default="6,9", help="table versions (default 6,9)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--results-dir", type=Path)
+    parser.add_argument("--hudi", action="store_true", help="Hudi's schedule-only planning beside ours")
     args = parser.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else (
         QUICK_SIZES if args.quick else DEFAULT_SIZES
@@ -317,7 +396,7 @@ def main(argv: Sequence[str]) -> int:
         parser.error(f"--sizes: {unknown} not among {sorted(SIZES)}")
     versions = tuple(int(v) for v in args.table_versions.split(","))
     run(sizes, versions, rounds=args.rounds, quick=args.quick, work_dir=args.work_dir,
-        results_dir=args.results_dir)  # fmt: skip
+        results_dir=args.results_dir, hudi=args.hudi)  # fmt: skip
     return 0
 
 

@@ -19,7 +19,8 @@ MARKERS = {6: "o", 9: "s"}
 
 
 def draw(payload: Mapping[str, Any], out: Path) -> Path:
-    """Two panels (seconds, peak MB), one line per operation and table version; PNG at `out`."""
+    """Two panels (seconds, peak MB), one line per operation and table version (Hudi's dashed); PNG at
+    `out`."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return _draw(payload, out)
@@ -40,6 +41,17 @@ def _draw(payload: Mapping[str, Any], out: Path) -> Path:
                          label=label)  # fmt: skip
             memory.plot(files, [p["operations"][name]["peak_rss_mb"]["median"] for p in mine], marker=marker,
                         label=label)  # fmt: skip
+    for version in sorted({p["table_version"] for p in points if "hudi" in p}):
+        theirs = sorted(
+            (p for p in points if p["table_version"] == version and "hudi" in p), key=lambda p: p["files"]
+        )
+        for name in theirs[0]["hudi"]["operations"]:
+            files = [p["files"] for p in theirs]
+            label = f"Hudi {theirs[0]['hudi']['hudi_version']} {name} (v{version})"
+            marker = MARKERS.get(version, "^")
+            for axis, figure in ((seconds, "seconds"), (memory, "peak_rss_mb")):
+                values = [p["hudi"]["operations"][name][figure]["median"] for p in theirs]
+                axis.plot(files, values, marker=marker, linestyle="--", label=label)
     for axis, title, unit in ((seconds, "Time", "seconds"), (memory, "Peak resident memory", "MB")):
         axis.set_xscale("log")
         axis.set_yscale("log")

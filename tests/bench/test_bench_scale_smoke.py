@@ -1,5 +1,6 @@
 """`python -m bench scale` end to end at its smallest size: every operation measured in a child of
-its own, both cleans planning the same files, the result file and chart written."""
+its own, both cleans planning the same files, the result file and chart written; with `--hudi`, Hudi's
+schedule-only planning of the same table beside ours, plans compared."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import scale
+import pytest
+
+from bench import scale, scale_hudi
 
 
 def test_scale_bench_measures_every_operation_in_its_own_process(tmp_path: Path) -> None:
@@ -53,3 +56,36 @@ def test_a_program_reads_its_own_peak_not_the_one_before_its_exec() -> None:
     own_kb, rusage_kb = map(int, out.split())
     assert ballast[-1] == 1 and rusage_kb > 600 << 10  # the kernel's figure: the parent's size too
     assert own_kb < 150 << 10  # the interpreter and bench.common's imports
+
+
+@pytest.mark.spark
+@pytest.mark.hudi
+@pytest.mark.slow
+@pytest.mark.long(table_version=9)
+@pytest.mark.parametrize("table_version", [6, 9])
+def test_hudi_plans_the_same_tables_schedule_only_and_the_plans_are_compared(
+    tmp_path: Path, table_version: int
+) -> None:
+    """`--hudi`: Hudi's clean and clustering, scheduled by Hudi (0.15.0 on version 6, 1.1.1 on 9) on the
+    same table, plan what ours plans; its figures are its JVM's, and its instants are gone after."""
+    payload = scale.run(
+        (3,),
+        (table_version,),
+        rounds=1,
+        hudi=True,
+        work_dir=tmp_path,
+        results_dir=tmp_path / "r",
+        chart=False,
+    )
+    [point] = payload["points"]
+    assert (
+        point["operations"]["clean_files_planned"] > 0 and point["operations"]["cluster_groups_planned"] > 0
+    )
+    hudi = point["hudi"]
+    assert hudi["hudi_version"] == scale_hudi.HUDI_OF_VERSION[table_version]
+    assert set(hudi["operations"]) == set(scale_hudi.COMPARED) == set(hudi["ours_over_hudi"])
+    for name, op in hudi["operations"].items():
+        assert op["plans_equal"] and op["compared_with"] == scale_hudi.COMPARED[name], name
+        assert op["seconds"]["median"] > 0 and hudi["ours_over_hudi"][name] > 0, name
+        assert op["peak_rss_mb"]["median"] > 200, name  # a JVM's, not this process's
+    assert payload["goals"]["ours_over_hudi_seconds"]["measured"] is not None
