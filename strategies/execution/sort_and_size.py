@@ -222,7 +222,9 @@ def common_prefix(samples: Sequence[WeightedKeys]) -> bytes:
     return low[:n]
 
 
-_BELOW, _SHARED, _ABOVE = pa.scalar(b"\x00"), pa.scalar(b"\x01"), pa.scalar(b"\x02")
+# The rank bytes as raw bytes, made scalars where used: `pa.scalar` at import would import pandas
+# (pyarrow's conversion looks for it), a tenth of a second on every command and daemon start.
+_BELOW, _SHARED, _ABOVE = b"\x00", b"\x01", b"\x02"
 
 
 def compact_sort_keys(keys: pa.Array, prefix: bytes) -> pa.Array:
@@ -239,7 +241,8 @@ def compact_sort_keys(keys: pa.Array, prefix: bytes) -> pa.Array:
     head = pc.binary_slice(keys, 0, len(prefix))
     shared = pc.equal(head, pa.scalar(prefix, keys.type))
     below = pc.less(head, pa.scalar(prefix, keys.type))
-    rank = pc.if_else(shared, _SHARED, pc.if_else(below, _BELOW, _ABOVE))
+    below_rank, shared_rank, above_rank = (pa.scalar(r, pa.binary()) for r in (_BELOW, _SHARED, _ABOVE))
+    rank = pc.if_else(shared, shared_rank, pc.if_else(below, below_rank, above_rank))
     longest = int(pc.max(pc.binary_length(keys)).as_py() or 0)  # pyarrow needs an explicit stop
     body = pc.if_else(shared, pc.binary_slice(keys, len(prefix), max(longest, len(prefix))), keys)
     return pc.binary_join_element_wise(rank, body, pa.scalar(b""))
