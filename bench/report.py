@@ -737,7 +737,7 @@ def render_scale(document: Mapping[str, Any]) -> str:
             + "; "
             + goal(goals["full_clean_dry_run_s_at_1m"], "a full clean's dry run at 10^6 files", "s")
             + (f"; {goal(ratio, OURS_OVER_HUDI, 'x', 2)}" if ratio else "")
-            + ". Chart: `docs/results/scale.png`.",
+            + f". Chart: `docs/results/{document['benchmark']}.png`.",
         ]
     )
 
