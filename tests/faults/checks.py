@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prometheus_client import CollectorRegistry
+
+from service.cli import main
+from service.config.daemon import parse_daemon_config
+from service.daemon import Daemon, Outcome, TableService
 from service.table.instant import Action, Instant
 from service.table.mdt.files_listing import list_partitions_via_mdt
 from service.table.mdt.timeline import load_mdt_timeline
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from tests.faults.matrix import Service
+from tests.faults.matrix import Case, Recoverer, Service
 from tests.support import hudi_tables as ht
+from tests.support.crash_at import run_killed_at
 from tests.table.mdt.test_mdt_listing_hudi import hudi_mdt_listing, storage_listing
 
 if TYPE_CHECKING:
@@ -30,9 +38,10 @@ SERVICE_CONF: dict[Service, dict[str, str]] = {
         "hoodie.cleaner.commits.retained": "10",
     },
 }
-# The action a service's instant completes as (its pending action, where it differs).
-ACTIONS: dict[Service, tuple[Action, Action]] = {
-    Service.CLUSTERING: (Action.REPLACE_COMMIT, Action.REPLACE_COMMIT),
+# The actions of a service's instant, pending (a clustering is a `clustering` instant on timeline layout
+# 2, a `replacecommit` on 1) and completed.
+ACTIONS: dict[Service, tuple[Action, ...]] = {
+    Service.CLUSTERING: (Action.CLUSTERING, Action.REPLACE_COMMIT),
     Service.CLEANING: (Action.CLEAN, Action.CLEAN),
     Service.COMPACTION: (Action.COMPACTION, Action.COMMIT),
     Service.ROLLBACK: (Action.ROLLBACK, Action.ROLLBACK),
@@ -87,19 +96,78 @@ def assert_recovered(
     if rolled_back is not None:
         timeline = HudiTable.open(str(base)).load_timeline()
         assert timeline.find(rolled_back) is None, "the failed write is still on the timeline"
-    assert _pending_instants(base) == ([], []), "an instant was left pending"
+    assert pending_instants(base) == ([], []), "an instant was left pending"
     assert_exact(spark, base, expected, "recovered")
     assert_no_file_left(spark, base)
 
 
 def service_instants(base: Path, service: Service) -> dict[str, Instant]:
-    pending, completed = ACTIONS[service]
     timeline = HudiTable.open(str(base)).load_timeline()
-    return {i.timestamp: i for i in timeline.by_actions([pending, completed])}
+    return {i.timestamp: i for i in timeline.by_actions(ACTIONS[service])}
 
 
-def _pending_instants(base: Path) -> tuple[list[str], list[str]]:
+def pending_instants(base: Path) -> tuple[list[str], list[str]]:
     """Pending instants of the table and of its metadata table."""
     table = HudiTable.open(str(base))
     mdt = load_mdt_timeline(Storage.for_base_uri(str(base)))
     return [str(i) for i in table.load_timeline().pending()], [str(i) for i in mdt.pending()]
+
+
+# ------------------------------------------------------------- the kill, and the run that recovers
+
+
+def kill_as_the_case_says(case: Case, base: Path, logs: Path) -> float:
+    """Run the case's service on the table at `base`, killed at each of its kill point's kills in turn
+    (a later run executes the pending plan the first left); returns when the last kill happened
+    (`time.monotonic`)."""
+    for n, kill in enumerate(case.point.kills):
+        if n:
+            time.sleep(EXPIRY_S)  # the dead attempt is the next run's to roll back
+        mode = "execute" if n else "scheduleAndExecute"  # a later run executes the pending plan
+        run_killed_at(kill.pattern, service_argv(case.service, str(base), mode), logs / f"killed-{n}.log",
+                      mode=kill.mode, timeout=600)  # fmt: skip
+    return time.monotonic()
+
+
+def recover(case: Case, base: Path, killed: float) -> None:
+    """Once the dead attempt's heartbeat expired (`killed`: when it died), the case's recoverer runs:
+    the CLI, or one tick of a daemon serving only the case's service."""
+    time.sleep(max(0.0, EXPIRY_S - (time.monotonic() - killed)))
+    if case.recoverer is Recoverer.CLI:
+        assert main(service_argv(case.service, str(base), "execute")) == 0
+    else:
+        _recover_with_daemon(case, base)
+
+
+DAEMON_SERVICE = {
+    Service.CLUSTERING: TableService.CLUSTERING,
+    Service.CLEANING: TableService.CLEANING,
+    Service.COMPACTION: TableService.COMPACTION,
+    Service.ROLLBACK: TableService.CLEANING,
+}
+
+
+def _recover_with_daemon(case: Case, base: Path) -> None:
+    conf = {**HEARTBEAT, **SERVICE_CONF[case.service]}
+    service = DAEMON_SERVICE[case.service]
+    enabled = {s: str(s is service).lower() for s in TableService}
+    defaults = "\n".join(f"  {k}: '{v}'" for k, v in conf.items())
+    text = f"""
+daemon:
+  lock: {{provider: in-process}}
+  metrics: {{host: 127.0.0.1, port: 0}}
+  spark: {{master: "local[1]"}}
+  deletion: {{max_delete_fraction: 1.0}}
+defaults:
+{defaults}
+tables:
+  - name: t
+    base_path: '{base}'
+    timezone: UTC
+    clustering: {{enabled: {enabled[TableService.CLUSTERING]}}}
+    cleaning: {{enabled: {enabled[TableService.CLEANING]}}}
+    compaction: {{enabled: {enabled[TableService.COMPACTION]}}}
+"""
+    daemon = Daemon(parse_daemon_config(text), registry=CollectorRegistry(), serve_http=False)
+    outcome = daemon.run_iteration(daemon.runtimes["t"], service, datetime.now(UTC))
+    assert outcome is Outcome.DONE, f"the daemon's {service} tick: {outcome}"

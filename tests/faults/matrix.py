@@ -3,13 +3,15 @@
 Pure data (no Spark, no storage): `tests/faults/test_fault_matrix.py` runs the cases. A kill point is
 one or more successive runs, each killed (`tests/support.crash_at` modes) where its pattern matches a
 table-relative path; `mid_rollback` kills a first attempt after some of its data files, then the run
-that rolls that attempt back, after its first delete. Paths are those of timeline layout 1 (table
-version 6: `.hoodie/<instant>.<action>[.<state>]`, the metadata table's timeline under
-`.hoodie/metadata/.hoodie/`).
+that rolls that attempt back, after its first delete. Paths are per timeline layout
+(`tests/faults/paths.py`): layout 1 for table version 6 (`tests/faults/test_fault_matrix.py`, tables of
+Hudi 0.15), layout 2 for versions 8 and 9 (`tests/interop/test_hudi1_fault_matrix.py`, tables of Hudi
+1.0.2, 1.1.1 and 1.2.0), where a pending clustering is a `clustering` instant and completed files carry
+their completion time.
 
-CI runs a covering subset (`Case.in_ci`): every kill point of every service once, each service on
-both table types (where it applies) and recovered by both the CLI and the daemon; the rest are long
-variants (`HTS_LONG_TESTS=1`).
+CI runs a covering subset (`Case.in_ci`): every kill point of every service once per table version,
+each service on both table types (where it applies) and recovered by both the CLI and the daemon; the
+rest are long variants (`HTS_LONG_TESTS=1`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tests.faults.paths import BASE_FILE, DATA_FILE, MDT_DELTACOMMIT_COMPLETED, instant_file
+from tests.faults.paths import BASE_FILE, DATA_FILE, completed_file, instant_file
 
 
 class Service(StrEnum):
@@ -49,19 +51,23 @@ class KillPoint:
     kills: tuple[Kill, ...]
 
 
-def _points(pending: str, completed: str, middle: str) -> tuple[KillPoint, ...]:
+def _points(
+    pending: str, completed: str, middle: str, layout: int, mdt: str = "deltacommit"
+) -> tuple[KillPoint, ...]:
     """The step boundaries of a service whose instant moves `<T>.<pending>.requested` ->
     `<T>.<pending>.inflight` -> (`middle`: its data files written, or its deletes) -> the metadata
-    table's deltacommit -> `<T>.<completed>`."""
+    table's instant of action `mdt` completed -> `<T>.<completed>` (on layout 2
+    `<T>_<completion time>.<completed>`)."""
     wrote = Kill("on-appear", BASE_FILE)
     deleted = Kill("on-delete", DATA_FILE)
+    done = completed_file(completed, layout)
     points = [
-        KillPoint("plan_written", (Kill("after", instant_file(f"{pending}\\.requested")),)),
-        KillPoint("inflight_written", (Kill("after", instant_file(f"{pending}\\.inflight")),)),
+        KillPoint("plan_written", (Kill("after", instant_file(f"{pending}\\.requested", layout)),)),
+        KillPoint("inflight_written", (Kill("after", instant_file(f"{pending}\\.inflight", layout)),)),
         KillPoint(middle, (wrote if middle == "data_files" else deleted,)),
-        KillPoint("after_mdt", (Kill("after", MDT_DELTACOMMIT_COMPLETED),)),
-        KillPoint("before_completed", (Kill("before", instant_file(completed)),)),
-        KillPoint("after_completed", (Kill("after", instant_file(completed)),)),
+        KillPoint("after_mdt", (Kill("after", completed_file(mdt, layout, mdt=True)),)),
+        KillPoint("before_completed", (Kill("before", done),)),
+        KillPoint("after_completed", (Kill("after", done),)),
     ]
     if middle == "data_files":
         # The dead attempt's files are the next run's to roll back: kill that run mid-rollback.
@@ -69,12 +75,25 @@ def _points(pending: str, completed: str, middle: str) -> tuple[KillPoint, ...]:
     return tuple(points)
 
 
-KILL_POINTS: dict[Service, tuple[KillPoint, ...]] = {
-    Service.CLUSTERING: _points("replacecommit", "replacecommit", "data_files"),
-    Service.CLEANING: _points("clean", "clean", "mid_deletes"),
-    Service.COMPACTION: _points("compaction", "commit", "data_files"),
-    Service.ROLLBACK: _points("rollback", "rollback", "mid_rollback"),
-}
+def kill_points(layout: int) -> dict[Service, tuple[KillPoint, ...]]:
+    """Every service's kill points on a table of timeline layout `layout`."""
+    clustering = "replacecommit" if layout == 1 else "clustering"  # its pending action
+    return {
+        Service.CLUSTERING: _points(clustering, "replacecommit", "data_files", layout),
+        Service.CLEANING: _points("clean", "clean", "mid_deletes", layout),
+        Service.COMPACTION: _points("compaction", "commit", "data_files", layout),
+        # On layout 2 the metadata table rolls back its own deltacommit of the failed write (Hudi 1.x's
+        # `HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata)`), where version 6 records the
+        # deleted files in a deltacommit.
+        Service.ROLLBACK: _points(
+            "rollback", "rollback", "mid_rollback", layout, "deltacommit" if layout == 1 else "rollback"
+        ),
+    }
+
+
+LAYOUTS = (1, 2)
+KILL_POINTS_OF_LAYOUT = {layout: kill_points(layout) for layout in LAYOUTS}
+KILL_POINTS = KILL_POINTS_OF_LAYOUT[1]
 
 TABLE_TYPES: dict[Service, tuple[TableType, ...]] = {
     Service.CLUSTERING: (TableType.COW, TableType.MOR),
@@ -90,6 +109,7 @@ class Case:
     table_type: TableType
     point: KillPoint
     recoverer: Recoverer
+    layout: int = 1
 
     @property
     def id(self) -> str:
@@ -100,15 +120,15 @@ class Case:
         """The covering subset: kill point i of a service runs on table type i mod n (n its table
         types) and is recovered by the CLI or the daemon by turns of n."""
         types = TABLE_TYPES[self.service]
-        i = KILL_POINTS[self.service].index(self.point)
+        i = KILL_POINTS_OF_LAYOUT[self.layout][self.service].index(self.point)
         recoverer = (Recoverer.CLI, Recoverer.DAEMON)[(i // len(types)) % 2]
         return self.table_type is types[i % len(types)] and self.recoverer is recoverer
 
 
-def all_cases() -> list[Case]:
+def all_cases(layout: int = 1) -> list[Case]:
     return [
-        Case(service, table_type, point, recoverer)
-        for service, points in KILL_POINTS.items()
+        Case(service, table_type, point, recoverer, layout)
+        for service, points in KILL_POINTS_OF_LAYOUT[layout].items()
         for point in points
         for table_type in TABLE_TYPES[service]
         for recoverer in Recoverer

@@ -18,31 +18,25 @@ its JVM and Spark workers with it. Then:
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from service.cli import main
-from service.config.daemon import parse_daemon_config
-from service.daemon import Daemon, Outcome, TableService
 from service.table.table import HudiTable
 from tests.faults.checks import (
-    EXPIRY_S,
-    HEARTBEAT,
     SERVICE_CONF,
     assert_exact,
     assert_recovered,
+    kill_as_the_case_says,
+    recover,
     service_argv,
     service_instants,
 )
-from tests.faults.matrix import Case, Recoverer, Service, TableType, all_cases
+from tests.faults.matrix import Case, Service, TableType, all_cases
 from tests.faults.tables import FaultTables
 from tests.support import hudi_tables as ht
-from tests.support.crash_at import run_killed_at
 from tests.table.mdt.test_mdt_listing_hudi import hudi_mdt_listing, storage_listing
 
 if TYPE_CHECKING:
@@ -50,41 +44,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
-DAEMON_SERVICE = {
-    Service.CLUSTERING: TableService.CLUSTERING,
-    Service.CLEANING: TableService.CLEANING,
-    Service.COMPACTION: TableService.COMPACTION,
-    Service.ROLLBACK: TableService.CLEANING,
-}
 WRITER_GOES_ON_BATCH = 40
-
-
-def _recover_with_daemon(case: Case, base: Path) -> None:
-    conf = {**HEARTBEAT, **SERVICE_CONF[case.service]}
-    service = DAEMON_SERVICE[case.service]
-    enabled = {s: str(s is service).lower() for s in TableService}
-    defaults = "\n".join(f"  {k}: '{v}'" for k, v in conf.items())
-    text = f"""
-daemon:
-  lock: {{provider: in-process}}
-  metrics: {{host: 127.0.0.1, port: 0}}
-  spark: {{master: "local[1]"}}
-  deletion: {{max_delete_fraction: 1.0}}
-defaults:
-{defaults}
-tables:
-  - name: t
-    base_path: '{base}'
-    timezone: UTC
-    clustering: {{enabled: {enabled[TableService.CLUSTERING]}}}
-    cleaning: {{enabled: {enabled[TableService.CLEANING]}}}
-    compaction: {{enabled: {enabled[TableService.COMPACTION]}}}
-"""
-    daemon = Daemon(parse_daemon_config(text), registry=CollectorRegistry(), serve_http=False)
-    outcome = daemon.run_iteration(daemon.runtimes["t"], service, datetime.now(UTC))
-    assert outcome is Outcome.DONE, f"the daemon's {service} tick: {outcome}"
-
-
 CASES = [pytest.param(case, id=case.id, marks=() if case.in_ci else pytest.mark.long) for case in all_cases()]
 
 
@@ -101,21 +61,11 @@ def test_a_service_killed_at_any_step_is_recovered_and_loses_nothing(
     pending = [i.timestamp for i in HudiTable.open(str(base)).load_timeline().pending()]
     assert pending == ([rolled_back] if rolled_back else []), "the copy starts with a pending instant"
 
-    for n, kill in enumerate(case.point.kills):
-        if n:
-            time.sleep(EXPIRY_S)  # the dead attempt is the next run's to roll back
-        mode = "execute" if n else "scheduleAndExecute"  # a later run executes the pending plan
-        run_killed_at(kill.pattern, service_argv(case.service, str(base), mode), tmp_path / f"killed-{n}.log",
-                      mode=kill.mode, timeout=600)  # fmt: skip
-    killed = time.monotonic()
+    killed = kill_as_the_case_says(case, base, tmp_path)
     [target] = sorted(set(service_instants(base, case.service)) - set(before))
     assert_exact(spark, base, expected, f"killed at {case.point.name}")
 
-    time.sleep(max(0.0, EXPIRY_S - (time.monotonic() - killed)))  # the dead attempt's heartbeat expires
-    if case.recoverer is Recoverer.CLI:
-        assert main(service_argv(case.service, str(base), "execute")) == 0
-    else:
-        _recover_with_daemon(case, base)
+    recover(case, base, killed)
     after = service_instants(base, case.service)
     assert after[target].is_completed, f"{target} was not completed by the recovery: {after[target]}"
     assert_recovered(spark, base, expected, rolled_back)

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests.faults.matrix import KILL_POINTS, TABLE_TYPES, Recoverer, Service, all_cases, matrix_size
+from tests.faults.matrix import (
+    KILL_POINTS,
+    KILL_POINTS_OF_LAYOUT,
+    LAYOUTS,
+    TABLE_TYPES,
+    Recoverer,
+    Service,
+    all_cases,
+    matrix_size,
+)
 
 STEPS = ("plan_written", "inflight_written", "after_mdt", "before_completed", "after_completed")
 
 
-def test_every_service_is_killed_at_each_step_boundary() -> None:
-    names = {s: [p.name for p in points] for s, points in KILL_POINTS.items()}
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_service_is_killed_at_each_step_boundary(layout: int) -> None:
+    names = {s: [p.name for p in points] for s, points in KILL_POINTS_OF_LAYOUT[layout].items()}
     for service in Service:
         assert set(STEPS) <= set(names[service]), service
         assert "mid_rollback" in names[service] or service is Service.CLEANING, service
@@ -18,9 +30,11 @@ def test_every_service_is_killed_at_each_step_boundary() -> None:
     assert "mid_deletes" in names[Service.CLEANING]
 
 
-def test_ci_runs_every_kill_point_on_every_table_type_and_by_both_recoverers() -> None:
-    ci = [c for c in all_cases() if c.in_ci]
-    for service, points in KILL_POINTS.items():
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_ci_runs_every_kill_point_on_every_table_type_and_by_both_recoverers(layout: int) -> None:
+    ci = [c for c in all_cases(layout) if c.in_ci]
+    assert {c.layout for c in ci} == {layout}
+    for service, points in KILL_POINTS_OF_LAYOUT[layout].items():
         mine = [c for c in ci if c.service is service]
         assert sorted(c.point.name for c in mine) == sorted(p.name for p in points), service
         assert {c.table_type for c in mine} == set(TABLE_TYPES[service]), service
@@ -34,3 +48,19 @@ def test_the_matrix_size_is_reported(capsys: pytest.CaptureFixture[str]) -> None
         "fault matrix: 45 (kill point, service, table type) cells (clustering 7 x 2, cleaning 6 x 2, "
         "compaction 7 x 1, rollback 6 x 2), each recovered by the CLI and by the daemon: 90 cases, 26 in CI"
     )
+
+
+def test_layout_2_kills_where_versions_8_and_9_write() -> None:
+    """A pending clustering is a `clustering` instant there, and completed files carry the completion
+    time: a layout-1 pattern would never match, and the case would fail as not killed."""
+    points = {(s, p.name): p for s, ps in KILL_POINTS_OF_LAYOUT[2].items() for p in ps}
+    [requested] = points[(Service.CLUSTERING, "plan_written")].kills
+    assert re.match(requested.pattern, ".hoodie/timeline/20261207000000000.clustering.requested")
+    [completed] = points[(Service.CLEANING, "after_completed")].kills
+    assert re.match(completed.pattern, ".hoodie/timeline/20261207000000000_20261207000001000.clean")
+    assert not re.match(completed.pattern, ".hoodie/20261207000000000.clean")
+    [mdt] = points[(Service.COMPACTION, "after_mdt")].kills
+    assert re.match(
+        mdt.pattern, ".hoodie/metadata/.hoodie/timeline/20261207000000000_20261207000001000.deltacommit"
+    )
+    assert KILL_POINTS is KILL_POINTS_OF_LAYOUT[1]

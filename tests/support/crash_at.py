@@ -35,6 +35,7 @@ from pathlib import Path
 
 from service.cli import main
 from service.table.storage import Storage
+from tests.faults.paths import completed_file, instant_file
 from tests.support.paths import REPO_ROOT
 
 MODES = ("after", "before", "on-delete", "on-copy", "on-appear")
@@ -162,10 +163,10 @@ def layout_2_kill_points(pending_action: str, completed_action: str) -> dict[str
     the file or `after` it; its path pattern). After claiming the plan (`T.<pending>.inflight`),
     after the metadata table's deltacommit T completed, with every file written (just before
     `T_<completion>.<completed>`), and after it."""
-    completed = rf"^\.hoodie/timeline/\d{{17}}_\d{{17}}\.{completed_action}$"
+    completed = completed_file(completed_action, 2)
     return {
-        "claimed": ("after", rf"^\.hoodie/timeline/\d{{17}}\.{pending_action}\.inflight$"),
-        "after_mdt": ("after", r"^\.hoodie/metadata/\.hoodie/timeline/\d{17}_\d{17}\.deltacommit$"),
+        "claimed": ("after", instant_file(rf"{pending_action}\.inflight", 2)),
+        "after_mdt": ("after", completed_file("deltacommit", 2, mdt=True)),
         "files_written": ("before", completed),
         "committed": ("after", completed),
     }
