@@ -46,6 +46,7 @@ from service.table.log_format.merge import InstantFilter, MergeConfig
 from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
 from service.table.properties import TableType
+from service.table.rolling_metadata import NO_ROLLING, RollingMetadata
 from service.table.service_commit import complete_table_service
 from service.table.table import HudiTable
 from service.table.table_schema import TableSchema, checked_table_schema, latest_table_schema_of
@@ -259,8 +260,10 @@ def commit_clustering(
     *,
     zone: tzinfo,
     now: datetime,
+    rolling: RollingMetadata = NO_ROLLING,
 ) -> None:
-    """Under the lock: conflict re-check, finalize (drop unreferenced files), write the replacecommit.
+    """Under the lock: conflict re-check, finalize (drop unreferenced files), write the replacecommit
+    (with the rolling metadata keys carried forward, `rolling`).
 
     `zone`: the timeline zone, in which the record index stores the instant time of moved keys.
 
@@ -296,8 +299,9 @@ def commit_clustering(
             heartbeat.check_owned()  # finalizing may have taken a while
         pending = Instant(instant_time, table.layout.clustering_action, State.INFLIGHT)
         complete_table_service(
-            table, table.load_timeline(), pending, metadata, now=now, zone=zone, relocated_in=zone
-        )
+            table, table.load_timeline(), pending, metadata,
+            now=now, zone=zone, relocated_in=zone, rolling=rolling,
+        )  # fmt: skip
     delete_marker_dir(table.storage, instant_time)
 
 
@@ -559,7 +563,7 @@ def _run_and_commit(
     try:
         commit_clustering(
             table, instant_time, plan, results, schema, lock, heartbeat, inflight_mtime_ns, read_instants,
-            zone=table.timeline_zone(zone), now=now(),
+            zone=table.timeline_zone(zone), now=now(), rolling=RollingMetadata.of(config),
         )  # fmt: skip
     except ConflictError as conflict:
         # The lock is released by now (locks are not re-entrant; rollback takes it itself).

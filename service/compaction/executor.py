@@ -44,6 +44,7 @@ from service.table.instant import Action, Instant, State
 from service.table.log_format.merge import MergeConfig
 from service.table.log_format.slice_reader import instant_filter
 from service.table.markers import delete_marker_dir, list_markers
+from service.table.rolling_metadata import RollingMetadata
 from service.table.service_commit import complete_table_service
 from service.table.table import HudiTable
 from service.table.table_schema import checked_table_schema
@@ -203,7 +204,8 @@ def execute_compaction(
     try:
         # A failure here leaves the attempt inflight with its files and markers (the next execution
         # rolls it back); once `C.commit` exists nothing of it may be deleted.
-        _commit(table, instant_time, stats, avro_schema, lock, heartbeat, now(), zone)
+        rolling = RollingMetadata.of(config)
+        _commit(table, instant_time, stats, avro_schema, lock, heartbeat, now(), zone, rolling)
     finally:
         heartbeat.stop()
     result.stats = stats
@@ -259,8 +261,10 @@ def _commit(
     heartbeat: Heartbeat,
     now: datetime,
     zone: tzinfo,
+    rolling: RollingMetadata,
 ) -> None:
-    """Under the lock: this attempt's stray files go, then C completes (`complete_table_service`)."""
+    """Under the lock: this attempt's stray files go, then C completes (`complete_table_service`,
+    carrying the rolling metadata keys forward)."""
     by_partition: dict[str, list[codecs.WriteStat]] = {}
     for stat in stats:
         by_partition.setdefault(stat.partition_path or "", []).append(stat)
@@ -283,5 +287,5 @@ def _commit(
             if marker.data_file_path not in keep:
                 table.storage.delete_file(marker.data_file_path)
         lock.check_held()
-        complete_table_service(table, timeline, current, metadata, now=now, zone=zone)
+        complete_table_service(table, timeline, current, metadata, now=now, zone=zone, rolling=rolling)
     delete_marker_dir(table.storage, instant_time)

@@ -78,6 +78,8 @@ CLEANER_COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
 CLEANER_HOURS_RETAINED = "hoodie.cleaner.hours.retained"
 CLEANER_FILEVERSIONS_RETAINED = "hoodie.cleaner.fileversions.retained"
 PARQUET_COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
+ROLLING_METADATA_KEYS = "hoodie.write.rolling.metadata.keys"
+ROLLING_METADATA_LOOKBACK = "hoodie.write.rolling.metadata.timeline.lookback.commits"
 BLOOM_FPP = "hoodie.index.bloom.fpp"
 LOCK_PROVIDER = "hoodie.write.lock.provider"
 LOCK_ZK_URL = "hoodie.write.lock.zookeeper.url"
@@ -976,6 +978,24 @@ _KEYS: tuple[HoodieKey, ...] = (
         None,
         "Writers' table name; ZooKeeper lock_key defaults to it.",
         _W,
+    ),
+    HoodieKey(
+        ROLLING_METADATA_KEYS,
+        KeyType.STRING,
+        "",
+        "Hudi 1.2: commit extra-metadata keys (comma-separated) that every commit carries forward from "
+        "the recent ones; this service's clustering and compaction commits carry them as Hudi's do.",
+        _W,
+        since="1.2.0",
+    ),
+    HoodieKey(
+        ROLLING_METADATA_LOOKBACK,
+        KeyType.INT,
+        "10",
+        "Hudi 1.2: how many recent completed commits are searched for the rolling metadata keys.",
+        _W,
+        min_value=0,
+        since="1.2.0",
     ),
     HoodieKey(
         HEARTBEAT_INTERVAL_MS,

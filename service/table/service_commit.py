@@ -20,6 +20,7 @@ from service.table.mdt.commit import commit_records, sync_files_partition
 from service.table.mdt.index_sync import commit_index_records
 from service.table.mdt.mdt_format import PARTITION_STATS_PARTITION
 from service.table.mdt.partition_stats import PartitionFiles, partition_files
+from service.table.rolling_metadata import NO_ROLLING, RollingMetadata, carried_forward
 from service.table.table import HudiTable
 from service.table.timeline import Timeline, complete_instant
 
@@ -33,11 +34,16 @@ def complete_table_service(
     now: datetime,
     zone: tzinfo,
     relocated_in: tzinfo | None = None,
+    rolling: RollingMetadata = NO_ROLLING,
 ) -> None:
     """Write MDT deltacommit T and then complete `pending` (T, inflight) with `metadata`. The caller
     holds the table lock and loaded `timeline` under it. `relocated_in`: the commit moved records (a
-    clustering), whose record-index entries get their instant in this zone."""
+    clustering), whose record-index entries get their instant in this zone. `rolling`: the extra-metadata
+    keys the commit carries forward from the recent ones (`service.table.rolling_metadata`)."""
     instant_time = pending.timestamp
+    if rolling.keys:
+        extra = carried_forward(rolling, timeline, metadata.extra_metadata, table.facts_reader.commit_summary)
+        metadata = metadata.model_copy(update={"extra_metadata": extra})
     indexes = functools.partial(
         commit_index_records,
         table.storage,

@@ -96,10 +96,12 @@ def _copy(template: Path, tmp_path: Path, name: str) -> Path:
     return base
 
 
-def _cluster(base: Path, mode: str) -> dict[str, Any]:
+def _cluster(base: Path, mode: str, *conf: str) -> dict[str, Any]:
+    """`cluster --mode <mode>` in a child process, every file small, with `conf` (`k=v`) besides."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    settings = [a for kv in (SMALL_FILES, *conf) for a in ("--hoodie-conf", kv)]
     argv = [sys.executable, "-m", "service.cli", "cluster", "--base-path", str(base), "--timezone", "UTC",
-            "--mode", mode, "--spark-master", "local[2]", "--json", "--hoodie-conf", SMALL_FILES]  # fmt: skip
+            "--mode", mode, "--spark-master", "local[2]", "--json", *settings]  # fmt: skip
     done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr.decode()[-4000:]
     reply: dict[str, Any] = json.loads(done.stdout)
@@ -318,3 +320,42 @@ def test_our_clustering_without_the_metadata_table(
     expected = {r[0]: r for r in before["no_mdt"]}
     expected.update({i: (i, PARTITIONS[i % 2], 3, "v3") for i in (0, 5, 50)})
     assert hudi_rows(hudi1, base, metadata=False) == sorted(expected.values()) == hudi_rs_rows(base)
+
+
+@pytest.mark.hudi_1_2_in_ci
+@pytest.mark.hudi1_only("1.2.0")  # rolling metadata is new in Hudi 1.2
+def test_our_clusterings_carry_hudi_1_2s_rolling_metadata_keys_forward(
+    hudi1: HudiJvm, tmp_path: Path
+) -> None:
+    """A writer with `hoodie.write.rolling.metadata.keys=_ckpt` and a lookback of one commit sets the
+    key once; two of our clusterings follow, each carrying it forward from the commit before it (as
+    Hudi 1.2.0's table services do, `BaseHoodieTableServiceClient.preCommit`), so the writer's next
+    commit, which looks back at our last one only, still carries it. Hudi's own
+    `show_commit_extra_metadata` reads it in each of those commits."""
+    base = tmp_path / "rolling"
+    rolling = {
+        "hoodie.write.rolling.metadata.keys": "_ckpt",
+        "hoodie.write.rolling.metadata.timeline.lookback.commits": "1",
+    }
+    insert = {**_options("COPY_ON_WRITE", "insert"), **rolling}
+    hudi1.write(base, rows(range(0, 8), 0), SCHEMA, insert)
+    hudi1.write(base, rows(range(8, 16), 1), SCHEMA, {**insert, "_ckpt": "offset-42"})  # `_`: extra metadata
+    for _ in range(2):  # sorted: a partition's one file slice is clustered again
+        reply = _cluster(base, "scheduleAndExecute", "hoodie.clustering.plan.strategy.sort.columns=id",
+                         *(f"{k}={v}" for k, v in rolling.items()))  # fmt: skip
+        assert reply["result"]["committed"], reply
+    hudi1.write(base, rows(range(16, 24), 2), SCHEMA, insert)
+    name = f"rolling_{next(_names)}"
+    hudi1.sql(f"create table {name} using hudi location '{base}'")
+    timeline = HudiTable.open(str(base)).load_timeline()
+    ours = [i.timestamp for i in timeline.completed() if i.action is Action.REPLACE_COMMIT]
+    assert len(ours) == 2
+    last = timeline.completed().commits().last
+    assert last is not None and last.action is Action.COMMIT and last.timestamp > max(ours)
+    for instant in [*ours, last.timestamp]:
+        found = hudi1.sql(
+            f"call show_commit_extra_metadata(table => '{name}', instant_time => '{instant}', "
+            "metadata_key => '_ckpt')"
+        )
+        assert [r["metadata_value"] for r in found] == ["offset-42"], (instant, found)
+    assert sorted(r[0] for r in hudi_rows(hudi1, base)) == list(range(24))
