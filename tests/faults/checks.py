@@ -93,12 +93,18 @@ def assert_recovered(
 ) -> None:
     """After the run that recovered: `rolled_back` (a failed write) is gone from the timeline, nothing
     is pending on the table or its MDT, the reads are exact and no file of a failed attempt is left."""
+    assert_nothing_pending(base, rolled_back)
+    assert_exact(spark, base, expected, "recovered")
+    assert_no_file_left(spark, base)
+
+
+def assert_nothing_pending(base: Path, rolled_back: str | None) -> None:
+    """`rolled_back` (a failed write, if any) is gone from the timeline, and no instant is pending on the
+    table or its metadata table."""
     if rolled_back is not None:
         timeline = HudiTable.open(str(base)).load_timeline()
         assert timeline.find(rolled_back) is None, "the failed write is still on the timeline"
     assert pending_instants(base) == ([], []), "an instant was left pending"
-    assert_exact(spark, base, expected, "recovered")
-    assert_no_file_left(spark, base)
 
 
 def service_instants(base: Path, service: Service) -> dict[str, Instant]:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.table.table import HudiTable
-from tests.faults.checks import kill_as_the_case_says, pending_instants, recover, service_instants
+from tests.faults.checks import assert_nothing_pending, kill_as_the_case_says, recover, service_instants
 from tests.faults.matrix import Case, Service, TableType, all_cases
 from tests.support.hudi1_histories import (
     RLI_OPTIONS,
@@ -130,10 +130,7 @@ def assert_recovered(jvm: HudiJvm, base: Path, expected: list[Row], rolled_back:
     """After the run that recovered: `rolled_back` (a failed write) is gone from the timeline, nothing
     is pending on the table or its metadata table, the reads are exact and no file of a failed attempt
     is left."""
-    if rolled_back is not None:
-        timeline = HudiTable.open(str(base)).load_timeline()
-        assert timeline.find(rolled_back) is None, "the failed write is still on the timeline"
-    assert pending_instants(base) == ([], []), "an instant was left pending"
+    assert_nothing_pending(base, rolled_back)
     assert_exact(jvm, base, expected, "recovered")
     check_mdt_files_agree(jvm, base)
 
