@@ -25,7 +25,7 @@ chart `docs/results/scale.png` (log-log: seconds and peak MB against files).
 With `--hudi`, Hudi plans the same tables schedule-only (`bench.scale_hudi`: a clean through its write
 client's `scheduleTableService`, a clustering through `run_clustering(op => 'schedule')`), in a JVM of
 its own per table, and its plans must equal ours (the full clean's files, the clustering's groups), or
-the run fails.
+the run fails; the figures go to `docs/results/scale-hudi.json` and `scale-hudi.png`.
 
 Not yet here (issue 49): the metadata table on, compaction planning on merge-on-read tables, `check`.
 """
@@ -259,7 +259,7 @@ def run(
     report: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Build each table in turn (one on disk at a time), measure (with `hudi`, Hudi's planning too),
-    write `<results_dir>/scale.json`."""
+    write `<results_dir>/scale.json` (with `hudi`, `scale-hudi.json`)."""
     points: list[dict[str, Any]] = []
     load_before = load_average()
     content = base_file_bytes()
