@@ -139,7 +139,14 @@ def _resolve_names(
                     f"closest known key: {closest_known_key(name)}"
                 )
             continue
-        parse(HOODIE_KEYS[primary], value, table_name, name)  # fail on the first bad value, in input order
+        spec = HOODIE_KEYS[primary]
+        parse(spec, value, table_name, name)  # fail on the first bad value, in input order
+        if spec.only_default and value != spec.default:
+            default = f"its default {spec.default!r}" if spec.default is not None else "leaving it unset"
+            raise ConfigError(
+                f"table {table_name!r}: {name}={value!r} is not supported by the product, which reproduces "
+                f"only Hudi's behaviour at {default} ({spec.doc}); remove the setting"
+            )
         values[primary] = value
         written[primary] = name
     return values, written

@@ -42,13 +42,16 @@ class HoodieKey:
     default: str | None  # Hudi's default, string form; None: Hudi has none
     doc: str
     group: KeyGroup
-    alternatives: tuple[str, ...] = ()  # older or engine-specific names Hudi also reads
+    alternatives: tuple[str, ...] = ()  # older, newer (Hudi 1.x's) or engine-specific names Hudi also reads
     allowed: tuple[str, ...] = ()  # ENUM only: Hudi's enum constants
     case_sensitive: bool = True  # ENUM only: False where Hudi upper-cases before valueOf
     value_aliases: tuple[tuple[str, str], ...] = ()  # ENUM only: (lower-case alias, constant)
     min_value: int | None = None  # INT/LONG: smallest value the product accepts
     used: bool = True  # False: Hudi's key, recognised and validated, but no product behaviour hangs on it
     since: str = "0.15.0"  # the first Hudi release of the oracles that has the key
+    # The product reproduces only Hudi's default (for a key without one: only leaving it unset); another
+    # value is refused by name (`service.config.hoodie`), never silently ignored.
+    only_default: bool = False
 
 
 LOCK_PREFIX = "hoodie.write.lock."
@@ -469,7 +472,105 @@ _KEYS: tuple[HoodieKey, ...] = (
         "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
         "Table config: the record merger strategy id (hoodie.properties is authoritative).",
         _CP,
+        alternatives=("hoodie.record.merge.strategy.id",),  # Hudi 1.x's name
         used=False,
+    ),
+    # -- keys Hudi 1.x added under the prefixes this product watches: recognised (never warned about as
+    # typos), and where they change what a plan or a commit holds, refused unless at Hudi's default.
+    HoodieKey(
+        "hoodie.compaction.partition.path.regex",
+        KeyType.STRING,
+        None,
+        "Hudi 1.x: compaction plans only partitions matching this regex (not reproduced: refused when set).",
+        _CP,
+        since="1.0.2",
+        only_default=True,
+    ),
+    HoodieKey(
+        "hoodie.compaction.plan.generator",
+        KeyType.STRING,
+        "org.apache.hudi.table.action.compact.plan.generators.HoodieCompactionPlanGenerator",
+        "Hudi 1.x: the class building compaction plans; only Hudi's default is reproduced.",
+        _CP,
+        since="1.0.2",
+        only_default=True,
+    ),
+    HoodieKey(
+        "hoodie.compact.merge.handle.class",
+        KeyType.STRING,
+        "org.apache.hudi.io.FileGroupReaderBasedMergeHandle",
+        "Hudi 1.1: the class merging a compacted slice; only Hudi's default merging is reproduced.",
+        _CP,
+        since="1.1.1",
+        only_default=True,
+    ),
+    HoodieKey(
+        "hoodie.clustering.group.read.parallelism",
+        KeyType.INT,
+        "20",
+        "Hudi 1.x: Spark parallelism reading a clustering group's slices (this service's executor sets "
+        "its own).",
+        _C,
+        since="1.0.2",
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.clustering.plan.strategy.binary.copy.schema.evolution.enable",
+        KeyType.BOOL,
+        "false",
+        "Hudi 1.1: schema evolution in binary-copy clustering execution, which this service does not use.",
+        _C,
+        since="1.1.1",
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.clustering.plan.generation.use.local.engine.context",
+        KeyType.BOOL,
+        "false",
+        "Hudi 1.2: plan clustering in the driver instead of Spark tasks (this service always plans in one "
+        "process).",
+        _C,
+        since="1.2.0",
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.clean.optimize.using.local.engine.context",
+        KeyType.BOOL,
+        "true",
+        "Hudi 1.2: plan cleans in the driver (this service always plans in one process).",
+        _CL,
+        since="1.2.0",
+        used=False,
+    ),
+    HoodieKey(
+        "hoodie.clustering.plan.strategy.file.slices.sort.by",
+        KeyType.STRING,
+        "SIZE",
+        "Hudi 1.2: the order of a partition's file slices before they are grouped; only SIZE (Hudi's default "
+        "and earlier versions' order) is reproduced.",
+        _C,
+        since="1.2.0",
+        only_default=True,
+    ),
+    HoodieKey(
+        "hoodie.clustering.plan.strategy.earliest.commit.to.cluster",
+        KeyType.STRING,
+        None,
+        "Hudi 1.2: cluster only file slices written at or after this commit (not reproduced: refused "
+        "when set).",
+        _C,
+        since="1.2.0",
+        only_default=True,
+    ),
+    HoodieKey(
+        "hoodie.clustering.fail.on.pending.ingestion.during.conflict.resolution",
+        KeyType.BOOL,
+        "false",
+        "Hudi 1.2: a clustering's commit fails while an ingestion is pending (not reproduced: refused when "
+        "true).",
+        _C,
+        since="1.2.0",
+        only_default=True,
     ),
     # -- cleaning (HoodieCleanConfig)
     HoodieKey(
@@ -485,6 +586,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "false",
         "Java writers clean asynchronously (with hoodie.clean.automatic).",
         _CL,
+        alternatives=("hoodie.clean.async.enabled",),  # Hudi 1.x's name
     ),
     HoodieKey(
         CLEANER_POLICY,
@@ -493,6 +595,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "Cleaning policy; inferred from the one retained key set when not given.",
         _CL,
         allowed=("KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_COMMITS", "KEEP_LATEST_BY_HOURS"),
+        alternatives=("hoodie.clean.policy",),  # Hudi 1.x's name
     ),
     HoodieKey(
         CLEANER_COMMITS_RETAINED,
@@ -501,6 +604,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "KEEP_LATEST_COMMITS: number of commits whose file slices are retained.",
         _CL,
         min_value=0,
+        alternatives=("hoodie.clean.commits.retained",),  # Hudi 1.x's name
     ),
     HoodieKey(
         CLEANER_HOURS_RETAINED,
@@ -509,6 +613,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "KEEP_LATEST_BY_HOURS: hours of commits whose file slices are retained.",
         _CL,
         min_value=0,
+        alternatives=("hoodie.clean.hours.retained",),  # Hudi 1.x's name
     ),
     HoodieKey(
         CLEANER_FILEVERSIONS_RETAINED,
@@ -517,6 +622,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "KEEP_LATEST_FILE_VERSIONS: file slices retained per file group.",
         _CL,
         min_value=0,
+        alternatives=("hoodie.clean.fileversions.retained",),  # Hudi 1.x's name
     ),
     HoodieKey(
         "hoodie.clean.trigger.strategy",
@@ -533,6 +639,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "Completed commits since the last clean before a new clean is scheduled.",
         _CL,
         min_value=0,
+        alternatives=("hoodie.clean.trigger.max.commits",),  # Hudi 1.x's name
     ),
     HoodieKey(
         "hoodie.clean.max.commits.to.clean",
@@ -569,6 +676,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "true",
         "Plan from partitions touched since the last clean instead of listing every partition.",
         _CL,
+        alternatives=("hoodie.clean.incremental.enabled",),  # Hudi 1.x's name
     ),
     HoodieKey(
         CLEANER_POLICY_FAILED_WRITES,
@@ -577,9 +685,16 @@ _KEYS: tuple[HoodieKey, ...] = (
         "Cleaning of failed writes; Hudi forces LAZY under optimistic concurrency control.",
         _CL,
         allowed=("EAGER", "LAZY", "NEVER"),
+        alternatives=("hoodie.clean.failed.writes.policy",),  # Hudi 1.x's name
     ),
     HoodieKey(
-        "hoodie.cleaner.parallelism", KeyType.INT, "200", "Parallelism of file deletion.", _CL, min_value=1
+        "hoodie.cleaner.parallelism",
+        KeyType.INT,
+        "200",
+        "Parallelism of file deletion.",
+        _CL,
+        min_value=1,
+        alternatives=("hoodie.clean.parallelism",),  # Hudi 1.x's name
     ),
     HoodieKey(
         "hoodie.clean.allow.multiple",
@@ -587,6 +702,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "false",
         "Allow scheduling a clean while another is pending (0.14.1's default was true).",
         _CL,
+        alternatives=("hoodie.clean.multiple.enabled",),  # Hudi 1.x's name
     ),
     HoodieKey(
         "hoodie.cleaner.delete.bootstrap.base.file",
@@ -595,6 +711,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "Also delete bootstrap base files; bootstrap tables are not supported.",
         _CL,
         used=False,
+        alternatives=("hoodie.clean.delete.bootstrap.base.file",),  # Hudi 1.x's name
     ),
     # -- archival (HoodieArchivalConfig)
     HoodieKey(
@@ -937,6 +1054,7 @@ _KEYS: tuple[HoodieKey, ...] = (
         "The metadata table's record index (the demo's Hudi 1.1 writer sets it; 1.1 reads it as the "
         "alternative of hoodie.metadata.global.record.level.index.enable).",
         _W,
+        alternatives=("hoodie.metadata.global.record.level.index.enable",),  # Hudi 1.1's name
         used=False,
     ),
     HoodieKey(

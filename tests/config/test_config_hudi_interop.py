@@ -10,7 +10,7 @@ import pytest
 
 from service.config.clustering import PLAN_STRATEGY_CLASSES, ClusteringPlanKind
 from service.config.hoodie import HoodieConfig
-from service.config.hoodie_keys import HOODIE_KEYS, is_watched
+from service.config.hoodie_keys import ALTERNATIVE_NAMES, HOODIE_KEYS, is_watched
 from service.config.props import load_hoodie_props
 from service.errors import ConfigError
 from tests.support.hudi_jvm import hudi_bundle
@@ -32,6 +32,7 @@ HUDI_CONFIG_CLASSES = [
     "org.apache.hudi.common.config.HoodieMetadataConfig",
 ]
 
+HUDI_1X = ("1.0.2", "1.1.1", "1.2.0")
 PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 ZK = ["hoodie.write.lock.zookeeper.url=zk:2181", "hoodie.write.lock.zookeeper.base_path=/hudi"]
 
@@ -52,9 +53,9 @@ def hudi_properties() -> dict[str, dict[str, object]]:
 
 def test_registry_defaults_and_alternatives_equal_hudi(hudi_properties: dict[str, dict[str, object]]) -> None:
     """Every key against the Hudi release it names as its first (0.15.0 unless a later one added it:
-    those are checked against Hudi 1.0.2's or 1.2.0's own config classes, and must be absent from
-    0.15.0)."""
-    newer = {v: _properties(hudi_bundle(v)) for v in ("1.0.2", "1.2.0")}
+    those are checked against Hudi 1.0.2's, 1.1.1's or 1.2.0's own config classes, and must be absent
+    from 0.15.0)."""
+    newer = {v: _properties(hudi_bundle(v)) for v in HUDI_1X}
     for name, spec in HOODIE_KEYS.items():
         if spec.since != "0.15.0":
             assert spec.since in newer and name not in hudi_properties, name
@@ -65,6 +66,32 @@ def test_registry_defaults_and_alternatives_equal_hudi(hudi_properties: dict[str
         alternatives = hudi["alternatives"]
         assert isinstance(alternatives, list)
         assert set(alternatives) <= set(spec.alternatives), name
+
+
+@pytest.mark.parametrize("version", HUDI_1X)
+def test_every_name_hudi_1x_reads_a_registered_key_by_is_known_with_its_default(version: str) -> None:
+    """Hudi 1.0 renamed the cleaner's keys (`hoodie.clean.commits.retained`, the 0.15 name its
+    alternative) and 1.x added keys under the prefixes the product watches: a 1.x user's name must
+    set the same setting (never be ignored as an unknown key, with a typo warning), with the default
+    the registry has for it. (The registry's defaults are 0.15.0's: where 1.x changed one under the same
+    name, `hoodie.write.lock.provider` and 1.2's `hoodie.clustering.updates.strategy`, that name is not
+    checked here.)"""
+    properties = _properties(hudi_bundle(version))
+    known = {**{n: n for n in HOODIE_KEYS}, **ALTERNATIVE_NAMES}
+    assert "hoodie.clean.commits.retained" in properties  # the renames are there to check
+    for name, row in properties.items():
+        alternatives = row["alternatives"]
+        assert isinstance(alternatives, list)
+        names = [name, *alternatives]
+        entries = {known[n] for n in names if n in known}
+        if is_watched(name):
+            assert entries, f"Hudi {version}'s {name} is unknown here"
+        if not entries:
+            continue
+        assert len(entries) == 1 and all(n in known for n in names), (name, names, entries)
+        [entry] = entries
+        if name != entry and HOODIE_KEYS[entry].used:  # a name of 1.x's for one of ours: the same default
+            assert HOODIE_KEYS[entry].default == row["default"], (version, name)
 
 
 def test_registry_knows_every_hudi_key_under_watched_prefixes(

@@ -16,6 +16,7 @@ from service.config.clustering import (
     UpdateStrategy,
 )
 from service.config.hoodie import HoodieConfig, TimelineTimezone
+from service.config.hoodie_keys import HOODIE_KEYS
 from service.config.locking import LockProviderKind, WriteConcurrencyMode
 from service.config.parquet import BloomFilterType
 from service.errors import ConfigError
@@ -124,6 +125,23 @@ def test_hoodie_config_empty_mapping_has_no_warnings() -> None:
             "clustering.curve_build_method",
             CurveBuildMethod.SAMPLE,
         ),
+        # Hudi 1.0 renamed the cleaner's keys; the 0.15 names are their alternatives there.
+        ("hoodie.clean.commits.retained", "3", "clean.commits_retained", 3),
+        (
+            "hoodie.clean.policy",
+            "KEEP_LATEST_FILE_VERSIONS",
+            "clean.policy",
+            CleaningPolicy.KEEP_LATEST_FILE_VERSIONS,
+        ),
+        ("hoodie.clean.fileversions.retained", "2", "clean.file_versions_retained", 2),
+        (
+            "hoodie.clean.failed.writes.policy",
+            "LAZY",
+            "clean.failed_writes_policy",
+            FailedWritesCleaningPolicy.LAZY,
+        ),
+        ("hoodie.clean.incremental.enabled", "false", "clean.incremental_mode", False),
+        ("hoodie.clean.trigger.max.commits", "4", "clean.max_commits", 4),
     ],
 )
 def test_hoodie_config_alternative_name_sets_primary_key(
@@ -134,6 +152,28 @@ def test_hoodie_config_alternative_name_sets_primary_key(
     assert config.is_set(alternative)
     assert config.get(alternative) == config.get(next(iter(config.values)))
     assert config.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("hoodie.clustering.plan.strategy.file.slices.sort.by", "INSTANT_TIME"),
+        ("hoodie.clustering.plan.strategy.earliest.commit.to.cluster", "20260101000000000"),
+        ("hoodie.compaction.partition.path.regex", "2026/.*"),
+        ("hoodie.clustering.fail.on.pending.ingestion.during.conflict.resolution", "true"),
+    ],
+)
+def test_a_hudi_1x_plan_setting_the_product_does_not_reproduce_is_refused_by_name(
+    key: str, value: str
+) -> None:
+    """Never ignored: a plan Hudi would narrow or order otherwise is not what the product would plan."""
+    with pytest.raises(
+        ConfigError, match=rf"^table 'orders': {key}='{value}' is not supported by the product"
+    ):
+        build({key: value})
+    spec = HOODIE_KEYS[key]
+    if spec.default is not None:
+        assert build({key: spec.default}).is_set(key)  # Hudi's default is what the product does
 
 
 def test_hoodie_config_primary_name_wins_over_alternative_with_warning() -> None:
