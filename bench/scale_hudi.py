@@ -29,16 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.contenders import Call, ContenderProcess, Spread, peak_mb
+from bench.hudi_cleaning import BUNDLE_OF_VERSION
+from bench.hudi_cleaning import HUDI_OF_VERSION as HUDI_OF_VERSION  # re-exported: the Hudi of a version
 from bench.scale import ALL_GROUPS
-from service.demo.hudi_writer import HUDI_BUNDLES
 from service.table import codecs
 from service.table.codecs import CleanerPlan, RequestedReplaceMetadata
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-BUNDLE_OF_VERSION = {6: "0.15", 9: "1.1"}  # `start_session`'s `hudi` for each table version
-HUDI_OF_VERSION = {version: HUDI_BUNDLES[bundle] for version, bundle in BUNDLE_OF_VERSION.items()}
 DRIVER_MEMORY = "6g"
 # Hudi's settings, the same as our operations' (`bench.scale.CLEAN`, `bench.scale.ALL_GROUPS`).
 CLEAN_PROPS = {
@@ -99,6 +98,10 @@ def _timeline_folders(base: Path) -> list[Path]:
     return [hoodie, *(d for d in (hoodie / "timeline",) if d.is_dir())]
 
 
+def _timeline_listing(base: Path) -> dict[Path, set[Path]]:
+    return {folder: set(folder.iterdir()) for folder in _timeline_folders(base)}
+
+
 def _added_since(before: Mapping[Path, set[Path]]) -> list[Path]:
     return sorted(p for folder, had in before.items() for p in set(folder.iterdir()) - had)
 
@@ -107,7 +110,7 @@ def planned_by_hudi(hudi: ContenderProcess, base: Path, name: str) -> tuple[Call
     """Hudi's operation `name` on `base`: the call, and the plan read from the requested instant it
     wrote; whatever it added under `.hoodie` and its timeline folder is removed after, so the next round
     plans the same table."""
-    before = {folder: set(folder.iterdir()) for folder in _timeline_folders(base)}
+    before = _timeline_listing(base)
     added: list[Path] = []
     try:
         call = hudi.call(IN_CHILD[name], base=str(base))
@@ -167,10 +170,6 @@ class HudiRun:
             "peak_rss_mb": Spread.of(self.peak_rss_mb).as_json(1),
             "rounds": {"seconds": list(self.seconds), "peak_rss_mb": list(self.peak_rss_mb)},
         }
-
-
-def _timeline_listing(base: Path) -> dict[Path, set[str]]:
-    return {folder: {p.name for p in folder.iterdir()} for folder in _timeline_folders(base)}
 
 
 def run_operation(hudi: ContenderProcess, base: Path, name: str, rounds: int) -> HudiRun:
