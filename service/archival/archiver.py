@@ -6,8 +6,8 @@ timeline written first (with each instant's leftover marker folder removed befor
 `deleteAnyLeftOverMarkers`); then every requested and inflight file of the archived instants, and only
 then their completed files, in archive order (`deleteArchivedActions`: a completed file deleted before
 its requested file would leave a phantom pending instant). A run stopped anywhere is finished by the
-next: the window is the same instants (their completed files are the last to go), and a data file
-the latest manifest already lists is not written twice.
+next: the instants the archive already holds while their completed files are still active are in the
+next run's window whatever its trigger says (`strategies.archival.window`), and are not written again.
 
 Layout 2 (table versions 8 and 9) writes the LSM history (`service.table.lsm_writer`), then merges
 its layers and removes the snapshots and files they replaced (`compact_and_clean`). Layout 1
@@ -60,6 +60,13 @@ class ArchiveResult:
         return self.window.instants
 
 
+def merges_small_files(table: HudiTable, config: HoodieConfig) -> bool:
+    """Whether a run merges small archive files (`hoodie.archive.merge.enable`, layout 1). Such a run
+    has work even when nothing is to be archived, as Hudi's `HoodieTimelineArchiver.archiveIfRequired`
+    does: it settles a merge a killed run left, and merges."""
+    return table.layout.history_dir is None and config.archival.merge_enable
+
+
 def archive(
     table: HudiTable, config: HoodieConfig, lock: TableLock, zone: tzinfo, *, dry_run: bool = False
 ) -> ArchiveResult:
@@ -70,7 +77,7 @@ def archive(
     with lock:
         timeline = table.load_timeline()
         window = archival_window(table, config, zone, timeline)
-        merging = table.layout.history_dir is None and config.archival.merge_enable
+        merging = merges_small_files(table, config)
         if merging:
             finish_last_merge(table.storage, archive_location(table))
         if not window.instants:
@@ -80,11 +87,15 @@ def archive(
         groups = _state_files(table, timeline, window.instants)
         for instant in window.instants:
             table.storage.delete_dir(marker_dir(instant.timestamp))
+        # A stopped run's instants are in the archive already: only their active files are left.
+        to_write = [group for group in groups if group[0].timestamp not in window.unfinished]
+        data_file: str | None = None
         if table.layout.history_dir is not None:
-            actions = [_archived_action(table, group) for group in groups]
-            data_file: str | None = write_archived_actions(table.storage, table.layout.history_dir, actions)
+            actions = [_archived_action(table, group) for group in to_write]
+            if actions:
+                data_file = write_archived_actions(table.storage, table.layout.history_dir, actions)
         else:
-            files = [_instant_file(table, i, zone) for group in groups for i in group]
+            files = [_instant_file(table, i, zone) for group in to_write for i in group]
             data_file = _write_archive_log(
                 table, archive_location(table), files, config.archival.archival_batch_size
             )

@@ -2,8 +2,9 @@
 
 Read here, once per call: the active timeline, the latest completed clean's plan (its earliest commit
 to retain and the savepoints it kept: `CleanerUtils.getCleanerPlan` of `<t>.clean.requested`, which is
-what Hudi's archiver reads), and, when the table has a metadata table, that table's latest completed
-compaction (`HoodieBackedTableMetadata.getLatestCompactionTime`).
+what Hudi's archiver reads), when the table has a metadata table, that table's latest completed
+compaction (`HoodieBackedTableMetadata.getLatestCompactionTime`), and the active instants the archive
+already holds (a stopped run's).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from service.cleaning.snapshot import read_last_clean, savepointed_timestamps
 from service.config.hoodie import HoodieConfig
 from service.errors import CorruptTableError
 from service.table import codecs
+from service.table.archived_log import archived_keys, latest_archive_file_name
 from service.table.codecs import CleanerPlan
 from service.table.instant import Action, Instant, State, stored_instant_time
+from service.table.lsm_history import read_archived_instants
 from service.table.mdt.files_listing import files_partition_served
 from service.table.mdt.timeline import load_mdt_timeline, mdt_timeline_layout
 from service.table.properties import TableType
@@ -45,6 +48,7 @@ def archival_window(
         last_clean=_last_clean(table, timeline),
         has_metadata_table=has_mdt,
         metadata_table_compaction=_mdt_latest_compaction(table) if has_mdt else None,
+        already_archived=_already_archived(table, timeline),
     )
     return window(timeline, archiver_of(table), config.archival, config.clean, config.compaction, inputs)
 
@@ -86,6 +90,25 @@ def _mdt_latest_compaction(table: HudiTable) -> str | None:
     mdt = load_mdt_timeline(table.storage, mdt_timeline_layout(table.layout))
     last = mdt.completed().by_actions(_MDT_COMPACTION_ACTIONS).last
     return last.timestamp if last is not None else None
+
+
+def _already_archived(table: HudiTable, timeline: Timeline) -> frozenset[str]:
+    """Completed instants of the active timeline the archive already holds: a run stopped between
+    writing them and deleting their files left them (`service.archival.archiver`). Such a run wrote
+    the newest archive file (layout 1) or the history's newest data file (layout 2); on layout 2 the
+    name ranges of the latest snapshot's files say which to read, none in the usual case."""
+    active = {i.timestamp for i in timeline.completed()}
+    storage, folder = table.storage, archive_location(table)
+    if not active or not storage.exists(folder):
+        return frozenset()
+    if table.layout.history_dir is not None:
+        return frozenset(read_archived_instants(storage, folder, active))
+    latest = latest_archive_file_name(storage.list_file_names(folder))
+    if latest is None:
+        return frozenset()
+    path = f"{folder}/{latest}"
+    keys = archived_keys(storage.read_bytes(path), storage.qualify(path))
+    return frozenset(t for t, _action, state in keys if state == State.COMPLETED.name) & active
 
 
 def archive_location(table: HudiTable) -> str:

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from service.archival import archival_window, archived_timeline_files
-from service.archival.archiver import archive
+from service.archival.archiver import archive, merges_small_files
 from service.archival.report import held_by_json, last_archived
 from service.blockers import table_blockers
 from service.cleaning import Cleaner, CleanOptions
@@ -350,7 +350,7 @@ class TableTicker:
             self._check_no_other_archiver(runtime, table)
         window = archival_window(table, config, zone, timeline)
         self._archival_seen(runtime, len(timeline), window)
-        if not window.instants:
+        if not window.instants and not merges_small_files(table, config):
             runtime.archival_timeline = timeline.files
             return Outcome.DONE
         self._observe_lock(name, lock)

@@ -17,6 +17,11 @@ commits only while the commit timeline holds more than `hoodie.keep.max.commits`
   instants from there on); with no compaction yet nothing is archived;
 - the first savepoint, or, with `hoodie.archive.beyond.savepoint`, every savepointed commit.
 
+An instant the archive already holds while its completed file is still active was archived by a run
+stopped before its deletes were done: it is in the window whatever the trigger and the bounds say
+(its records are not written again), so that the next run finishes what the stopped one began; the
+stopped run's deletes may have taken the commit count below the trigger.
+
 Savepoint, restore and indexing instants are never archived. Completed cleans and rollbacks go by
 their own count on layout 1 (each action beyond `max`, down to `min`) and with the commits on layout
 2 (those older than the last commit archived). `window` returns them in the order Hudi writes their
@@ -26,7 +31,7 @@ records, with what stopped the window, which `check` and the status page show.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta, tzinfo
 from enum import StrEnum
 
@@ -92,6 +97,8 @@ class ArchivalInputs:
     # The data table's earliest instant for metadata-table archival, when the timeline is the
     # metadata table's own (`TimelineUtils.getEarliestInstantForMetadataArchival`).
     data_table_bound: str | None = None
+    # Times of completed instants still on the active timeline that the archive already holds.
+    already_archived: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,8 @@ class ArchivalWindow:
     max_commits: int
     commits: int  # completed instants of the commit timeline that count toward the trigger
     stops: tuple[Stop, ...] = field(default=())
+    # Times of `instants` a stopped run already archived: only their active files are left to delete.
+    unfinished: frozenset[str] = frozenset()
 
     @property
     def stop(self) -> Stop | None:
@@ -130,7 +139,24 @@ def window(
     inputs: ArchivalInputs,
 ) -> ArchivalWindow:
     """The instants Hudi's `archiver` would archive now from `timeline` (the active timeline, each
-    instant in its highest state), and the bounds that stop it."""
+    instant in its highest state), and the bounds that stop it; first, those a stopped run archived."""
+    found = _window(timeline, archiver, archival, clean, compaction, inputs)
+    if not inputs.already_archived:
+        return found
+    unfinished = [i for i in timeline.completed() if i.timestamp in inputs.already_archived]
+    times = {i.timestamp for i in unfinished}
+    instants = (*unfinished, *(i for i in found.instants if i.timestamp not in times))
+    return replace(found, instants=instants, unfinished=frozenset(times))
+
+
+def _window(
+    timeline: Timeline,
+    archiver: Archiver,
+    archival: ArchivalConfig,
+    clean: CleanConfig,
+    compaction: CompactionConfig,
+    inputs: ArchivalInputs,
+) -> ArchivalWindow:
     commits = _completed_commit_timeline(timeline, inputs.merge_on_read)
     low, high = _min_and_max_to_keep(timeline, commits, archival, clean, inputs.zone)
     if inputs.has_metadata_table and inputs.metadata_table_compaction is None:

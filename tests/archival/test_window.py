@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC
 
+import pytest
+
 from service.config.hoodie import HoodieConfig
 from service.table.instant import Action, Instant, State
 from service.table.timeline import Timeline
@@ -61,6 +63,20 @@ def test_nothing_until_the_commits_exceed_max_then_down_to_min() -> None:
     assert held.instants == () and held.stop is not None and held.stop.bound is Bound.NOT_TRIGGERED
     five = _timeline(*((n, C, DONE) for n in range(1, 6)))
     assert _times(_window(five)) == [t(1), t(2), t(3)]
+
+
+@pytest.mark.parametrize("archiver", list(Archiver))
+def test_what_a_stopped_run_archived_is_finished_whatever_the_trigger_says(archiver: Archiver) -> None:
+    """A run stopped midway through its deletes left commit 2 active though archived, and the commit
+    count under the trigger: the window is that instant alone, and says nothing is to be written."""
+    three = _timeline(*((n, C, DONE) for n in range(2, 5)))
+    w = _window(three, archiver, already_archived=frozenset({t(2)}))
+    assert _times(w) == [t(2)] and w.unfinished == {t(2)}
+    # Beside what the trigger archives (the stopped run's instant first, once).
+    six = _timeline(*((n, C, DONE) for n in range(2, 8)))
+    w = _window(six, archiver, already_archived=frozenset({t(2)}))
+    assert _times(w) == [t(2), t(3), t(4), t(5)] and w.unfinished == {t(2)}
+    assert _window(six, archiver).unfinished == frozenset()
 
 
 def test_a_pending_write_keeps_the_commit_before_it() -> None:
