@@ -32,8 +32,11 @@ from tests.support.archival import (
     SETTINGS,
     LazyHistories,
     active_instants,
+    archived_commits,
+    assert_hudi_reads_our_archive_as_its_own,
     assert_window_is_what_hudi_archives,
     avro_record,
+    timeline_files,
     twin_copies,
 )
 from tests.support.crash_at import run_killed_at
@@ -171,32 +174,6 @@ def test_check_says_nobody_archives_the_table_and_what_archival_would_do(
     assert after["active_instants"] == active - before["would_archive"]
 
 
-def _archived_commits(spark: SparkSession, base: Path) -> list[dict[str, Any]]:
-    """Hudi's `show_archived_commits` of a table over all time (its default window is recent days)."""
-    bounds = "limit => 1000, start_ts => '00000000000000000', end_ts => '99999999999999999'"
-    return [r.asDict() for r in _call(spark, base, "show_archived_commits", bounds)]
-
-
-def _assert_hudi_reads_our_archive_as_its_own(
-    spark: SparkSession, theirs: Path, ours: Path, tmp_path: Path
-) -> list[dict[str, Any]]:
-    """Hudi's `show_archived_commits` returns the same commits, each once, from our archive as from
-    its own (read from copies its JVM never cached); returns them."""
-    fresh_theirs, fresh_ours = tmp_path / "fresh-hudi", tmp_path / "fresh-ours"
-    shutil.copytree(theirs, fresh_theirs, symlinks=True)
-    shutil.copytree(ours, fresh_ours, symlinks=True)
-    our_view = _archived_commits(spark, fresh_ours)
-    assert our_view and our_view == _archived_commits(spark, fresh_theirs)
-    assert len({r["commit_time"] for r in our_view}) == len(our_view)  # each archived commit once
-    return our_view
-
-
-def _instant_files(base: Path) -> list[str]:
-    """The active timeline's files, Hadoop's checksums of them (`.<name>.crc`) among them."""
-    meta = base / ".hoodie"
-    return sorted(p.name for p in meta.iterdir() if p.is_file() and p.name.lstrip(".")[:1].isdigit())
-
-
 def _rows(spark: SparkSession, base: Path) -> list[dict[str, Any]]:
     return ht.normalise_rows(ht.read_snapshot(spark, base))
 
@@ -222,8 +199,10 @@ def test_our_archival_is_read_by_hudi_as_its_own(
     assert main(argv) == 0
     reply = json.loads(capsys.readouterr().out)
     assert reply["instants"] and reply["data_file"]
-    assert _instant_files(ours) == _instant_files(theirs)
-    our_view = _assert_hudi_reads_our_archive_as_its_own(spark, theirs, ours, tmp_path)
+    assert timeline_files(ours) == timeline_files(theirs)
+    our_view = assert_hudi_reads_our_archive_as_its_own(
+        lambda t: archived_commits(spark, t), theirs, ours, tmp_path
+    )
     assert _rows(spark, ours) == rows_before
     assert ht.normalise_rows(ht.hudi_rs_snapshot(ours).to_pylist()) == rows_before
     # Hudi's writer goes on (new keys beside the pending plan); its next archival continues from ours.
@@ -233,39 +212,11 @@ def test_our_archival_is_read_by_hudi_as_its_own(
     before_second = active_instants(ours)
     _call(spark, ours, "archive_commits", "min_commits => 1, max_commits => 2, retain_commits => 1")
     assert active_instants(ours) <= before_second
-    assert len(_archived_commits(spark, ours)) >= len(our_view)
+    assert len(archived_commits(spark, ours)) >= len(our_view)
 
 
 _SETTINGS = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
              "--hoodie-conf", "hoodie.cleaner.commits.retained=1"]  # fmt: skip
-
-
-# Where a run is killed: its archive file written, the active files not yet deleted; and midway
-# through the deletes (the requested and inflight files gone, a completed one just deleted).
-V6_KILL_POINTS = {
-    "archive_written": ("after", r"^\.hoodie/archived/\.commits_\.archive\.\d+_1-0-1$"),
-    "mid_deletes": ("on-delete", r"^\.hoodie/\d{17}\.(commit|deltacommit|replacecommit)$"),
-}
-
-
-@pytest.mark.parametrize("step", list(V6_KILL_POINTS))
-def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_have_archived(
-    spark: SparkSession, histories: LazyHistories[History], tmp_path: Path, step: str
-) -> None:
-    """SIGKILL at each step of `archive`, then a second run: the active timeline is Hudi's after its
-    own archival of the same table, and Hudi's `show_archived_commits` reads every archived commit
-    exactly once, as from Hudi's own archive; Hudi reads the same rows."""
-    theirs, ours = twin_copies(histories["COPY_ON_WRITE"].base, tmp_path)
-    rows_before = _rows(spark, ours)
-    _call(spark, theirs, "archive_commits", "min_commits => 2, max_commits => 3, retain_commits => 1")
-    mode, pattern = V6_KILL_POINTS[step]
-    argv = ["archive", "--base-path", str(ours), "--timezone", "UTC", *_SETTINGS]
-    run_killed_at(pattern, argv, tmp_path / "killed.log", mode=mode)
-    assert _instant_files(ours) != _instant_files(theirs)  # the kill left the run unfinished
-    assert main(argv) == 0
-    assert _instant_files(ours) == _instant_files(theirs)
-    _assert_hudi_reads_our_archive_as_its_own(spark, theirs, ours, tmp_path)
-    assert _rows(spark, ours) == rows_before
 
 
 @pytest.mark.long(table_type="MERGE_ON_READ")
@@ -359,7 +310,7 @@ def test_hudi_reads_our_merged_archive_files(
         archived += [i["instant"] for i in json.loads(capsys.readouterr().out)["instants"]]
     files = [p.name for p in (base / ".hoodie" / "archived").iterdir() if archive_file_version(p.name)]
     assert files == [".commits_.archive.4_1-0-1"] and len(archived) == 6
-    assert sorted(r["commit_time"] for r in _archived_commits(spark, base)) == sorted(archived)
+    assert sorted(r["commit_time"] for r in archived_commits(spark, base)) == sorted(archived)
 
 
 def _replaced_files(base: Path, replacecommit: str) -> set[str]:
@@ -426,12 +377,12 @@ def test_no_replaced_file_group_is_read_again_when_the_clean_edge_meets_the_wind
         before = active_instants(ours)
         _call(spark, theirs, "archive_commits", EDGE_ARCHIVE_ARGUMENTS)
         assert main(["archive", "--base-path", str(ours), "--timezone", "UTC", *EDGE_ARCHIVE_SETTINGS]) == 0
-        assert _instant_files(ours) == _instant_files(theirs)
+        assert timeline_files(ours) == timeline_files(theirs)
         return ours, before - active_instants(ours)
 
     ours, archived = archive_both(base, "pending-clean")
     assert archived and max(t for t, _ in archived) < replacecommit  # something went, R stayed
-    assert f"{replacecommit}.replacecommit" in _instant_files(ours)
+    assert f"{replacecommit}.replacecommit" in timeline_files(ours)
     assert _keys_once(spark, ours) == rows
     # The pending clean completes (on the table its plan names; it deletes the replaced files); now
     # the window passes R.

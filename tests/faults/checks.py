@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,14 +18,19 @@ from service.table.mdt.files_listing import list_partitions_via_mdt
 from service.table.mdt.timeline import load_mdt_timeline
 from service.table.storage import Storage
 from service.table.table import HudiTable
-from tests.faults.matrix import Case, Recoverer, Service
+from tests.faults.matrix import Case, Recoverer, Service, TableType
 from tests.support import hudi_tables as ht
+from tests.support.archival import timeline_files
 from tests.support.crash_at import run_killed_at
 from tests.table.mdt.test_mdt_listing_hudi import hudi_mdt_listing, storage_listing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# The archival cases' table was cleaned by these, so that their commits are Hudi's to archive.
+ARCHIVE_AFTER_CLEAN = {"hoodie.cleaner.commits.retained": "1"}
+# Hudi's `archive_commits` arguments for the archival cases' settings (`SERVICE_CONF`).
+HUDI_ARCHIVES = "min_commits => 2, max_commits => 3, retain_commits => 1"
 # Heartbeats of 1 s x 2 misses: the next run takes the dead attempt over 2 s after its last beat.
 HEARTBEAT = {"hoodie.client.heartbeat.interval_in_ms": "1000"}
 EXPIRY_S = 2.5
@@ -36,6 +41,18 @@ SERVICE_CONF: dict[Service, dict[str, str]] = {
     Service.ROLLBACK: {
         "hoodie.cleaner.policy.failed.writes": "LAZY",
         "hoodie.cleaner.commits.retained": "10",
+    },
+    # What `prepare_archival` left gives the killed run instants to archive, and its archive's upkeep
+    # (a merge of two small archive files on layout 1; on layout 2 a compaction of two layer-0 history
+    # files, then the clean of the manifests beyond the one retained) happens in the same run.
+    Service.ARCHIVAL: {
+        **ARCHIVE_AFTER_CLEAN,
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+        "hoodie.archive.merge.enable": "true",
+        "hoodie.archive.merge.files.batch.size": "2",
+        "hoodie.timeline.compaction.batch.size": "2",
+        "hoodie.timeline.manifest.retained.versions": "1",
     },
 }
 # The actions of a service's instant, pending (a clustering is a `clustering` instant on timeline layout
@@ -60,6 +77,8 @@ def service_argv(service: Service, base: str, mode: str, extra: Sequence[str] = 
         return ["cluster", *common, "--mode", mode, *spark]
     if service is Service.COMPACTION:
         return ["compact", *common, "--mode", mode, *spark]
+    if service is Service.ARCHIVAL:
+        return ["archive", *common]
     return ["clean", *common, "--force"]
 
 
@@ -122,6 +141,24 @@ def pending_instants(base: Path) -> tuple[list[str], list[str]]:
 # ------------------------------------------------------------- the kill, and the run that recovers
 
 
+def prepare_archival(base: Path, hudi_writes: Callable[[], object], table_type: TableType) -> None:
+    """What an archival case starts from, so that its killed run archives and its archive's upkeep
+    (merge, layer compaction) has two files to work on: the table cleaned (the earliest commit to
+    retain no longer holds the window at the first commit) and archived once; then Hudi's writer
+    writes (`hudi_writes`), and on merge-on-read our compaction compacts (archival keeps the delta
+    commits after the latest compaction), so that there is more to archive."""
+    common = ["--base-path", str(base), "--timezone", "UTC"]
+    conf = lambda settings: [a for k, v in settings.items() for a in ("--hoodie-conf", f"{k}={v}")]  # noqa: E731
+    assert main(["clean", *common, *conf(ARCHIVE_AFTER_CLEAN), "--force"]) == 0
+    first = {**ARCHIVE_AFTER_CLEAN, "hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4"}
+    before = timeline_files(base)
+    assert main(["archive", *common, *conf(first)]) == 0
+    assert timeline_files(base) != before, "the first archival archived nothing"
+    hudi_writes()
+    if table_type is TableType.MOR:
+        assert main(service_argv(Service.COMPACTION, str(base), "scheduleAndExecute")) == 0
+
+
 def kill_as_the_case_says(case: Case, base: Path, logs: Path) -> float:
     """Run the case's service on the table at `base`, killed at each of its kill point's kills in turn
     (a later run executes the pending plan the first left); returns when the last kill happened
@@ -150,6 +187,7 @@ DAEMON_SERVICE = {
     Service.CLEANING: TableService.CLEANING,
     Service.COMPACTION: TableService.COMPACTION,
     Service.ROLLBACK: TableService.CLEANING,
+    Service.ARCHIVAL: TableService.ARCHIVAL,
 }
 
 
@@ -173,6 +211,7 @@ tables:
     clustering: {{enabled: {enabled[TableService.CLUSTERING]}}}
     cleaning: {{enabled: {enabled[TableService.CLEANING]}}}
     compaction: {{enabled: {enabled[TableService.COMPACTION]}}}
+    archival: {{enabled: {enabled[TableService.ARCHIVAL]}}}
 """
     daemon = Daemon(parse_daemon_config(text), registry=CollectorRegistry(), serve_http=False)
     outcome = daemon.run_iteration(daemon.runtimes["t"], service, datetime.now(UTC))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tests.faults.paths import BASE_FILE, DATA_FILE, completed_file, instant_file
+from tests.faults.paths import BASE_FILE, DATA_FILE, completed_file, instant_file, timeline_folder
 
 
 class Service(StrEnum):
@@ -27,6 +27,7 @@ class Service(StrEnum):
     CLEANING = "cleaning"
     COMPACTION = "compaction"
     ROLLBACK = "rollback"  # a Hudi writer's failed write, rolled back by our (LAZY) clean
+    ARCHIVAL = "archival"  # no instant of its own: its steps are the archive's files and the deletes
 
 
 class TableType(StrEnum):
@@ -75,6 +76,38 @@ def _points(
     return tuple(points)
 
 
+def _archival_points(layout: int) -> tuple[KillPoint, ...]:
+    """The steps of `archive` (`service.archival.archiver`): the archive written, then the archived
+    instants' requested and inflight files deleted, then their completed files; then the archive's own
+    upkeep, which the case's settings make happen in the killed run (`tests/faults/checks.py`). Layout
+    1 writes one `archived/` log file, then merges the small ones (a plan, the merged file, the merged
+    files deleted); layout 2 writes a history data file, its manifest and `_version_`, then compacts
+    the history's layer 0 into layer 1 and deletes the manifests (and data files) no longer kept."""
+    timeline = timeline_folder(layout)
+    pending = Kill("on-delete", rf"^{timeline}\d{{17}}\.([a-z]+\.)?(requested|inflight)$")
+    # (On layout 1 a commit's inflight file is `<instant>.inflight`: completed actions are named.)
+    completed = Kill("on-delete", completed_file(r"(commit|deltacommit|replacecommit|clean)", layout))
+    if layout == 1:
+        archive_file = r"^\.hoodie/archived/\.commits_\.archive\.\d+_1-0-1$"
+        return (
+            KillPoint("archive_written", (Kill("after", archive_file),)),
+            KillPoint("mid_pending_deletes", (pending,)),
+            KillPoint("mid_completed_deletes", (completed,)),
+            KillPoint("merge_planned", (Kill("after", r"^\.hoodie/archived/mergeArchivePlan$"),)),
+            KillPoint("mid_merge_deletes", (Kill("on-delete", archive_file),)),
+        )
+    history = rf"^{timeline}history/"
+    return (
+        KillPoint("data_file_written", (Kill("before", rf"{history}manifest_\d+$"),)),
+        KillPoint("manifest_written", (Kill("after", rf"{history}manifest_\d+$"),)),
+        KillPoint("version_written", (Kill("after", rf"{history}_version_$"),)),
+        KillPoint("mid_pending_deletes", (pending,)),
+        KillPoint("mid_completed_deletes", (completed,)),
+        KillPoint("layer_compacted", (Kill("after", rf"{history}\d{{17}}_\d{{17}}_1\.parquet$"),)),
+        KillPoint("mid_history_clean", (Kill("on-delete", rf"{history}manifest_\d+$"),)),
+    )
+
+
 def kill_points(layout: int) -> dict[Service, tuple[KillPoint, ...]]:
     """Every service's kill points on a table of timeline layout `layout`."""
     clustering = "replacecommit" if layout == 1 else "clustering"  # its pending action
@@ -88,6 +121,7 @@ def kill_points(layout: int) -> dict[Service, tuple[KillPoint, ...]]:
         Service.ROLLBACK: _points(
             "rollback", "rollback", "mid_rollback", layout, "deltacommit" if layout == 1 else "rollback"
         ),
+        Service.ARCHIVAL: _archival_points(layout),
     }
 
 
@@ -100,6 +134,7 @@ TABLE_TYPES: dict[Service, tuple[TableType, ...]] = {
     Service.CLEANING: (TableType.COW, TableType.MOR),
     Service.COMPACTION: (TableType.MOR,),
     Service.ROLLBACK: (TableType.COW, TableType.MOR),
+    Service.ARCHIVAL: (TableType.COW, TableType.MOR),
 }
 
 
@@ -135,13 +170,14 @@ def all_cases(layout: int = 1) -> list[Case]:
     ]
 
 
-def matrix_size() -> str:
-    """The matrix as the test output and `docs/operations.md` report it."""
-    cases = all_cases()
-    points = sum(len(p) * len(TABLE_TYPES[s]) for s, p in KILL_POINTS.items())
+def matrix_size(layout: int = 1) -> str:
+    """The matrix of a timeline layout as the test output and `docs/operations.md` report it."""
+    cases = all_cases(layout)
+    points = KILL_POINTS_OF_LAYOUT[layout]
+    cells = sum(len(p) * len(TABLE_TYPES[s]) for s, p in points.items())
     ci = sum(c.in_ci for c in cases)
-    per_service = ", ".join(f"{s} {len(p)} x {len(TABLE_TYPES[s])}" for s, p in KILL_POINTS.items())
+    per_service = ", ".join(f"{s} {len(p)} x {len(TABLE_TYPES[s])}" for s, p in points.items())
     return (
-        f"fault matrix: {points} (kill point, service, table type) cells ({per_service}), "
-        f"each recovered by the CLI and by the daemon: {len(cases)} cases, {ci} in CI"
+        f"fault matrix, timeline layout {layout}: {cells} (kill point, service, table type) cells "
+        f"({per_service}), each recovered by the CLI and by the daemon: {len(cases)} cases, {ci} in CI"
     )

@@ -7,7 +7,8 @@ alike under `.hoodie/metadata/.hoodie/`."""
 from __future__ import annotations
 
 
-def _timeline(layout: int, mdt: bool = False) -> str:
+def timeline_folder(layout: int, mdt: bool = False) -> str:
+    """The folder (a regex) of the table's, or its metadata table's, active timeline."""
     folder = r"\.hoodie/metadata/\.hoodie/" if mdt else r"\.hoodie/"
     return folder if layout == 1 else rf"{folder}timeline/"
 
@@ -15,14 +16,14 @@ def _timeline(layout: int, mdt: bool = False) -> str:
 def instant_file(extension: str, layout: int = 1) -> str:
     """A pending timeline file `<instant>.<extension>` (`extension` a regex); on layout 1 also a
     completed one (`extension` an action)."""
-    return rf"^{_timeline(layout)}\d{{17}}\.{extension}$"
+    return rf"^{timeline_folder(layout)}\d{{17}}\.{extension}$"
 
 
 def completed_file(action: str, layout: int = 1, *, mdt: bool = False) -> str:
     """The completed file of an instant of `action` (a regex), of the table or of its metadata table."""
     if layout == 1:
-        return rf"^{_timeline(layout, mdt)}\d{{17}}\.{action}$"
-    return rf"^{_timeline(layout, mdt)}\d{{17}}_\d{{17}}\.{action}$"
+        return rf"^{timeline_folder(layout, mdt)}\d{{17}}\.{action}$"
+    return rf"^{timeline_folder(layout, mdt)}\d{{17}}_\d{{17}}\.{action}$"
 
 
 INSTANT_FILE = instant_file(r"[a-z.]+")

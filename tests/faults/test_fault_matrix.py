@@ -18,18 +18,24 @@ its JVM and Spark workers with it. Then:
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from service.cli import main
+from service.table.archived_log import MERGE_PLAN_FILE
 from service.table.table import HudiTable
 from tests.faults.checks import (
+    HUDI_ARCHIVES,
     SERVICE_CONF,
     assert_exact,
     assert_recovered,
     kill_as_the_case_says,
+    prepare_archival,
     recover,
     service_argv,
     service_instants,
@@ -37,6 +43,13 @@ from tests.faults.checks import (
 from tests.faults.matrix import Case, Service, TableType, all_cases
 from tests.faults.tables import FaultTables
 from tests.support import hudi_tables as ht
+from tests.support.archival import (
+    LazyHistories,
+    archived_commits,
+    assert_hudi_reads_our_archive_as_its_own,
+    timeline_files,
+)
+from tests.support.histories import HudiHistory
 from tests.table.mdt.test_mdt_listing_hudi import hudi_mdt_listing, storage_listing
 
 if TYPE_CHECKING:
@@ -45,7 +58,16 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.slow]
 
 WRITER_GOES_ON_BATCH = 40
-CASES = [pytest.param(case, id=case.id, marks=() if case.in_ci else pytest.mark.long) for case in all_cases()]
+CASES = [
+    pytest.param(case, id=case.id, marks=() if case.in_ci else pytest.mark.long)
+    for case in all_cases()
+    if case.service is not Service.ARCHIVAL
+]
+ARCHIVAL_CASES = [
+    pytest.param(case, id=case.id, marks=() if case.in_ci else pytest.mark.long)
+    for case in all_cases()
+    if case.service is Service.ARCHIVAL
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -74,6 +96,65 @@ def test_a_service_killed_at_any_step_is_recovered_and_loses_nothing(
     history.write(spark, ht.generate(spark, ids, batch=WRITER_GOES_ON_BATCH), "upsert")
     latest = {**history.latest_batch, **dict.fromkeys(ids, WRITER_GOES_ON_BATCH)}
     assert_exact(spark, base, [ht.expected_row(i, b) for i, b in sorted(latest.items())], "Hudi wrote on")
+
+
+@dataclass(frozen=True)
+class ArchivalStart:
+    """A fault table prepared for archival (`prepare_archival`), the latest batch of each of its keys,
+    and a twin of it that Hudi's `archive_commits` archived. Read-only: cases copy `ours`."""
+
+    ours: HudiHistory
+    latest: Mapping[int, int]
+    theirs: Path
+
+
+@pytest.fixture(scope="module")
+def archival_starts(
+    spark: SparkSession, fault_tables: FaultTables, tmp_path_factory: pytest.TempPathFactory
+) -> LazyHistories[ArchivalStart]:
+    def build(table_type: str) -> ArchivalStart:
+        root = tmp_path_factory.mktemp(f"archival-{table_type}")
+        history = fault_tables.get(TableType(table_type)).base.copy_to(root / "ours")
+        ids = [*range(0, 120, 5)]
+        upsert = lambda: history.write(spark, ht.generate(spark, ids, batch=8), "upsert")  # noqa: E731
+        prepare_archival(history.base_path, upsert, TableType(table_type))
+        theirs = root / "hudi"
+        shutil.copytree(history.base_path, theirs, symlinks=True)
+        with ht.registered_table(spark, theirs) as name:
+            spark.sql(f"CALL archive_commits(table => '{name}', {HUDI_ARCHIVES})").collect()
+        assert timeline_files(theirs) != timeline_files(history.base_path), "Hudi archived nothing"
+        return ArchivalStart(history, {**history.latest_batch, **dict.fromkeys(ids, 8)}, theirs)
+
+    return LazyHistories(build)
+
+
+@pytest.mark.parametrize("case", ARCHIVAL_CASES)
+def test_archival_killed_at_any_step_is_finished_as_hudi_archives_and_loses_nothing(
+    spark: SparkSession, archival_starts: LazyHistories[ArchivalStart], case: Case, tmp_path: Path
+) -> None:
+    """Archival has no instant of its own: killed at one of its steps, the table reads exactly; the
+    next run (the CLI or a daemon tick) leaves the active timeline Hudi's `archive_commits` leaves on a
+    twin copy, and Hudi's `show_archived_commits` reads every archived commit once, as from its own
+    archive; then Hudi's writer goes on."""
+    start = archival_starts[case.table_type]
+    history = start.ours.copy_to(tmp_path / "ours")
+    ours, theirs, latest = history.base_path, start.theirs, dict(start.latest)
+    expected = [ht.expected_row(i, b) for i, b in sorted(latest.items())]
+
+    killed = kill_as_the_case_says(case, ours, tmp_path)
+    assert_exact(spark, ours, expected, f"killed at {case.point.name}")
+
+    recover(case, ours, killed)
+    assert timeline_files(ours) == timeline_files(theirs)
+    show = lambda table: archived_commits(spark, table)  # noqa: E731
+    assert_hudi_reads_our_archive_as_its_own(show, theirs, ours, tmp_path)
+    assert not (ours / ".hoodie" / "archived" / MERGE_PLAN_FILE).exists(), "a merge was left unsettled"
+    assert_recovered(spark, ours, expected, None)
+
+    ids = [*range(0, 200, 9)]
+    history.write(spark, ht.generate(spark, ids, batch=WRITER_GOES_ON_BATCH), "upsert")
+    latest.update(dict.fromkeys(ids, WRITER_GOES_ON_BATCH))
+    assert_exact(spark, ours, [ht.expected_row(i, b) for i, b in sorted(latest.items())], "Hudi wrote on")
 
 
 def test_our_rollback_leaves_the_mdt_as_hudis_own_rollback(

@@ -18,12 +18,19 @@ from tests.faults.matrix import (
 )
 
 STEPS = ("plan_written", "inflight_written", "after_mdt", "before_completed", "after_completed")
+ARCHIVAL_STEPS = {
+    1: ("archive_written", "mid_pending_deletes", "mid_completed_deletes", "merge_planned",
+        "mid_merge_deletes"),
+    2: ("data_file_written", "manifest_written", "version_written", "mid_pending_deletes",
+        "mid_completed_deletes", "layer_compacted", "mid_history_clean"),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_service_is_killed_at_each_step_boundary(layout: int) -> None:
     names = {s: [p.name for p in points] for s, points in KILL_POINTS_OF_LAYOUT[layout].items()}
-    for service in Service:
+    assert tuple(names.pop(Service.ARCHIVAL)) == ARCHIVAL_STEPS[layout]
+    for service in names:
         assert set(STEPS) <= set(names[service]), service
         assert "mid_rollback" in names[service] or service is Service.CLEANING, service
     assert "data_files" in names[Service.CLUSTERING] and "data_files" in names[Service.COMPACTION]
@@ -43,10 +50,15 @@ def test_ci_runs_every_kill_point_on_every_table_type_and_by_both_recoverers(lay
 
 def test_the_matrix_size_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
-        print(f"\n{matrix_size()}")
-    assert matrix_size() == (
-        "fault matrix: 45 (kill point, service, table type) cells (clustering 7 x 2, cleaning 6 x 2, "
-        "compaction 7 x 1, rollback 6 x 2), each recovered by the CLI and by the daemon: 90 cases, 26 in CI"
+        print("", *(matrix_size(layout) for layout in LAYOUTS), sep="\n")
+    services = "clustering 7 x 2, cleaning 6 x 2, compaction 7 x 1, rollback 6 x 2"
+    assert matrix_size(1) == (
+        f"fault matrix, timeline layout 1: 55 (kill point, service, table type) cells ({services}, "
+        "archival 5 x 2), each recovered by the CLI and by the daemon: 110 cases, 31 in CI"
+    )
+    assert matrix_size(2) == (
+        f"fault matrix, timeline layout 2: 59 (kill point, service, table type) cells ({services}, "
+        "archival 7 x 2), each recovered by the CLI and by the daemon: 118 cases, 33 in CI"
     )
 
 
@@ -63,4 +75,6 @@ def test_layout_2_kills_where_versions_8_and_9_write() -> None:
     assert re.match(
         mdt.pattern, ".hoodie/metadata/.hoodie/timeline/20261207000000000_20261207000001000.deltacommit"
     )
+    [history] = points[(Service.ARCHIVAL, "layer_compacted")].kills
+    assert re.match(history.pattern, ".hoodie/timeline/history/20261207000000000_20261207000001000_1.parquet")
     assert KILL_POINTS is KILL_POINTS_OF_LAYOUT[1]

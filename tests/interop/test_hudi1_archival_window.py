@@ -11,7 +11,6 @@ settings: the instants Hudi moved to its LSM history are exactly the window's.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,11 @@ from tests.support.archival import (
     SETTINGS,
     LazyHistories,
     active_instants,
+    archived_commits_1x,
+    assert_hudi_reads_our_archive_as_its_own,
     assert_window_is_what_hudi_archives,
     avro_record,
+    timeline_files,
     twin_copies,
 )
 from tests.support.crash_at import run_killed_at
@@ -131,38 +133,6 @@ def test_the_window_is_what_hudi_1x_archives(
     )
 
 
-def _timeline_files(base: Path) -> list[str]:
-    """The active timeline's files, Hadoop's checksum files (`.<name>.crc`) among them: an archived
-    instant's go with it."""
-    return sorted(p.name for p in (base / ".hoodie" / "timeline").iterdir() if p.is_file())
-
-
-def _archived_commits(jvm: HudiJvm, base: Path, name: str) -> list[dict[str, Any]]:
-    """Hudi's `show_archived_commits` of a table, over all time (explicit bounds: its default window is
-    the last ten days but one), registered under a name of its own (no archived timeline cached)."""
-    jvm.sql(f"create table {name} using hudi location '{base}'")
-    try:
-        return jvm.sql(
-            f"call show_archived_commits(table => '{name}', limit => 1000, start_ts => '00000000000000000', "
-            "end_ts => '99999999999999999')"
-        )
-    finally:
-        jvm.sql(f"drop table {name}")
-
-
-def _assert_hudi_reads_our_history_as_its_own(
-    jvm: HudiJvm, theirs: Path, ours: Path, tmp_path: Path, label: str
-) -> None:
-    """Hudi's `show_archived_commits` returns the same commits, each once, from our history as from
-    its own (read from a copy the JVM never cached)."""
-    fresh = tmp_path / "hudi-fresh"
-    shutil.copytree(theirs, fresh, symlinks=True)
-    hudi_view = _archived_commits(jvm, fresh, f"theirs_{label}")
-    our_view = _archived_commits(jvm, ours, f"ours_{label}")
-    assert our_view and our_view == hudi_view
-    assert len({r["commit_time"] for r in our_view}) == len(our_view)  # each archived commit once
-
-
 @pytest.mark.long(hudi1="1.0.2", table_type="COPY_ON_WRITE")
 @pytest.mark.long(hudi1="1.1.1", table_type="MERGE_ON_READ")
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -188,9 +158,9 @@ def test_our_archival_is_read_by_hudi_as_its_own(
     assert main([*argv, *(a for s in settings for a in ("--hoodie-conf", s))]) == 0
     reply = json.loads(capsys.readouterr().out)
     assert reply["instants"] and reply["data_file"]
-    assert _timeline_files(ours) == _timeline_files(theirs)
+    assert timeline_files(ours) == timeline_files(theirs)
     # Hudi reads its archived timeline from a copy it never cached.
-    _assert_hudi_reads_our_history_as_its_own(hudi1, theirs, ours, tmp_path, table_type.lower())
+    assert_hudi_reads_our_archive_as_its_own(lambda t: archived_commits_1x(hudi1, t), theirs, ours, tmp_path)
     assert hudi_rows(hudi1, ours, metadata=True) == rows_before == hudi_rows(hudi1, ours, metadata=False)
     assert hudi_rs_rows(ours) == rows_before
     # Hudi's writer goes on (new keys: the pending clustering refuses updates of its file groups); its
@@ -212,41 +182,6 @@ def test_our_archival_is_read_by_hudi_as_its_own(
 
 _SETTINGS_ARGS = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
                   "--hoodie-conf", "hoodie.cleaner.commits.retained=1"]  # fmt: skip
-# Where a run is killed (`tests.support.crash_at` modes): the data file written, its manifest not;
-# the manifest written, `_version_` not; everything written, the active files not yet deleted; and
-# midway through the deletes (the requested and inflight files gone, a completed one just deleted).
-ARCHIVAL_KILL_POINTS = {
-    "data_file_written": ("before", r"^\.hoodie/timeline/history/manifest_\d+$"),
-    "manifest_written": ("after", r"^\.hoodie/timeline/history/manifest_\d+$"),
-    "version_written": ("after", r"^\.hoodie/timeline/history/_version_$"),
-    "mid_deletes": ("on-delete", r"^\.hoodie/timeline/\d{17}_\d{17}\.(commit|deltacommit|replacecommit)$"),
-}
-
-
-# CI: two kill points on 1.1.1 (copy-on-write), all of them on both versions with HTS_LONG_TESTS.
-@pytest.mark.long(hudi1="1.0.2")
-@pytest.mark.long(step=("data_file_written", "version_written"))
-@pytest.mark.parametrize("step", list(ARCHIVAL_KILL_POINTS))
-def test_archival_killed_at_any_step_is_finished_by_the_next_run_as_hudi_would_have_archived(
-    hudi1: HudiJvm, histories: LazyHistories[Path], tmp_path: Path, step: str
-) -> None:
-    """SIGKILL at each step of `archive`, then a second run: the active timeline is Hudi's after its
-    own archival of the same table, and Hudi's `show_archived_commits` reads every archived commit
-    exactly once, as from Hudi's own history; Hudi reads the same rows."""
-    table_type = "COPY_ON_WRITE"
-    theirs, ours = twin_copies(histories[table_type], tmp_path)
-    rows_before = hudi_rows(hudi1, ours, metadata=True)
-    hudi1.sql(
-        f"call archive_commits(path => '{theirs}', min_commits => 2, max_commits => 3, retain_commits => 1)"
-    )
-    mode, pattern = ARCHIVAL_KILL_POINTS[step]
-    argv = ["archive", "--base-path", str(ours), "--timezone", "UTC", *_SETTINGS_ARGS]
-    run_killed_at(pattern, argv, tmp_path / "killed.log", mode=mode)
-    assert _timeline_files(ours) != _timeline_files(theirs)  # the kill left the run unfinished
-    assert main(argv) == 0
-    assert _timeline_files(ours) == _timeline_files(theirs)
-    _assert_hudi_reads_our_history_as_its_own(hudi1, theirs, ours, tmp_path, f"killed_{step}")
-    assert hudi_rows(hudi1, ours, metadata=True) == rows_before
 
 
 @pytest.mark.long(hudi1="1.0.2")
@@ -294,7 +229,7 @@ def test_hudi_reads_our_history_after_its_layers_are_merged(
     # A batch of them all (Hudi's default is ten; the history archives fewer actions).
     [merged] = compact_and_clean(storage, rel, batch=min(len(records), COMPACTION_BATCH_SIZE))
     assert merged.endswith("_1.parquet")
-    _assert_hudi_reads_our_history_as_its_own(hudi1, theirs, ours, tmp_path, "merged")
+    assert_hudi_reads_our_archive_as_its_own(lambda t: archived_commits_1x(hudi1, t), theirs, ours, tmp_path)
 
 
 def _replaced_files(base: Path, replacecommit: str) -> set[str]:
@@ -380,7 +315,7 @@ def test_no_replaced_file_group_is_read_again_when_the_clean_edge_meets_the_wind
         before = active_instants(ours)
         hudi1.sql(f"call archive_commits(path => '{theirs}', {EDGE_ARCHIVE_ARGUMENTS})")
         assert main(["archive", "--base-path", str(ours), "--timezone", "UTC", *EDGE_ARCHIVE_SETTINGS]) == 0
-        assert _timeline_files(ours) == _timeline_files(theirs)
+        assert timeline_files(ours) == timeline_files(theirs)
         return ours, before - active_instants(ours)
 
     ours, archived = archive_both(base, "pending-clean")
@@ -442,7 +377,7 @@ def test_hudis_layer_compaction_merges_our_history_files(
     assert merged.endswith("_1.parquet") and our_file != merged
     commits = [t for t, _ in completed_instants(base, "commit")]
     assert len(commits) == 2  # Hudi archived three more
-    archived = [r["commit_time"] for r in _archived_commits(hudi1, base, f"{name}_read")]
+    archived = [r["commit_time"] for r in archived_commits_1x(hudi1, base)]
     assert len(archived) == len(set(archived)) == 7
     assert {i["instant"] for i in ours["instants"]} < set(archived)
     assert max(archived) < min(commits)

@@ -31,8 +31,21 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.table.table import HudiTable
-from tests.faults.checks import assert_nothing_pending, kill_as_the_case_says, recover, service_instants
+from tests.faults.checks import (
+    HUDI_ARCHIVES,
+    assert_nothing_pending,
+    kill_as_the_case_says,
+    prepare_archival,
+    recover,
+    service_instants,
+)
 from tests.faults.matrix import Case, Service, TableType, all_cases
+from tests.support.archival import (
+    LazyHistories,
+    archived_commits_1x,
+    assert_hudi_reads_our_archive_as_its_own,
+    timeline_files,
+)
 from tests.support.hudi1_histories import (
     RLI_OPTIONS,
     SCHEMA,
@@ -66,6 +79,8 @@ class FaultTable1x:
         return {
             **writer_options(self.name, self.table_type.value, True),
             **RLI_OPTIONS,
+            # The metadata table compacts within the history: archival stops at its latest compaction.
+            "hoodie.metadata.compact.max.delta.commits": "3",
             "hoodie.datasource.write.operation": operation,
         }
 
@@ -138,6 +153,12 @@ def assert_recovered(jvm: HudiJvm, base: Path, expected: list[Row], rolled_back:
 CASES = [
     pytest.param(case, id=case.id, marks=() if case.in_ci else pytest.mark.long)
     for case in all_cases(layout=2)
+    if case.service is not Service.ARCHIVAL
+]
+ARCHIVAL_CASES = [
+    pytest.param(case, id=case.id, marks=() if case.in_ci else pytest.mark.long)
+    for case in all_cases(layout=2)
+    if case.service is Service.ARCHIVAL
 ]
 
 
@@ -169,3 +190,63 @@ def test_a_service_killed_at_any_step_of_a_version_8_or_9_table_is_recovered_and
 
     table.write(hudi1, [*range(0, 200, 9)], WRITER_GOES_ON_BATCH)
     assert_exact(hudi1, base, table.expected(), "Hudi wrote on")
+
+
+@dataclass(frozen=True)
+class ArchivalStart1x:
+    """A fault table prepared for archival (`prepare_archival`), and a twin of it that Hudi's
+    `archive_commits` archived. Read-only: cases copy `ours`."""
+
+    ours: FaultTable1x
+    theirs: Path
+
+
+@pytest.fixture(scope="module")
+def archival_starts_1x(
+    spark: SparkSession,  # the session our compaction (`prepare_archival`) uses, in this process
+    hudi1: HudiJvm,
+    fault_tables_1x: Mapping[TableType, tuple[FaultTable1x, FaultTable1x]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> LazyHistories[ArchivalStart1x]:
+    del spark  # started, so that our compaction joins it rather than starting one of its own
+
+    def build(table_type: str) -> ArchivalStart1x:
+        root = tmp_path_factory.mktemp(f"archival-{hudi1.version}-{table_type}")
+        good, _failed = fault_tables_1x[TableType(table_type)]
+        table = good.copy_to(root / "ours")
+        prepare_archival(
+            table.base, lambda: table.write(hudi1, [*range(0, 100, 5)], 8), TableType(table_type)
+        )
+        theirs = root / "hudi"
+        shutil.copytree(table.base, theirs, symlinks=True)
+        hudi1.sql(f"call archive_commits(path => '{theirs}', {HUDI_ARCHIVES})")
+        assert timeline_files(theirs) != timeline_files(table.base), "Hudi archived nothing"
+        return ArchivalStart1x(table, theirs)
+
+    return LazyHistories(build)
+
+
+@pytest.mark.parametrize("case", ARCHIVAL_CASES)
+def test_archival_killed_at_any_step_of_a_version_8_or_9_table_is_finished_as_hudi_archives(
+    hudi1: HudiJvm, archival_starts_1x: LazyHistories[ArchivalStart1x], case: Case, tmp_path: Path
+) -> None:
+    """Archival has no instant of its own: killed at one of its steps (the LSM history's data file,
+    manifest and `_version_`, the deletes, the layers' compaction and clean), the table reads exactly;
+    the next run (the CLI or a daemon tick) leaves the active timeline Hudi's `archive_commits` leaves
+    on a twin copy, and Hudi's `show_archived_commits` reads every archived commit once, as from its
+    own history; then Hudi's writer goes on."""
+    start = archival_starts_1x[case.table_type]
+    table = start.ours.copy_to(tmp_path / "ours")
+    ours, theirs, expected = table.base, start.theirs, table.expected()
+
+    killed = kill_as_the_case_says(case, ours, tmp_path)
+    assert_exact(hudi1, ours, expected, f"killed at {case.point.name}")
+
+    recover(case, ours, killed)
+    assert timeline_files(ours) == timeline_files(theirs)
+    show = lambda t: archived_commits_1x(hudi1, t)  # noqa: E731
+    assert_hudi_reads_our_archive_as_its_own(show, theirs, ours, tmp_path)
+    assert_recovered(hudi1, ours, expected, None)
+
+    table.write(hudi1, [*range(0, 200, 9)], WRITER_GOES_ON_BATCH)
+    assert_exact(hudi1, ours, table.expected(), "Hudi wrote on")

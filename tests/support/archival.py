@@ -4,11 +4,12 @@ Avro records the tests read to set a scene up (with fastavro, not the project's 
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import fastavro
 
@@ -17,6 +18,12 @@ from service.config.hoodie import HoodieConfig
 from service.table.instant import Action
 from service.table.table import HudiTable
 from strategies.archival import ArchivalWindow
+from tests.support import hudi_tables as ht
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from tests.support.hudi_jvm import HudiJvm
 
 H = TypeVar("H")
 
@@ -89,6 +96,54 @@ def assert_window_is_what_hudi_archives(
     assert len(window.instants) == len(ours_archived)  # each instant once
     if (low, high) == SETTINGS[0][:2]:
         assert hudi_archived, "the smallest window archives something"
+
+
+def timeline_files(base: Path) -> list[str]:
+    """The active timeline's files (`.hoodie/` on layout 1, `.hoodie/timeline/` on layout 2), Hadoop's
+    checksum files (`.<name>.crc`) among them: an archived instant's go with it."""
+    folder = base / ".hoodie" / "timeline"
+    folder = folder if folder.is_dir() else folder.parent
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name.lstrip(".")[:1].isdigit())
+
+
+ArchivedCommits = Callable[[Path], list[dict[str, Any]]]
+_ALL_TIME = "limit => 1000, start_ts => '00000000000000000', end_ts => '99999999999999999'"
+
+
+def archived_commits(spark: SparkSession, base: Path) -> list[dict[str, Any]]:
+    """Hudi 0.15's `show_archived_commits` of a table over all time (explicit bounds: its default window
+    is the last ten days but one)."""
+    with ht.registered_table(spark, base) as name:
+        call = f"CALL show_archived_commits(table => '{name}', {_ALL_TIME})"
+        return [r.asDict() for r in spark.sql(call).collect()]
+
+
+def archived_commits_1x(jvm: HudiJvm, base: Path) -> list[dict[str, Any]]:
+    """Hudi 1.x's `show_archived_commits` of a table over all time, registered under a name of its own
+    (no archived timeline cached)."""
+    name = f"archived_{next(_names)}"
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    try:
+        return jvm.sql(f"call show_archived_commits(table => '{name}', {_ALL_TIME})")
+    finally:
+        jvm.sql(f"drop table {name}")
+
+
+_names = itertools.count()
+
+
+def assert_hudi_reads_our_archive_as_its_own(
+    show_archived: ArchivedCommits, theirs: Path, ours: Path, tmp_path: Path
+) -> list[dict[str, Any]]:
+    """Hudi's `show_archived_commits` (`show_archived(table)`) returns the same commits, each once, from
+    our archive as from its own (read from copies its JVM never cached); returns them."""
+    fresh_theirs, fresh_ours = tmp_path / "fresh-hudi", tmp_path / "fresh-ours"
+    shutil.copytree(theirs, fresh_theirs, symlinks=True)
+    shutil.copytree(ours, fresh_ours, symlinks=True)
+    our_view = show_archived(fresh_ours)
+    assert our_view and our_view == show_archived(fresh_theirs)
+    assert len({r["commit_time"] for r in our_view}) == len(our_view)  # each archived commit once
+    return our_view
 
 
 def avro_record(path: Path) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 `python -m tests.support.crash_at [--before | --on-delete | --on-appear] REGEX <cli args...>`:
 - default: right after the process creates a file whose table-relative path matches. Every file the
   services create on a table (instant files, MDT log files, rollback blocks) goes through
-  `Storage.create_if_absent`, so the kill lands exactly between two steps of an instant's completion
-  (no `finally`, no atexit, no flush);
+  `Storage.create_if_absent`, or `Storage.write_bytes` where a stopped run's leftover of the same name
+  is replaced (the LSM history's data files), so the kill lands exactly between two steps of an
+  instant's completion (no `finally`, no atexit, no flush);
 - `--before`: just before such a file would be created: the last moment the step before it left
   behind (e.g. a compaction's files written, its commit not yet);
 - `--on-delete`: right after the process deleted a file whose path matches (`Storage.delete_file`:
@@ -101,7 +102,7 @@ def _die() -> None:
 
 def _install(pattern: re.Pattern[str], mode: str, base_path: str | None) -> None:
     if mode in ("after", "before"):
-        create = Storage.create_if_absent
+        create, write = Storage.create_if_absent, Storage.write_bytes
 
         def create_then_die(self: Storage, rel: str, data: bytes) -> None:
             if mode == "before" and pattern.search(rel):
@@ -110,7 +111,15 @@ def _install(pattern: re.Pattern[str], mode: str, base_path: str | None) -> None
             if pattern.search(rel):
                 _die()
 
+        def write_then_die(self: Storage, rel: str, data: bytes) -> None:
+            if mode == "before" and pattern.search(rel):
+                _die()
+            write(self, rel, data)
+            if pattern.search(rel):
+                _die()
+
         Storage.create_if_absent = create_then_die  # type: ignore[method-assign]
+        Storage.write_bytes = write_then_die  # type: ignore[method-assign]
     elif mode == "on-delete":
         delete = Storage.delete_file
 
