@@ -20,7 +20,7 @@ from service.table.storage import Storage
 from service.table.table import HudiTable
 from tests.faults.matrix import Case, Recoverer, Service, TableType
 from tests.support import hudi_tables as ht
-from tests.support.archival import timeline_files
+from tests.support.archival import ArchivedCommits, assert_hudi_reads_our_archive_as_its_own, timeline_files
 from tests.support.crash_at import run_killed_at
 from tests.table.mdt.test_mdt_listing_hudi import hudi_mdt_listing, storage_listing
 
@@ -157,6 +157,20 @@ def prepare_archival(base: Path, hudi_writes: Callable[[], object], table_type: 
     hudi_writes()
     if table_type is TableType.MOR:
         assert main(service_argv(Service.COMPACTION, str(base), "scheduleAndExecute")) == 0
+
+
+def kill_archival_and_recover(
+    case: Case, ours: Path, theirs: Path, tmp_path: Path, exact: Callable[[str], None], show: ArchivedCommits
+) -> None:
+    """An archival case on either layout: killed at the case's step, the table reads exactly
+    (`exact(when)`); after the recovering run the active timeline is the one Hudi's `archive_commits`
+    left on the twin `theirs`, and Hudi's `show_archived_commits` (`show`) reads every archived commit
+    once, as from its own archive."""
+    killed = kill_as_the_case_says(case, ours, tmp_path)
+    exact(f"killed at {case.point.name}")
+    recover(case, ours, killed)
+    assert timeline_files(ours) == timeline_files(theirs)
+    assert_hudi_reads_our_archive_as_its_own(show, theirs, ours, tmp_path)
 
 
 def kill_as_the_case_says(case: Case, base: Path, logs: Path) -> float:

@@ -34,6 +34,7 @@ from tests.faults.checks import (
     SERVICE_CONF,
     assert_exact,
     assert_recovered,
+    kill_archival_and_recover,
     kill_as_the_case_says,
     prepare_archival,
     recover,
@@ -46,7 +47,6 @@ from tests.support import hudi_tables as ht
 from tests.support.archival import (
     LazyHistories,
     archived_commits,
-    assert_hudi_reads_our_archive_as_its_own,
     timeline_files,
 )
 from tests.support.histories import HudiHistory
@@ -141,13 +141,8 @@ def test_archival_killed_at_any_step_is_finished_as_hudi_archives_and_loses_noth
     ours, theirs, latest = history.base_path, start.theirs, dict(start.latest)
     expected = [ht.expected_row(i, b) for i, b in sorted(latest.items())]
 
-    killed = kill_as_the_case_says(case, ours, tmp_path)
-    assert_exact(spark, ours, expected, f"killed at {case.point.name}")
-
-    recover(case, ours, killed)
-    assert timeline_files(ours) == timeline_files(theirs)
-    show = lambda table: archived_commits(spark, table)  # noqa: E731
-    assert_hudi_reads_our_archive_as_its_own(show, theirs, ours, tmp_path)
+    exact = lambda when: assert_exact(spark, ours, expected, when)  # noqa: E731
+    kill_archival_and_recover(case, ours, theirs, tmp_path, exact, lambda t: archived_commits(spark, t))
     assert not (ours / ".hoodie" / "archived" / MERGE_PLAN_FILE).exists(), "a merge was left unsettled"
     assert_recovered(spark, ours, expected, None)
 

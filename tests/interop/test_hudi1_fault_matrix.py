@@ -34,6 +34,7 @@ from service.table.table import HudiTable
 from tests.faults.checks import (
     HUDI_ARCHIVES,
     assert_nothing_pending,
+    kill_archival_and_recover,
     kill_as_the_case_says,
     prepare_archival,
     recover,
@@ -43,7 +44,6 @@ from tests.faults.matrix import Case, Service, TableType, all_cases
 from tests.support.archival import (
     LazyHistories,
     archived_commits_1x,
-    assert_hudi_reads_our_archive_as_its_own,
     timeline_files,
 )
 from tests.support.hudi1_histories import (
@@ -239,13 +239,8 @@ def test_archival_killed_at_any_step_of_a_version_8_or_9_table_is_finished_as_hu
     table = start.ours.copy_to(tmp_path / "ours")
     ours, theirs, expected = table.base, start.theirs, table.expected()
 
-    killed = kill_as_the_case_says(case, ours, tmp_path)
-    assert_exact(hudi1, ours, expected, f"killed at {case.point.name}")
-
-    recover(case, ours, killed)
-    assert timeline_files(ours) == timeline_files(theirs)
-    show = lambda t: archived_commits_1x(hudi1, t)  # noqa: E731
-    assert_hudi_reads_our_archive_as_its_own(show, theirs, ours, tmp_path)
+    exact = lambda when: assert_exact(hudi1, ours, expected, when)  # noqa: E731
+    kill_archival_and_recover(case, ours, theirs, tmp_path, exact, lambda t: archived_commits_1x(hudi1, t))
     assert_recovered(hudi1, ours, expected, None)
 
     table.write(hudi1, [*range(0, 200, 9)], WRITER_GOES_ON_BATCH)
