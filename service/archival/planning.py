@@ -9,6 +9,7 @@ already holds (a stopped run's).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import tzinfo
 
 from service.cleaning.snapshot import read_last_clean, savepointed_timestamps
@@ -22,6 +23,7 @@ from service.table.lsm_history import read_archived_instants
 from service.table.mdt.files_listing import files_partition_served
 from service.table.mdt.timeline import load_mdt_timeline, mdt_timeline_layout
 from service.table.properties import TableType
+from service.table.storage import Storage
 from service.table.table import HudiTable
 from service.table.timeline import Timeline
 from strategies.archival import ArchivalInputs, ArchivalWindow, Archiver, LastClean, window
@@ -104,11 +106,29 @@ def _already_archived(table: HudiTable, timeline: Timeline) -> frozenset[str]:
     if table.layout.history_dir is not None:
         return frozenset(read_archived_instants(storage, folder, active))
     latest = latest_archive_file_name(storage.list_file_names(folder))
-    if latest is None:
+    status = storage.status(f"{folder}/{latest}") if latest is not None else None
+    if latest is None or status is None:
         return frozenset()
-    path = f"{folder}/{latest}"
-    keys = archived_keys(storage.read_bytes(path), storage.qualify(path))
-    return frozenset(t for t, _action, state in keys if state == State.COMPLETED.name) & active
+    return _completed_in_archive_file(storage, f"{folder}/{latest}", status.size, status.mtime_ns) & active
+
+
+# Completed instant times in an archive file, by (path, size, modification time): a version-6 table's
+# newest archive file changes only when archival writes (Hudi appends where storage allows), while the
+# window is computed on every timeline change; a file Hudi grew by appends is not read each time.
+_ARCHIVE_FILE_CACHE: OrderedDict[tuple[str, int, int | None], frozenset[str]] = OrderedDict()
+_ARCHIVE_FILE_CACHE_SIZE = 1024
+
+
+def _completed_in_archive_file(storage: Storage, rel: str, size: int, mtime_ns: int | None) -> frozenset[str]:
+    key = (storage.qualify(rel), size, mtime_ns)
+    found = _ARCHIVE_FILE_CACHE.get(key)
+    if found is None:
+        keys = archived_keys(storage.read_bytes(rel), key[0])
+        found = frozenset(t for t, _action, state in keys if state == State.COMPLETED.name)
+        _ARCHIVE_FILE_CACHE[key] = found
+        if len(_ARCHIVE_FILE_CACHE) > _ARCHIVE_FILE_CACHE_SIZE:
+            _ARCHIVE_FILE_CACHE.popitem(last=False)
+    return found
 
 
 def archive_location(table: HudiTable) -> str:

@@ -195,3 +195,27 @@ def test_a_merge_plan_naming_a_file_outside_the_archive_is_refused_and_deletes_n
     ):
         finish_last_merge(storage, ".hoodie/archived")
     assert victim.exists() and (folder / ".commits_.archive.2_1-0-1").exists()
+
+
+def test_the_newest_archive_file_is_read_once_while_it_is_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every window looks for a stopped run's instants in the newest archive file (Hudi may have grown
+    it by appends): while its size and modification time are unchanged it is read once."""
+    t = _table(tmp_path / "t", 6)
+    _archive(tmp_path / "t", capsys)
+    reads: list[str] = []
+    read_bytes = Storage.read_bytes
+
+    def counting(self: Storage, rel: str) -> bytes:
+        reads.append(rel)
+        return read_bytes(self, rel)
+
+    monkeypatch.setattr(Storage, "read_bytes", counting)
+    for n in (7, 8):  # a timeline change each time: each window is computed anew
+        t.commit(ts(n), [FileSpec("a", f"{n:08d}-0000-0000-0000-000000000000-0")])
+        assert (
+            main(["archive", "--base-path", str(tmp_path / "t"), "--timezone", "UTC", "--dry-run", *SETTINGS])
+            == 0
+        )
+    assert len([r for r in reads if r.endswith(".commits_.archive.1_1-0-1")]) == 1
