@@ -207,11 +207,13 @@ def our_latest_slices(table: HudiTable) -> list[HudiSlice]:
 
 
 def _log_names(text: str | None) -> list[str]:
-    """`[HoodieLogFile{pathStr='file:/…/.f_t.log.1_0-1-2', fileLen=1}, …]` -> the file names."""
-    names = []
-    for part in (text or "").split("pathStr='")[1:]:
-        names.append(part.split("'", 1)[0].rsplit("/", 1)[-1])
-    return names
+    """The file names of a procedure's log files: Hudi 1.0/1.1 print
+    `[HoodieLogFile{pathStr='file:/…/.f_t.log.1_0-1-2', fileLen=1}, …]`, Hudi 1.2
+    `[HoodieLogFile(pathStr=file:/…/.f_t.log.1_0-1-2, fileSize=1),…]`."""
+    return [path.rsplit("/", 1)[-1] for path in _LOG_PATH.findall(text or "")]
+
+
+_LOG_PATH = re.compile(r"pathStr='?([^',)]+)")
 
 
 def build_upgraded_history(
