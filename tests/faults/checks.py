@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 ARCHIVE_AFTER_CLEAN = {"hoodie.cleaner.commits.retained": "1"}
 # Hudi's `archive_commits` arguments for the archival cases' settings (`SERVICE_CONF`).
 HUDI_ARCHIVES = "min_commits => 2, max_commits => 3, retain_commits => 1"
-# Heartbeats of 1 s x 2 misses: the next run takes the dead attempt over 2 s after its last beat.
-HEARTBEAT = {"hoodie.client.heartbeat.interval_in_ms": "1000"}
-EXPIRY_S = 2.5
+# Heartbeats of 0.5 s x 2 misses: the next run takes the dead attempt over 1 s after its last beat
+# (each case waits for that once or twice: about two minutes of CI at 1 s).
+HEARTBEAT = {"hoodie.client.heartbeat.interval_in_ms": "500"}
+EXPIRY_S = 1.25
 SERVICE_CONF: dict[Service, dict[str, str]] = {
     Service.CLUSTERING: {"hoodie.clustering.plan.strategy.sort.columns": "id"},
     Service.CLEANING: {"hoodie.cleaner.commits.retained": "1"},

@@ -269,9 +269,13 @@ def mdt_views(jvm: HudiJvm, base: Path) -> dict[str, Any]:
         views[f"files/{partition}"] = sorted(r["file_path"] for r in files)
         stats = jvm.sql(f"call show_metadata_table_column_stats({args}, targetColumns => 'id,ts,value')")
         views[f"column_stats/{partition}"] = sorted(tuple(sorted(r.items())) for r in stats)
-    validation = jvm.sql(f"call validate_metadata_table_files(table => '{name}', verbose => true)")
-    views["validation"] = sorted(tuple(sorted(r.items())) for r in validation)
+    views["validation"] = sorted(tuple(sorted(r.items())) for r in _validation(jvm, name))
     return views
+
+
+def _validation(jvm: HudiJvm, name: str) -> list[dict[str, Any]]:
+    """`validate_metadata_table_files`' rows of catalog table `name`: storage against the listing."""
+    return jvm.sql(f"call validate_metadata_table_files(table => '{name}', verbose => true)")
 
 
 def snapshot_reads(jvm: HudiJvm, base: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -285,7 +289,9 @@ def snapshot_reads(jvm: HudiJvm, base: Path) -> dict[str, list[tuple[Any, ...]]]
 
 def check_mdt_files_agree(jvm: HudiJvm, base: Path) -> None:
     """Hudi's `validate_metadata_table_files`: every file on storage listed, with its size."""
-    checked = [dict(row) for row in mdt_views(jvm, base)["validation"]]
+    name = f"mdt_{next(_names)}"
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    checked = _validation(jvm, name)
     assert checked and all(
         r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
         for r in checked
