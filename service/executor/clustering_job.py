@@ -538,7 +538,7 @@ def _even_file_data(
     few = profile.total < MIN_FILES_PER_WRITER_TASK / 2 * job.target_file_bytes
     fill = FEW_FILES_FILL if few else _EVEN_FILL
     files = max(1.0, profile.total / (fill * job.target_file_bytes))
-    overhead = writer.file_overhead_bytes(int(rows.num_rows / files))
+    overhead = writer.counted_footer_bytes(writer.file_overhead_bytes(int(rows.num_rows / files)))
     return profile, max(1.0, fill * job.target_file_bytes - overhead)
 
 

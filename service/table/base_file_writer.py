@@ -28,7 +28,8 @@ same 3-level layout, so the compliant names are kept.
 only known once a row group is flushed, so rows are buffered and written as row groups sized
 from the compressed-bytes-per-Arrow-byte ratio of the row groups already written, checked
 against a compressed sample of the candidate rows, aiming below the space left (footer
-included); a file is closed once less than a small margin remains.
+included, up to half the target: `RollOverPolicy.max_footer_fraction`); a file is closed once less
+than a small margin remains.
 """
 
 from __future__ import annotations
@@ -395,6 +396,12 @@ class RollOverPolicy:
     """Close the file once less than this fraction of the target is left."""
     probe_fraction: float = 0.5
     """Before any ratio is known, a row group holds at most this fraction of the target in Arrow bytes."""
+    max_footer_fraction: float = 0.5
+    """The footer counts against the target up to this fraction of it. A footer larger than the
+    target (Hudi's default bloom filter alone is about 430 KB) would otherwise leave no room and
+    give every row a file of its own; Hudi's writer counts no footer at all
+    (`HoodieBaseParquetWriter.canWrite` compares the data written with the target), so such
+    files hold at least this fraction of the target in data, beside a footer that exceeds it."""
     max_buffer_bytes: int = 256 * 1024 * 1024
     """At most this many Arrow bytes are buffered for one row group (bounds memory)."""
     cut_file_row_groups: int = 2
@@ -409,9 +416,11 @@ class RollingBaseFileWriter:
 
     Every file stays within the target up to the error of the size estimate (the policy keeps it
     under ~1.05x), and every file but the last is closed only when nearly full (≥ ~0.95x in
-    practice; ≥ 0.8x is the contract). File ids are `<prefix>-0`, `<prefix>-1`, ... as a Hudi
-    write task rolling over names them. Use as a context manager: on an exception every file this
-    writer created is deleted.
+    practice; ≥ 0.8x is the contract). A target that the footer alone would fill more than half of
+    (a bloom filter of Hudi's default size is about 430 KB) cannot hold: such files hold half the
+    target in data beside their footer (`RollOverPolicy.max_footer_fraction`). File ids are
+    `<prefix>-0`, `<prefix>-1`, ... as a Hudi write task rolling over names them. Use as a context
+    manager: on an exception every file this writer created is deleted.
     """
 
     def __init__(
@@ -556,6 +565,10 @@ class RollingBaseFileWriter:
         key_values = _key_value_bytes(self._target.schema, bloom, file_rows, key_bytes=256)
         return key_values + 64 * leaves + row_groups * leaves * self._column_chunk_footer_bytes
 
+    def counted_footer_bytes(self, footer_bytes: int) -> int:
+        """What of a footer of `footer_bytes` counts against the target (`max_footer_fraction`)."""
+        return min(footer_bytes, int(self._policy.max_footer_fraction * self._target_bytes))
+
     def abort(self) -> None:
         """Delete every file this writer created (for a retry: a file group must not hold two)."""
         self._closed = True
@@ -612,7 +625,7 @@ class RollingBaseFileWriter:
         footer = current.footer_size_estimate(
             self._records_that_may_fit(current), column_chunk_bytes=self._column_chunk_footer_bytes
         )
-        remaining = self._target_bytes - current.bytes_written - footer
+        remaining = self._target_bytes - current.bytes_written - self.counted_footer_bytes(footer)
         empty = current.record_count == 0
         if not empty and remaining < policy.close_margin_fraction * self._target_bytes:
             return 0

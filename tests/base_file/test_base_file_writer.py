@@ -284,6 +284,34 @@ def test_base_file_roll_over_keeps_files_near_target(
     assert sum(r.record_count for r in results) == sum(b.num_rows for b in batches)
 
 
+def test_a_target_smaller_than_the_footer_still_gives_files_half_a_target_of_data(tmp_path: Path) -> None:
+    """Hudi's default bloom filter (dynamic, 60,000 entries at 1e-9) takes about 430 KB of every
+    footer. A target of 200 KB cannot hold it: each file then holds at least half the target in
+    data, as Hudi's writer holds the whole target (`HoodieBaseParquetWriter.canWrite` compares only
+    the data written), instead of a file per row (5,000 files of 435 KB for 1.3 MB of input)."""
+    rng = np.random.default_rng(11)
+    batches = [random_table(2_000, "random", rng, start=s) for s in range(0, 20_000, 2_000)]
+    storage = Storage.for_base_uri(str(tmp_path))
+    target = 200_000
+    with RollingBaseFileWriter(
+        storage,
+        BaseFileSchema.create(batches[0].schema, table_name="t"),
+        parquet_config(),  # Hudi's default bloom filter
+        partition_path="p",
+        instant_time=INSTANT,
+        target_file_size_bytes=target,
+        file_id_prefix="f",
+    ) as writer:
+        for batch in batches:
+            writer.write(batch)
+        results = writer.close()
+    footers = [pq.ParquetFile(tmp_path / r.path).metadata.serialized_size for r in results]
+    assert min(footers) > target, "the footer is not larger than the target: the case is not tested"
+    data = [r.file_size_bytes - footer for r, footer in zip(results, footers, strict=True)]
+    assert all(d >= 0.4 * target for d in data[:-1]), (len(results), data[:10])
+    assert sum(r.record_count for r in results) == 20_000
+
+
 def test_base_file_abort_deletes_every_file(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     batches = [random_table(10_000, "random", rng, start=i * 10_000) for i in range(10)]
