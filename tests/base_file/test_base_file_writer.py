@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from service.config.parquet import BloomFilterType
+from service.config.parquet import BloomFilterType, ParquetWriteConfig
 from service.errors import HudiTableServiceError
 from service.table.avro_schema import arrow_to_avro_schema, avro_schema_to_json
 from service.table.base_file_writer import (
@@ -242,6 +242,24 @@ def test_base_file_row_groups_follow_block_size(tmp_path: Path) -> None:
     assert max(sizes) <= 1.2 * 300_000
 
 
+def _roll_over(
+    tmp_path: Path, batches: list[pa.Table], config: ParquetWriteConfig, target: int
+) -> list[BaseFileWriteResult]:
+    """`batches` through one rolling writer into partition `p` under `tmp_path`, file ids `f-<n>`."""
+    with RollingBaseFileWriter(
+        Storage.for_base_uri(str(tmp_path)),
+        BaseFileSchema.create(batches[0].schema, table_name="t"),
+        config,
+        partition_path="p",
+        instant_time=INSTANT,
+        target_file_size_bytes=target,
+        file_id_prefix="f",
+    ) as writer:
+        for batch in batches:
+            writer.write(batch)
+        return writer.close()
+
+
 @pytest.mark.parametrize(
     ("kind", "target", "batch_rows"),
     [
@@ -258,19 +276,7 @@ def test_base_file_roll_over_keeps_files_near_target(
     rng = np.random.default_rng([target, batch_rows])
     total_rows = 200_000
     batches = [random_table(batch_rows, kind, rng, start=s) for s in range(0, total_rows, batch_rows)]
-    storage = Storage.for_base_uri(str(tmp_path))
-    with RollingBaseFileWriter(
-        storage,
-        BaseFileSchema.create(batches[0].schema, table_name="t"),
-        small_bloom_config(),
-        partition_path="p",
-        instant_time=INSTANT,
-        target_file_size_bytes=target,
-        file_id_prefix="f",
-    ) as writer:
-        for batch in batches:
-            writer.write(batch)
-        results = writer.close()
+    results = _roll_over(tmp_path, batches, small_bloom_config(), target)
     sizes = [r.file_size_bytes / target for r in results]
     assert len(results) >= 2, sizes
     assert all(size <= 1.05 for size in sizes), sizes
@@ -291,20 +297,8 @@ def test_a_target_smaller_than_the_footer_still_gives_files_half_a_target_of_dat
     the data written), instead of a file per row (5,000 files of 435 KB for 1.3 MB of input)."""
     rng = np.random.default_rng(11)
     batches = [random_table(2_000, "random", rng, start=s) for s in range(0, 20_000, 2_000)]
-    storage = Storage.for_base_uri(str(tmp_path))
     target = 200_000
-    with RollingBaseFileWriter(
-        storage,
-        BaseFileSchema.create(batches[0].schema, table_name="t"),
-        parquet_config(),  # Hudi's default bloom filter
-        partition_path="p",
-        instant_time=INSTANT,
-        target_file_size_bytes=target,
-        file_id_prefix="f",
-    ) as writer:
-        for batch in batches:
-            writer.write(batch)
-        results = writer.close()
+    results = _roll_over(tmp_path, batches, parquet_config(), target)  # Hudi's default bloom filter
     footers = [pq.ParquetFile(tmp_path / r.path).metadata.serialized_size for r in results]
     assert min(footers) > target, "the footer is not larger than the target: the case is not tested"
     data = [r.file_size_bytes - footer for r, footer in zip(results, footers, strict=True)]
