@@ -260,8 +260,7 @@ def hudi_rs_rows(base: Path) -> list[tuple[Any, ...]]:
 def mdt_views(jvm: HudiJvm, base: Path) -> dict[str, Any]:
     """What Hudi's metadata procedures say of a table: the files and column stats the metadata table
     lists per partition, and `validate_metadata_table_files`' rows (storage against the listing)."""
-    name = f"mdt_{next(_names)}"
-    jvm.sql(f"create table {name} using hudi location '{base}'")
+    name = _catalog_table(jvm, base)
     views: dict[str, Any] = {}
     for partition in PARTITIONS:
         args = f"table => '{name}', partition => '{partition}'"
@@ -271,6 +270,13 @@ def mdt_views(jvm: HudiJvm, base: Path) -> dict[str, Any]:
         views[f"column_stats/{partition}"] = sorted(tuple(sorted(r.items())) for r in stats)
     views["validation"] = sorted(tuple(sorted(r.items())) for r in _validation(jvm, name))
     return views
+
+
+def _catalog_table(jvm: HudiJvm, base: Path) -> str:
+    """A fresh catalog table over `base` in the child's session, for Hudi's procedures; its name."""
+    name = f"mdt_{next(_names)}"
+    jvm.sql(f"create table {name} using hudi location '{base}'")
+    return name
 
 
 def _validation(jvm: HudiJvm, name: str) -> list[dict[str, Any]]:
@@ -289,9 +295,7 @@ def snapshot_reads(jvm: HudiJvm, base: Path) -> dict[str, list[tuple[Any, ...]]]
 
 def check_mdt_files_agree(jvm: HudiJvm, base: Path) -> None:
     """Hudi's `validate_metadata_table_files`: every file on storage listed, with its size."""
-    name = f"mdt_{next(_names)}"
-    jvm.sql(f"create table {name} using hudi location '{base}'")
-    checked = _validation(jvm, name)
+    checked = _validation(jvm, _catalog_table(jvm, base))
     assert checked and all(
         r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
         for r in checked
