@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from service import collector
 from service.errors import HudiTableServiceError
 
 log = logging.getLogger("hudi_table_service")
@@ -162,6 +163,7 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    collector.set_for_planning()
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(),
