@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, tzinfo
 
 import fastavro
@@ -70,15 +70,33 @@ def savepointed_timestamps(data: bytes) -> tuple[str, ...] | None:
     return tuple(t for t in str(extra[SAVEPOINTED_TIMESTAMPS]).split(",") if t)
 
 
-def commit_partitions(table: HudiTable, timeline: Timeline) -> dict[str, frozenset[str]]:
-    """Completed commit/deltacommit/replacecommit -> partitions written (and replaced in)."""
-    # Summaries, not full metadata: the same checks, shared with the view's timeline facts, without
-    # building a WriteStat model per written file.
-    reader = table.facts_reader
-    return {
-        instant.timestamp: reader.commit_summary(instant).partitions()
-        for instant in timeline.commits().completed()
-    }
+def commit_partitions(table: HudiTable, timeline: Timeline) -> Mapping[str, frozenset[str]]:
+    """Completed commit/deltacommit/replacecommit -> partitions written (and replaced in), each
+    decoded when first asked for (`CommitPartitions`)."""
+    return CommitPartitions(table, timeline)
+
+
+class CommitPartitions(Mapping[str, frozenset[str]]):
+    """Instant time of a completed commit/deltacommit/replacecommit -> partitions it wrote (and replaced
+    in), read from its commit metadata when asked: a full clean asks for none (Java's
+    `CleanPlanner.getPartitionPathsForFullCleaning` lists the table), an incremental one for the commits
+    since the last clean's earliest commit to retain, not for a timeline of commits that each name
+    every partition of a large table (14 commit files of 250,000 write stats took 6 s at 10^6 files)."""
+
+    def __init__(self, table: HudiTable, timeline: Timeline) -> None:
+        self._reader = table.facts_reader
+        self._commits = {instant.timestamp: instant for instant in timeline.commits().completed()}
+
+    def __getitem__(self, instant_time: str) -> frozenset[str]:
+        # Summaries, not full metadata: the same checks, shared with the view's timeline facts, without
+        # building a WriteStat model per written file; cached by the reader.
+        return self._reader.commit_summary(self._commits[instant_time]).partitions()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._commits)
+
+    def __len__(self) -> int:
+        return len(self._commits)
 
 
 def _confine_listed_partitions(

@@ -68,7 +68,8 @@ def _history(t: FixtureTable, start: int = 1) -> None:
 
 
 def _break(t: FixtureTable, n: int) -> Path:
-    garbage = t.base / ".hoodie" / f"{ts(n)}.commit"
+    """A completed replacecommit of garbage: every plan reads its replaced file groups."""
+    garbage = t.base / ".hoodie" / f"{ts(n)}.replacecommit"
     garbage.write_bytes(b"garbage")
     return garbage
 

@@ -50,7 +50,7 @@ def test_cli_status_json_lists_live_file_groups(tmp_path: Path, capsys: pytest.C
             "merge_mode",
             r"hoodie.properties has hoodie.record.merge.mode=LATEST_WINS, which is none of Hudi's",
         ),
-        ("garbage_instant", r"20240101000100000\.commit"),
+        ("garbage_instant", r"20240101000900000\.replacecommit"),
         ("garbage_name", r"20240101000200000\.comit"),
     ],
 )
@@ -73,7 +73,8 @@ def test_cli_status_bad_tables_fail_with_one_clear_error(
     elif breakage == "merge_mode":
         _set(t, **{"hoodie.record.merge.mode": "LATEST_WINS"})
     elif breakage == "garbage_instant":
-        (t.base / ".hoodie" / f"{ts(1)}.commit").write_bytes(b"{not json")
+        # A completed replacecommit: the view reads its replaced file groups (a commit's it does not read).
+        (t.base / ".hoodie" / f"{ts(9)}.replacecommit").write_bytes(b"{not json")
     elif breakage == "garbage_name":
         (t.base / ".hoodie" / f"{ts(2)}.comit").write_bytes(b"")
     with caplog.at_level(logging.ERROR):

@@ -68,8 +68,8 @@ def test_view_non_partitioned_table(tmp_path: Path) -> None:
 def test_view_garbage_in_timeline_file_names_the_file(tmp_path: Path) -> None:
     t = FixtureTable(tmp_path)
     t.commit(ts(1), [FileSpec("a", _fid(1))])
-    (tmp_path / ".hoodie" / f"{ts(1)}.commit").write_bytes(b"\x00garbage{")
-    with pytest.raises(CorruptTableError, match=rf"{ts(1)}\.commit"):
+    (tmp_path / ".hoodie" / f"{ts(2)}.replacecommit").write_bytes(b"\x00garbage{")  # read for its groups
+    with pytest.raises(CorruptTableError, match=rf"{ts(2)}\.replacecommit"):
         HudiTable.open(str(tmp_path)).load_view()
 
 
