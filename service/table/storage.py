@@ -173,9 +173,11 @@ class Storage:
     def walk_files(self, rel: str) -> Iterator[FileStatus]:
         """Every file below a directory, recursively."""
         selector = pafs.FileSelector(self.fs_path(rel), allow_not_found=True, recursive=True)
+        file, relativize = pafs.FileType.File, self.relativize_fs_path
         for info in self._fs.get_file_info(selector):
-            if info.type == pafs.FileType.File:
-                yield self._to_status(info)
+            # `info.type` builds an enum member per read: read once (a million files a full listing).
+            if info.type == file:
+                yield FileStatus(relativize(info.path), info.size or 0, False, info.mtime_ns)
 
     def read_bytes(self, rel: str) -> bytes:
         with self._fs.open_input_stream(self.fs_path(rel)) as stream:
