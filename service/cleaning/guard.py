@@ -32,6 +32,7 @@ from service.table.timeline import Timeline
 from strategies.cleaning import (
     VolumeCount,
     count_volume,
+    file_sizes,
     live_file_sizes,
     plan_digest,
     refuse_latest_snapshot_targets,
@@ -91,7 +92,9 @@ class PlanChecker:
         """Rules 1 and 2 for `files` (the plan's paths in `view`'s partitions), and the breaker's
         count of `view`'s live file groups."""
         table, instant = self.table, self.instant
-        committed = committed_file_sizes(view)
+        live = live_file_sizes(view)
+        # Every group is live or replaced: the files a plan may name, with no second walk of the view.
+        committed = live | file_sizes(view.replaced_file_groups)
         uncommitted = frozenset(view.uncommitted_files)
         present: dict[str, int] = {}
         for partition, paths in files.items():
@@ -113,7 +116,7 @@ class PlanChecker:
                 "a later instant (%s); the volume breaker counts them as live",
                 table.name, instant, len(suspects), named,
             )  # fmt: skip
-        self.volume = self.volume + count_volume(present, live_file_sizes(view), suspects)
+        self.volume = self.volume + count_volume(present, live, suspects)
         self.present.update(present)
         self.listed.update(view.partitions)
         self.timeline = view.timeline
@@ -208,15 +211,3 @@ def _check_data_file(table: HudiTable, instant: str, partition: str, path: str) 
             "not a Hudi base or log file; refused"
         )
 
-
-def committed_file_sizes(view: FileSystemView) -> dict[str, int]:
-    """Path -> size of every file of every committed slice (live and replaced groups): the files a
-    plan may name."""
-    out: dict[str, int] = {}
-    for fg in view.file_groups.values():
-        for fs in fg.slices:
-            if fs.base_file is not None:
-                out[fs.base_file.path] = fs.base_file.size_bytes
-            for lf in fs.log_files:
-                out[lf.path] = lf.size_bytes
-    return out

@@ -14,6 +14,7 @@ from strategies.cleaning.retention import RETENTION_ACTIONS, earliest_commit_to_
 from strategies.cleaning.safety import (
     VolumeCount,
     count_volume,
+    file_sizes,
     latest_snapshot_paths,
     live_file_sizes,
     plan_digest,
@@ -38,6 +39,7 @@ __all__ = [
     "commits_since_last_clean",
     "count_volume",
     "earliest_commit_to_retain",
+    "file_sizes",
     "latest_snapshot_paths",
     "live_file_sizes",
     "partitions_to_scan",

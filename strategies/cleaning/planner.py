@@ -135,6 +135,10 @@ class _PartitionRules:
         self.listed = frozenset(view.partitions)
         self.savepointed = view.savepointed_file_names
         self.pending_clustering = self.snapshot.pending_clustering_file_names
+        # Most tables have no pending compaction and no savepoint: a slice then needs no lookup at all.
+        facts = view.facts
+        self.compacting = bool(facts.pending_compaction or facts.pending_log_compaction)
+        self.protecting_names = bool(self.savepointed or self.pending_clustering)
 
     def files_to_clean(self, partition: str) -> tuple[tuple[CleanTarget, ...], bool]:
         if self.config.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS:
@@ -212,11 +216,15 @@ class _PartitionRules:
         pending compaction (Hudi checks the last only for groups that are not replaced)."""
         if self._needed_for_pending_compaction(fs):
             return True
+        if not self.protecting_names:
+            return False
         return any(name in self.savepointed or name in self.pending_clustering for name in fs.file_names)
 
     def _needed_for_pending_compaction(self, fs: FileSlice) -> bool:
         """`isFileSliceNeededForPendingMajorOrMinorCompaction`: the slice a pending compaction or log
         compaction reads, and every newer slice (the new slice `C` writers append to)."""
+        if not self.compacting:
+            return False
         facts = self.view.facts
         fg_id = fs.file_group_id
         ops = (facts.pending_compaction.get(fg_id), facts.pending_log_compaction.get(fg_id))

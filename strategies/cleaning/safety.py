@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from service.errors import PlanRefusedError
-from service.table.fs_view import FileSlice, FileSystemView
+from service.table.fs_view import FileGroup, FileSlice, FileSystemView
 
 DIGEST_LENGTH = 20  # hex digits of a held plan's digest (`plan_digest`)
 
@@ -55,13 +55,23 @@ def live_file_sizes(view: FileSystemView) -> dict[str, int]:
     completed replacecommit replaced, and those it names although later instants wrote to them):
     what the volume breaker counts."""
     suspects = set(suspect_replaced_groups(view))
-    return {
-        path: size
-        for fg in view.file_groups.values()
-        if not fg.is_replaced or fg.file_group_id in suspects
-        for fs in fg.slices
-        for path, size in _slice_file_sizes(fs)
-    }
+    return file_sizes(
+        fg for fg in view.file_groups.values() if not fg.is_replaced or fg.file_group_id in suspects
+    )
+
+
+def file_sizes(groups: Iterable[FileGroup]) -> dict[str, int]:
+    """Path -> size of every file of every committed slice of `groups` (a view's groups hold only
+    committed slices). Asked per batch of a plan for every file of the batch: no tuple per slice."""
+    out: dict[str, int] = {}
+    for fg in groups:
+        for fs in fg.slices:
+            base = fs.base_file
+            if base is not None:
+                out[base.path] = base.size_bytes
+            for lf in fs.log_files:
+                out[lf.path] = lf.size_bytes
+    return out
 
 
 def suspect_replaced_groups(view: FileSystemView) -> tuple[tuple[str, str], ...]:
@@ -80,11 +90,6 @@ def _newest_write(slices: Iterable[FileSlice]) -> str:
     names = [fs.base_instant_time for fs in slices]
     names += [lf.base_instant_time for fs in slices for lf in fs.log_files]
     return max(names, default="")
-
-
-def _slice_file_sizes(fs: FileSlice) -> list[tuple[str, int]]:
-    base = [(fs.base_file.path, fs.base_file.size_bytes)] if fs.base_file is not None else []
-    return base + [(lf.path, lf.size_bytes) for lf in fs.log_files]
 
 
 @dataclass(frozen=True)
