@@ -210,4 +210,3 @@ def _check_data_file(table: HudiTable, instant: str, partition: str, path: str) 
             f"table {table.name!r}: clean {instant} would delete {table.storage.qualify(path)}, which is "
             "not a Hudi base or log file; refused"
         )
-
