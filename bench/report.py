@@ -686,6 +686,7 @@ def render_scale(document: Mapping[str, Any]) -> str:
         ]
         for p in points
         for name in OPERATIONS
+        if name in p["operations"]  # `check` joined later: absent from older results
     ]  # fmt: skip
     goals = document["goals"]
     ratio = goals.get("ours_over_hudi_seconds")  # absent from results of runs before `--hudi`

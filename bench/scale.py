@@ -15,7 +15,9 @@ from the launcher, not from this one) and nothing is cached between operations:
   commit retained): the clean's whole planning, listing, breaker and JSON report included;
 - `cluster --mode schedule --dry-run` (every base file is small: the planner surveys every slice; a
   plan of every group, `ALL_GROUPS`);
-- `status --json` (every live file group reported).
+- `status --json` (every live file group reported);
+- `check --json` (every service's dry run: the clean's and the clustering's plans, the archival window,
+  the blockers), with the cleans' and the clustering's settings.
 
 Per (size, version, operation), `--rounds` rounds (default 3; the median is published, the range
 beside it) after one untimed round warms the page cache. The two cleans' plans must name the same
@@ -27,7 +29,7 @@ client's `scheduleTableService`, a clustering through `run_clustering(op => 'sch
 its own per table, and its plans must equal ours (the full clean's files, the clustering's groups), or
 the run fails; the figures go to `docs/results/scale-hudi.json` and `scale-hudi.png`.
 
-Not yet here (issue 49): the metadata table on, compaction planning on merge-on-read tables, `check`.
+Not yet here (issue 49): the metadata table on, compaction planning on merge-on-read tables.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     ),
     "cluster_schedule": ("cluster", "--mode", "schedule", "--dry-run", "--json", "--hoodie-conf", ALL_GROUPS),
     "status": ("status", "--json"),
+    # Every service's dry run as `check` reports it, with the cleans' and the clustering's settings.
+    "check": ("check", "--json", *CLEAN, "--hoodie-conf", ALL_GROUPS),
 }
 
 
