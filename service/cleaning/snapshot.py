@@ -81,7 +81,8 @@ class CommitPartitions(Mapping[str, frozenset[str]]):
     in), read from its commit metadata when asked: a full clean asks for none (Java's
     `CleanPlanner.getPartitionPathsForFullCleaning` lists the table), an incremental one for the commits
     since the last clean's earliest commit to retain, not for a timeline of commits that each name
-    every partition of a large table (14 commit files of 250,000 write stats took 6 s at 10^6 files)."""
+    every partition of a large table (the 14 commit files of a 10^6-file table, a million write stats
+    in all, took 6 s)."""
 
     def __init__(self, table: HudiTable, timeline: Timeline) -> None:
         self._reader = table.facts_reader
