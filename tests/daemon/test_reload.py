@@ -89,7 +89,7 @@ def test_reload_adds_removes_tables_and_survives_invalid_file(tmp_path: Path) ->
 
 def test_reload_changed_entry_lifts_quarantine(tmp_path: Path) -> None:
     broken = _table(tmp_path, "broken")
-    (broken.base / ".hoodie" / f"{ts(4)}.commit").write_bytes(b"garbage")
+    (broken.base / ".hoodie" / f"{ts(4)}.replacecommit").write_bytes(b"garbage")  # read by every view
     daemon = Daemon(
         parse_daemon_config(_config({"broken": broken.base})), registry=CollectorRegistry(), serve_http=False
     )

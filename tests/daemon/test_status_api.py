@@ -126,7 +126,7 @@ def test_history_is_measured_and_rebuilt_from_the_timeline_after_a_restart(tmp_p
 def test_failed_and_refused_ticks_are_recorded_once(tmp_path: Path) -> None:
     broken = FixtureTable(tmp_path / "broken", name="broken")
     broken.commit(ts(1), [FileSpec("a", fid(1))])
-    (broken.base / ".hoodie" / f"{ts(2)}.commit").write_bytes(b"garbage")
+    (broken.base / ".hoodie" / f"{ts(2)}.replacecommit").write_bytes(b"garbage")  # read by every view
     mor = _refused_for_clustering(tmp_path / "mor", "mor")
     config = parse_daemon_config(_config_text({"broken": (broken.base, False), "mor": (mor.base, True)}))
     daemon = Daemon(config, registry=CollectorRegistry(), clock=lambda: NOW, serve_http=False)
@@ -190,7 +190,7 @@ def running(tmp_path: Path) -> Iterator[tuple[Daemon, CollectorRegistry]]:
     healthy = _clustered_and_cleaned(tmp_path / "healthy", "healthy")
     broken = FixtureTable(tmp_path / "broken", name="broken")
     broken.commit(ts(1), [FileSpec("a", fid(1))])
-    (broken.base / ".hoodie" / f"{ts(2)}.commit").write_bytes(b"garbage")
+    (broken.base / ".hoodie" / f"{ts(2)}.replacecommit").write_bytes(b"garbage")  # read by every view
     mor = _refused_for_clustering(tmp_path / "mor", "mor")
     tables = {"healthy": (healthy.base, True), "broken": (broken.base, False), "mor": (mor.base, True)}
     registry = CollectorRegistry()
@@ -298,7 +298,7 @@ def test_status_page_of_each_state_in_headless_chromium_shows_its_fix_chart_and_
     mor = _refused_for_clustering(tmp_path / "mor", "mor")
     broken = FixtureTable(tmp_path / "broken", name="broken")
     broken.commit(ts(1), [FileSpec("a", fid(1))])
-    (broken.base / ".hoodie" / f"{ts(2)}.commit").write_bytes(b"garbage")
+    (broken.base / ".hoodie" / f"{ts(2)}.replacecommit").write_bytes(b"garbage")  # read by every view
     running = _clustered_and_cleaned(tmp_path / "running", "running")
     hbase = _clustered_and_cleaned(tmp_path / "hbase", "hbase")
     tables = {"healthy": (healthy.base, True), "local": (local.base, False), "mor": (mor.base, True),

@@ -296,8 +296,10 @@ def test_crafted_bad_timeline_files_fail_status_naming_the_file(
         bad = timeline / f"{victim.name[:17]}_2026.commit"
         victim.rename(bad)
     elif breakage == "json_in_completed":
-        bad = victim
-        victim.write_bytes(json.dumps({"partitionToWriteStats": {}, "operationType": "UPSERT"}).encode())
+        # A completed replacecommit: the view reads its replaced file groups (a commit's it does not read).
+        bad = victim.with_name(victim.name.replace(".commit", ".replacecommit"))
+        victim.rename(bad)
+        bad.write_bytes(json.dumps({"partitionToWriteStats": {}, "operationType": "UPSERT"}).encode())
     else:
         bad = timeline / f"{victim.name[:17]}_{victim.name[18:35]}.commit.requested"
         bad.write_bytes(b"")
